@@ -1,0 +1,59 @@
+# Two commands: `make run` (install, build the demo index if missing, start the app) and
+# `make test` (install test needs, run the whole suite, browser tests included). Both idempotent.
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+DB ?= data/lancedb
+PORT ?= 8501
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+# This machine's pip config names local mirrors that may be absent; hide that noise only.
+PIPQ = 2>&1 | { grep -v "^WARNING: Location 'file:" || true; }
+
+.PHONY: run test install install-test chromium demo bench clean
+
+$(PY):
+	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required, found " + sys.version' \
+	  || { echo "make: need Python 3.11 (set PYTHON=/path/to/python3.11)"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+
+# Stamps make a second run reinstall nothing; editing a requirements file reinstalls.
+$(VENV)/.installed: requirements.txt | $(PY)
+	$(PY) -m pip install -q -r requirements.txt $(PIPQ)
+	@touch $@
+
+$(VENV)/.installed-test: requirements-test.txt $(VENV)/.installed
+	$(PY) -m pip install -q -r requirements-test.txt $(PIPQ)
+	@touch $@
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+# Debian's Chromium for the browser tests (never `playwright install`: no browser downloads here).
+chromium:
+	@if command -v chromium >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing Debian's chromium for the browser tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else echo "chromium is missing and we are not root: browser tests will skip (sudo apt-get install chromium)"; fi
+
+$(DB)/traces.lance: | $(VENV)/.installed
+	$(PY) -m retrieval build-demo --db $(DB)
+
+demo: $(DB)/traces.lance
+
+run: $(VENV)/.installed $(DB)/traces.lance
+	$(VENV)/bin/streamlit run app.py --server.headless true --server.port $(PORT) \
+	  --browser.gatherUsageStats false
+
+test: $(VENV)/.installed-test chromium
+	$(PY) -m pytest
+
+bench: $(VENV)/.installed-test
+	$(PY) scripts/bench_bm25.py
+	$(PY) scripts/bench_retrieve.py
+
+clean:
+	rm -rf $(VENV) $(DB) .pytest_cache tests/artifacts

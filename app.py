@@ -1,0 +1,56 @@
+"""Home: what the inspector is, the state of the store, and example queries that open Inspect."""
+from __future__ import annotations
+
+import streamlit as st
+
+from retrieval.demo import load_examples
+from ui.cache import db_uri, workspace
+from ui.widgets import nav
+
+st.set_page_config(page_title="Hybrid retrieval inspector", page_icon="🔎", layout="wide")
+nav()
+
+st.title("Hybrid retrieval inspector")
+st.markdown(
+    "Dense (embedding) and sparse (BM25) search over memory traces, fused with weighted reciprocal rank fusion, "
+    "optionally reranked. Type a query and see the **dense, sparse, merged, reranked and final** lists side by "
+    "side — and *why* each trace landed where it did."
+)
+
+ws = workspace()
+try:
+    status = ws.status()
+except Exception as exc:  # a broken store must still render a page that says what to do
+    st.error(f"Could not read the store at `{db_uri()}`: {exc}. Point RETRIEVAL_DB at a valid LanceDB folder "
+             "or delete the folder and rebuild it with `make run`.")
+    st.stop()
+
+st.subheader("Store")
+c = st.columns(4)
+c[0].metric("Traces", status["traces"])
+c[1].metric("BM25 documents", status["bm25_documents"], help="Active traces only; inactive ones are never searched.")
+c[2].metric("Facts", status["facts"])
+c[3].metric("Scopes", len(status["scopes"]))
+index = "ANN (IVF-HNSW)" if status["ann_index"] else "exact (flat) vector search"
+if status["ann_index"] and status["unindexed_rows"]:
+    index += f", {status['unindexed_rows']} unindexed rows"
+st.caption(f"URI `{status['uri']}` · vector index: {index} · BM25 "
+           f"{'in step with the store' if status['in_step'] else '**out of step** — it is rebuilt on next open'}"
+           + (" · scopes: " + ", ".join(f"{k} ({v})" for k, v in status["scopes"].items()) if status["scopes"] else ""))
+
+if status["traces"] == 0:
+    st.info("The store is empty. Load the bundled demo corpus (or your own file) on the **Corpus** page.")
+    st.page_link("pages/1_Corpus.py", label="Go to Corpus", icon="📚")
+
+st.subheader("Try an example")
+examples = load_examples()
+if not examples:
+    st.caption("No examples found (data/demo/examples.json).")
+cols = st.columns(3)
+for n, ex in enumerate(examples):
+    with cols[n % 3].container(border=True):
+        st.markdown(f"**{ex['title']}**")
+        st.markdown(f"“{ex['query']}”")
+        st.caption(ex["look_for"])
+        st.page_link("pages/2_Inspect.py", label="Open in Inspect", icon="▶️",
+                     query_params={k: str(v) for k, v in ex["params"].items()})

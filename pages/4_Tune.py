@@ -1,0 +1,92 @@
+"""Tune: labelled queries → Recall@k, nDCG@10, MRR per stage; a dense-weight × RRF-k sweep; per-query wins/losses."""
+from __future__ import annotations
+
+import streamlit as st
+
+from retrieval.eval.runner import (METRICS, load_judgments, per_query_deltas, run_queries, summarize, sweep)
+from ui.cache import get_generator, get_reranker, workspace
+from ui.charts import heatmap_figure, metrics_figure
+from ui.state import PipelineConfig, build_retriever
+from ui.widgets import config_panel, nav
+
+P = "t_"
+DENSE_WEIGHTS = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
+KS = [1, 5, 10, 20, 40, 60, 100]
+
+st.set_page_config(page_title="Tune · Hybrid retrieval inspector", page_icon="🎛️", layout="wide")
+nav()
+ws = workspace()
+st.title("Tune")
+
+with st.sidebar:
+    st.header("Configuration")
+    cfg = config_panel(P, PipelineConfig(), bind=False, compact=True)
+
+src = st.radio("Judgments", ["demo set (data/demo/judgments.jsonl)", "upload a judgments .jsonl"],
+               horizontal=True, key=f"{P}src")
+queries = []
+try:
+    if src.startswith("demo"):
+        from retrieval.demo import JUDGMENTS
+
+        queries = load_judgments(JUDGMENTS) if JUDGMENTS.is_file() else []
+    else:
+        st.caption('One JSON object per line: {"qid": "q1", "query": "...", "scope": "user:u1", '
+                   '"relevant": {"trace-id": 2}}. For BEIR data use `python -m retrieval eval --dataset beir:PATH`.')
+        up = st.file_uploader("Judgments", type=["jsonl"], key=f"{P}upload")
+        if up is not None:
+            import tempfile
+            from pathlib import Path
+
+            with tempfile.TemporaryDirectory() as tmp:
+                p = Path(tmp) / "j.jsonl"
+                p.write_bytes(up.getvalue())
+                queries = load_judgments(p)
+except ValueError as exc:
+    st.error(f"Could not read the judgments: {exc}")
+if not queries:
+    st.info("No labelled queries yet.")
+    st.stop()
+judged = sorted({i for q in queries for i in q.qrels})
+present = {t.id for t in ws.store.get(judged)}
+if not present:
+    st.warning("None of the judged traces are in this store. Load the demo corpus on the Corpus page.")
+    st.stop()
+st.caption(f"{len(queries)} labelled queries · {len(present)}/{len(judged)} judged traces present in the store")
+
+if st.button("Evaluate", type="primary", key=f"{P}run"):
+    try:
+        bar = st.progress(0.0, text="Evaluating…")
+        retr = build_retriever(ws, cfg, get_reranker, get_generator)
+        runs = run_queries(retr, queries, progress=lambda d, t: bar.progress(d / t * 0.5, text=f"config {d}/{t}"),
+                           recall_top_k=cfg.top_k, over_fetch_multiplier=cfg.over_fetch)
+        base_cfg = PipelineConfig(preset="agentos")
+        base = run_queries(build_retriever(ws, base_cfg, get_reranker, get_generator), queries,
+                           progress=lambda d, t: bar.progress(0.5 + d / t * 0.4, text=f"baseline {d}/{t}"),
+                           recall_top_k=base_cfg.top_k, over_fetch_multiplier=base_cfg.over_fetch)
+        bar.progress(0.95, text="Sweeping dense weight × RRF k (re-fusing cached lists)…")
+        sw = sweep(retr, runs, DENSE_WEIGHTS, KS, rerank_weight=cfg.rerank_weight)
+        bar.empty()
+        st.session_state[f"{P}out"] = (summarize(runs), sw, per_query_deltas(base, runs), summarize(base))
+    except (ValueError, ImportError) as exc:
+        st.error(str(exc))
+
+if f"{P}out" in st.session_state:
+    rows, sw, deltas, base_rows = st.session_state[f"{P}out"]
+    st.subheader("Per stage (current configuration)")
+    c1, c2 = st.columns([2, 3])
+    c1.dataframe([{**r, **{m: round(r[m], 4) for m in METRICS}} for r in rows], hide_index=True, width="stretch")
+    c2.plotly_chart(metrics_figure(rows, METRICS), key=f"{P}stages", config={"displayModeBar": False})
+    st.subheader("Sweep: dense weight × RRF k (sparse = 1 − dense), final nDCG@10")
+    bp = sw.best_params
+    st.caption(f"Best on the tune half: dense {bp['dense_weight']}, sparse {bp['sparse_weight']}, k {bp['rrf_k']} → "
+               f"{bp['tune']:.4f}; the same cell on the held-out half: **{bp['held_out']:.4f}**. "
+               "Choose on one half, trust the other.")
+    st.plotly_chart(heatmap_figure(sw.tune, sw.ks, sw.dense_weights, sw.best, "RRF k", "dense weight",
+                                   "nDCG@10 (tune half)"), key=f"{P}heat", config={"displayModeBar": False})
+    st.subheader("Per query vs the agentos baseline (final nDCG@10)")
+    wins = sum(1 for d in deltas if d["delta"] > 1e-9)
+    losses = sum(1 for d in deltas if d["delta"] < -1e-9)
+    st.caption(f"{wins} wins, {losses} losses, {len(deltas) - wins - losses} ties")
+    st.dataframe([{**d, "baseline": round(d["baseline"], 3), "config": round(d["config"], 3),
+                   "delta": round(d["delta"], 3)} for d in deltas], hide_index=True, width="stretch")

@@ -1,0 +1,51 @@
+"""Facts: the fact graph by subject and predicate over time, and which facts the last query injected."""
+from __future__ import annotations
+
+import streamlit as st
+
+from retrieval.facts import PREDICATES, Fact
+from ui.cache import workspace
+from ui.charts import facts_timeline_figure
+from ui.widgets import nav, scope_picker
+
+P = "f_"
+st.set_page_config(page_title="Facts · Hybrid retrieval inspector", page_icon="🧩", layout="wide")
+nav()
+ws = workspace()
+st.title("Fact graph")
+st.caption("Literal (subject, predicate, object) facts extracted from first-person statements at ingest. "
+           "They keep the exact value a summary or an embedding would blur, and their history.")
+
+scope = scope_picker(ws, f"{P}scope", allow_all=False, bind=False)
+if scope is None:
+    st.info("No scopes yet: load a corpus first.")
+    st.stop()
+facts = ws.facts.all(scope)
+if not facts:
+    st.info(f"No facts for {scope}.")
+    st.stop()
+
+subjects = sorted({f.subject for f in facts})
+c1, c2 = st.columns(2)
+subject = c1.selectbox("Subject", ["(all)"] + subjects, index=1 if "user" in subjects else 0, key=f"{P}subject")
+preds = c2.multiselect("Predicates", [p for p in PREDICATES if any(f.predicate == p for f in facts)], key=f"{P}preds")
+shown = [f for f in facts if (subject == "(all)" or f.subject == subject) and (not preds or f.predicate in preds)]
+
+last = st.session_state.get("last_injected_facts")
+injected = set()
+if last and last.get("scope") == str(scope):
+    injected = {Fact(**f).key for f in last["facts"]}
+rows = [{"key": f.key, "timestamp": f.timestamp, "subject": f.subject, "predicate": f.predicate, "object": f.object,
+         "source": ", ".join(f.source_trace_ids), "span": f.source_span} for f in shown]
+st.plotly_chart(facts_timeline_figure(rows, sorted(injected)), key=f"{P}timeline", config={"displayModeBar": False})
+st.dataframe([{k: v for k, v in r.items() if k != "key"} | {"injected": r["key"] in injected} for r in rows],
+             hide_index=True, width="stretch")
+
+st.subheader("Injected by the last query")
+if last and last.get("facts"):
+    st.caption(f"“{last['query']}” in {last['scope']}")
+    for f in last["facts"]:
+        st.markdown(f"- `{f['subject']} {f['predicate']} {f['object']}` as of {f['timestamp']:%Y-%m-%d} "
+                    f"(from {', '.join(f['source_trace_ids'])})")
+else:
+    st.caption("The last Inspect query injected no facts (or none ran yet).")

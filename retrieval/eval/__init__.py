@@ -1,0 +1,1 @@
+"""Evaluation: metrics (pure), dataset loaders, per-stage runs and sweeps."""

@@ -1,0 +1,144 @@
+"""Per-stage evaluation of a retriever on labelled queries, weight sweeps, and the `eval` CLI."""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+from ..hybrid import STAGES
+from ..types import Scope
+from .metrics import evidence_recall_at_k, mean, mrr, ndcg_at_k, recall_at_k
+
+METRICS = ("recall@10", "ndcg@10", "mrr")
+
+
+@dataclass(frozen=True)
+class LabelledQuery:
+    qid: str
+    query: str
+    qrels: dict[str, float]
+    scope: Scope | None = None
+    category: str | None = None
+    note: str = ""
+
+
+def load_judgments(path: str | Path) -> list[LabelledQuery]:
+    """JSONL: {"qid", "query", "scope": "user:x", "relevant": {"id": grade}, "phenomenon"?, "note"?}."""
+    out = []
+    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            r = json.loads(line)
+            out.append(LabelledQuery(str(r["qid"]), r["query"], {k: float(v) for k, v in r["relevant"].items()},
+                                     Scope.parse(r["scope"]) if r.get("scope") else None, r.get("phenomenon"),
+                                     r.get("note", "")))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{path}, line {n}: {exc}; each line needs qid, query and relevant") from None
+    return out
+
+
+def score_ranking(ranked: Sequence[str], qrels: dict[str, float], k: int = 10) -> dict[str, float]:
+    return {f"recall@{k}": recall_at_k(ranked, qrels, k), f"ndcg@{k}": ndcg_at_k(ranked, qrels, k),
+            "mrr": mrr(ranked, qrels)}
+
+
+@dataclass
+class QueryRun:
+    q: LabelledQuery
+    result: Any  # RetrievalResult
+    per_stage: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+def stage_scores(result, qrels: dict[str, float], k: int = 10) -> dict[str, dict[str, float]]:
+    """Metrics for every stage that ran (a stage that did not run is skipped, not scored 0)."""
+    d = result.diagnostics
+    return {s: score_ranking(d.stage_ids[s], qrels, k) for s in STAGES if d.stage_ids[s]}
+
+
+def run_queries(retriever, queries: Iterable[LabelledQuery], progress: Callable[[int, int], None] | None = None,
+                **retrieve_kw) -> list[QueryRun]:
+    queries = list(queries)
+    runs = []
+    for i, q in enumerate(queries):
+        res = retriever.retrieve(q.query, scope=q.scope, **retrieve_kw)
+        runs.append(QueryRun(q, res, stage_scores(res, q.qrels)))
+        if progress:
+            progress(i + 1, len(queries))
+    return runs
+
+
+def summarize(runs: Sequence[QueryRun]) -> list[dict[str, Any]]:
+    """Mean metrics per stage; `queries` says how many queries that stage ran for."""
+    rows = []
+    for s in STAGES:
+        vals = [r.per_stage[s] for r in runs if s in r.per_stage]
+        if vals:
+            rows.append({"stage": s, "queries": len(vals), **{m: mean([v[m] for v in vals]) for m in METRICS}})
+    return rows
+
+
+def held_out_split(qid: str) -> str:
+    """Deterministic half split by a hash of the query id: 'tune' or 'held-out'."""
+    return "tune" if hashlib.blake2b(qid.encode(), digest_size=2).digest()[0] % 2 == 0 else "held-out"
+
+
+@dataclass
+class SweepResult:
+    dense_weights: list[float]
+    ks: list[int]
+    tune: list[list[float]]
+    held_out: list[list[float]]
+    best: tuple[int, int]
+    metric: str
+
+    @property
+    def best_params(self) -> dict[str, float]:
+        r, c = self.best
+        return {"dense_weight": self.dense_weights[r], "sparse_weight": round(1 - self.dense_weights[r], 4),
+                "rrf_k": self.ks[c], "tune": self.tune[r][c], "held_out": self.held_out[r][c]}
+
+
+def sweep(retriever, runs: Sequence[QueryRun], dense_weights: Sequence[float], ks: Sequence[int],
+          metric: str = "ndcg@10", rerank_weight: float | None = None) -> SweepResult:
+    """Dense weight (sparse = 1 − dense) × RRF k, re-fused from cached lists (no new search).
+
+    The best cell is chosen on the 'tune' half of the queries; its 'held-out' half score is reported.
+    """
+    halves = {"tune": [r for r in runs if held_out_split(r.q.qid) == "tune"],
+              "held-out": [r for r in runs if held_out_split(r.q.qid) == "held-out"]}
+    grids = {h: [[0.0] * len(ks) for _ in dense_weights] for h in halves}
+    for i, w in enumerate(dense_weights):
+        for j, k in enumerate(ks):
+            for h, rs in halves.items():
+                vals = []
+                for r in rs:
+                    res = retriever.reweight(r.result, dense_weight=w, sparse_weight=1 - w, rrf_k=k,
+                                             rerank_weight=rerank_weight)
+                    vals.append(score_ranking(res.diagnostics.stage_ids["final"], r.q.qrels)[metric])
+                grids[h][i][j] = mean(vals)
+    best = max(((i, j) for i in range(len(dense_weights)) for j in range(len(ks))),
+               key=lambda ij: (grids["tune"][ij[0]][ij[1]], -abs(dense_weights[ij[0]] - 0.5)))
+    return SweepResult(list(dense_weights), list(ks), grids["tune"], grids["held-out"], best, metric)
+
+
+def per_query_deltas(a: Sequence[QueryRun], b: Sequence[QueryRun], metric: str = "ndcg@10") -> list[dict[str, Any]]:
+    """Final-list metric of B minus A per query (A = baseline)."""
+    rows = []
+    for ra, rb in zip(a, b):
+        va = ra.per_stage.get("final", {}).get(metric, 0.0)
+        vb = rb.per_stage.get("final", {}).get(metric, 0.0)
+        rows.append({"qid": ra.q.qid, "query": ra.q.query, "baseline": va, "config": vb, "delta": vb - va})
+    return sorted(rows, key=lambda r: r["delta"])
+
+
+def main(args) -> int:  # `python -m retrieval eval`
+    from .cli_eval import run_eval_cli
+
+    return run_eval_cli(args)
+
+
+__all__ = ["LabelledQuery", "QueryRun", "SweepResult", "evidence_recall_at_k", "load_judgments", "per_query_deltas",
+           "run_queries", "stage_scores", "summarize", "sweep"]

@@ -1,0 +1,32 @@
+"""Errors from hosted or local model backends, with secrets scrubbed from every message."""
+from __future__ import annotations
+
+HTTP_HINTS = {
+    400: "the request was rejected (bad model name or input)",
+    401: "the API key is wrong or expired; check COHERE_API_KEY / the key you set",
+    403: "the API key may not use this model",
+    404: "the endpoint or model was not found; check the base URL and model name",
+    429: "rate limited; wait and retry, or lower the request rate",
+    500: "the server failed; retry later",
+    502: "bad gateway; the server is unreachable behind its proxy",
+    503: "the service is unavailable; retry later",
+}
+
+
+class BackendError(RuntimeError):
+    """A model call failed; the message says what happened and how to fix it, never the key."""
+
+
+def scrub(text: str, *secrets: str | None) -> str:
+    for s in secrets:
+        if s and len(s) >= 4:
+            text = text.replace(s, "***")
+    return text
+
+
+def http_error(backend: str, status: int | None, secret: str | None = None, detail: str = "") -> BackendError:
+    hint = HTTP_HINTS.get(status or 0, "unexpected response")
+    msg = f"{backend}: HTTP {status}: {hint}"
+    if detail:
+        msg += f" ({detail[:200]})"
+    return BackendError(scrub(msg, secret))

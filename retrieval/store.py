@@ -1,0 +1,403 @@
+"""Dense side: memory traces in LanceDB with cognitive scoring (SPEC §2).
+
+The only module that talks to LanceDB for traces. LanceDB's cosine `_distance` (1 − cos) is
+converted to a similarity in exactly one place (`_similarity`).
+"""
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from .scoring import cognitive_score, resolve_weights
+from .types import SCOPES, MemoryTrace, Mood, Scope, ScoredMemoryTrace, utcnow
+
+log = logging.getLogger(__name__)
+
+# Below this many rows an exact (flat) scan is both exact and fast enough; above it we build an
+# IVF-HNSW index (see docs/BENCHMARKS.md for recall vs exact and latency).
+ANN_MIN_ROWS = 50_000
+ADD_BATCH = 256
+
+Progress = Callable[[int, int], None]
+
+_SCALAR_COLUMNS = (
+    "id", "content", "scope", "scope_id", "type", "source_type", "confidence", "created_at",
+    "last_accessed_at", "encoding_strength", "stability_ms", "retrieval_count", "valence",
+    "arousal", "dominance", "is_active", "tags", "entities",
+)
+
+
+def sql_quote(value: str) -> str:
+    """Quote a string literal for a LanceDB (DataFusion SQL) filter: ' doubles to ''."""
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string for a filter value, got {type(value).__name__}")
+    if "\x00" in value:
+        raise ValueError("filter values may not contain NUL characters")
+    return "'" + value.replace("'", "''") + "'"
+
+
+def scope_filter(scopes: Sequence[Scope] | None) -> str | None:
+    """`(scope = 'user' AND scope_id = 'u1') OR …`; scope kinds validated, ids quoted."""
+    if scopes is None:
+        return None
+    parts = []
+    for s in scopes:
+        if not isinstance(s, Scope):
+            raise ValueError(f"scopes must be Scope objects, got {s!r}")
+        if s.scope not in SCOPES:  # Scope validates too; this keeps the filter safe on its own
+            raise ValueError(f"scope {s.scope!r} is not one of {', '.join(SCOPES)}")
+        parts.append(f"(scope = {sql_quote(s.scope)} AND scope_id = {sql_quote(s.scope_id)})")
+    return " OR ".join(parts) if parts else "false"
+
+
+def ids_filter(ids: Iterable[str]) -> str:
+    return "id IN (" + ", ".join(sql_quote(i) for i in ids) + ")"
+
+
+@dataclass
+class AddReport:
+    written: int = 0
+    duplicates: list[str] = field(default_factory=list)  # ids repeated in one batch (last kept)
+
+
+class MemoryStore:
+    """Traces in a LanceDB table; vector search + cognitive scoring."""
+
+    def __init__(self, uri: str = "data/lancedb", embedder=None, table: str = "traces",
+                 clock: Callable[[], datetime] | None = None):
+        self.uri = str(uri)
+        self.table_name = table
+        self._embedder = embedder
+        self.clock = clock or utcnow
+        self.last_add_report = AddReport()
+        self._tbl = None
+        self._db = None
+        self._ann_checked_rows = -1
+
+    def __repr__(self) -> str:
+        return f"MemoryStore(uri={self.uri!r}, table={self.table_name!r}, embedder={self.embedder!r})"
+
+    # ------------------------------------------------------------------ plumbing
+    @property
+    def embedder(self):
+        if self._embedder is None:
+            from .models.embedders import SentenceTransformerEmbedder
+
+            self._embedder = SentenceTransformerEmbedder()
+        return self._embedder
+
+    @property
+    def db(self):
+        if self._db is None:
+            import lancedb
+
+            self._db = lancedb.connect(self.uri)
+        return self._db
+
+    def _schema(self, dim: int):
+        import pyarrow as pa
+
+        ts = pa.timestamp("us", tz="UTC")
+        return pa.schema([
+            ("id", pa.string()), ("content", pa.string()), ("scope", pa.string()),
+            ("scope_id", pa.string()), ("type", pa.string()), ("tags", pa.list_(pa.string())),
+            ("entities", pa.list_(pa.string())), ("source_type", pa.string()),
+            ("confidence", pa.float64()), ("created_at", ts), ("last_accessed_at", ts),
+            ("encoding_strength", pa.float64()), ("stability_ms", pa.float64()),
+            ("retrieval_count", pa.int64()), ("valence", pa.float64()), ("arousal", pa.float64()),
+            ("dominance", pa.float64()), ("is_active", pa.bool_()),
+            ("vector", pa.list_(pa.float32(), dim)),
+        ])
+
+    def _table(self, create: bool = False):
+        if self._tbl is None:
+            if self.table_name in self.db.table_names():
+                self._tbl = self.db.open_table(self.table_name)
+                dim = self._tbl.schema.field("vector").type.list_size
+                edim = getattr(self._embedder, "dim", None) if self._embedder is not None else None
+                if edim is not None and edim != dim:
+                    raise ValueError(
+                        f"store {self.uri!r} holds {dim}-d vectors but the embedder makes {edim}-d ones; "
+                        "use the embedder the store was built with, or a new store URI")
+            elif create:
+                self._tbl = self.db.create_table(self.table_name, schema=self._schema(self.embedder.dim))
+                self._tbl.create_scalar_index("id", index_type="BTREE")
+        return self._tbl
+
+    @property
+    def dim(self) -> int:
+        tbl = self._table()
+        return tbl.schema.field("vector").type.list_size if tbl is not None else self.embedder.dim
+
+    # ------------------------------------------------------------------ rows
+    @staticmethod
+    def _to_row(t: MemoryTrace, vec: np.ndarray) -> dict:
+        return {
+            "id": t.id, "content": t.content, "scope": t.scope, "scope_id": t.scope_id, "type": t.type,
+            "tags": list(t.tags), "entities": list(t.entities), "source_type": t.source_type,
+            "confidence": float(t.confidence), "created_at": t.created_at.astimezone(timezone.utc),
+            "last_accessed_at": t.last_accessed_at.astimezone(timezone.utc),
+            "encoding_strength": float(t.encoding_strength), "stability_ms": float(t.stability_ms),
+            "retrieval_count": int(t.retrieval_count), "valence": float(t.valence),
+            "arousal": float(t.arousal), "dominance": float(t.dominance), "is_active": bool(t.is_active),
+            "vector": vec.astype(np.float32),
+        }
+
+    @staticmethod
+    def _from_row(row: Mapping) -> MemoryTrace:
+        def aware(dt: datetime) -> datetime:
+            return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+        return MemoryTrace(
+            id=row["id"], content=row["content"], scope=row["scope"], scope_id=row["scope_id"],
+            type=row["type"], tags=tuple(row["tags"] or ()), entities=tuple(row["entities"] or ()),
+            source_type=row["source_type"], confidence=row["confidence"],
+            created_at=aware(row["created_at"]), last_accessed_at=aware(row["last_accessed_at"]),
+            encoding_strength=row["encoding_strength"], stability_ms=row["stability_ms"],
+            retrieval_count=row["retrieval_count"], valence=row["valence"], arousal=row["arousal"],
+            dominance=row["dominance"], is_active=row["is_active"],
+        )
+
+    # ------------------------------------------------------------------ writing
+    def add(self, traces: Iterable[MemoryTrace], progress: Progress | None = None,
+            batch_size: int = ADD_BATCH) -> int:
+        """Upsert traces by id. The whole batch is validated before anything is written.
+
+        Ids repeated inside the batch: the last one wins; they are listed in `last_add_report`.
+        `progress(done, total)` is called after each embedded batch.
+        """
+        traces = list(traces)
+        for t in traces:
+            if not isinstance(t, MemoryTrace):
+                raise ValueError(f"add() takes MemoryTrace objects, got {type(t).__name__}")
+            t.validate()
+        unique: dict[str, MemoryTrace] = {}
+        dups: list[str] = []
+        for t in traces:
+            if t.id in unique:
+                dups.append(t.id)
+                del unique[t.id]  # keep batch order of the last occurrence
+            unique[t.id] = t
+        if dups:
+            log.warning("%d duplicate id(s) in one batch; the last occurrence of each was kept: %s",
+                        len(dups), ", ".join(sorted(set(dups))[:10]))
+        batch = list(unique.values())
+        self.last_add_report = AddReport(written=0, duplicates=sorted(set(dups)))
+        if not batch:
+            return 0
+        vecs = []
+        total = len(batch)
+        for start in range(0, total, batch_size):
+            chunk = batch[start:start + batch_size]
+            v = np.asarray(self.embedder.embed([t.content for t in chunk]), dtype=np.float32)
+            if v.shape != (len(chunk), self.embedder.dim):
+                raise ValueError(f"embedder returned shape {v.shape}, expected ({len(chunk)}, {self.embedder.dim})")
+            vecs.append(v)
+            if progress:
+                progress(min(start + batch_size, total), total)
+        vecs = np.concatenate(vecs)
+        rows = [self._to_row(t, v) for t, v in zip(batch, vecs)]
+        tbl = self._table(create=True)
+        if tbl.count_rows() == 0:
+            tbl.add(rows)
+        else:
+            tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(rows)
+        self.last_add_report.written = len(rows)
+        return len(rows)
+
+    def delete(self, ids: Iterable[str]) -> int:
+        ids = [i for i in ids if isinstance(i, str)]
+        tbl = self._table()
+        if tbl is None or not ids:
+            return 0
+        before = tbl.count_rows()
+        tbl.delete(ids_filter(ids))
+        return before - tbl.count_rows()
+
+    def set_active(self, ids: Iterable[str], active: bool) -> None:
+        tbl = self._table()
+        ids = list(ids)
+        if tbl is not None and ids:
+            tbl.update(where=ids_filter(ids), values={"is_active": bool(active)})
+
+    # ------------------------------------------------------------------ reading
+    def count(self, scope: Scope | None = None, active_only: bool = False) -> int:
+        tbl = self._table()
+        if tbl is None:
+            return 0
+        where = [f"({scope_filter([scope])})"] if scope is not None else []
+        if active_only:
+            where.append("is_active = true")
+        return tbl.count_rows(" AND ".join(where)) if where else tbl.count_rows()
+
+    def scopes(self) -> list[Scope]:
+        tbl = self._table()
+        if tbl is None or tbl.count_rows() == 0:
+            return []
+        data = tbl.search().select(["scope", "scope_id"]).limit(None).to_arrow()
+        pairs = sorted(set(zip(data["scope"].to_pylist(), data["scope_id"].to_pylist())))
+        return [Scope(a, b) for a, b in pairs]
+
+    def scope_counts(self) -> dict[Scope, int]:
+        tbl = self._table()
+        if tbl is None or tbl.count_rows() == 0:
+            return {}
+        data = tbl.search().select(["scope", "scope_id"]).limit(None).to_arrow()
+        out: dict[Scope, int] = {}
+        for pair in zip(data["scope"].to_pylist(), data["scope_id"].to_pylist()):
+            key = Scope(*pair)
+            out[key] = out.get(key, 0) + 1
+        return dict(sorted(out.items(), key=lambda kv: (kv[0].scope, kv[0].scope_id)))
+
+    def _fetch_rows(self, where: str | None, with_vectors: bool, limit: int | None = None) -> list[dict]:
+        tbl = self._table()
+        if tbl is None:
+            return []
+        cols = list(_SCALAR_COLUMNS) + (["vector"] if with_vectors else [])
+        q = tbl.search().select(cols)
+        if where:
+            q = q.where(where)
+        return q.limit(limit).to_arrow().to_pylist()
+
+    def get(self, ids: Sequence[str]) -> list[MemoryTrace]:
+        """Traces for `ids` in the given order; unknown ids are skipped."""
+        ids = [i for i in dict.fromkeys(ids) if isinstance(i, str)]
+        if not ids:
+            return []
+        found = {r["id"]: self._from_row(r) for r in self._fetch_rows(ids_filter(ids), False)}
+        return [found[i] for i in ids if i in found]
+
+    def get_with_vectors(self, ids: Sequence[str], scopes: Sequence[Scope] | None = None,
+                         active_only: bool = True) -> dict[str, tuple[MemoryTrace, np.ndarray]]:
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return {}
+        where = [ids_filter(ids)]
+        sf = scope_filter(scopes)
+        if sf:
+            where.append(f"({sf})")
+        if active_only:
+            where.append("is_active = true")
+        rows = self._fetch_rows(" AND ".join(where), True)
+        return {r["id"]: (self._from_row(r), np.asarray(r["vector"], dtype=np.float32)) for r in rows}
+
+    def browse(self, scope: Scope | None = None, contains: str | None = None, limit: int = 200,
+               offset: int = 0) -> list[MemoryTrace]:
+        """Traces for the Corpus page, sorted by id; `contains` is a case-insensitive substring."""
+        where = []
+        if scope is not None:
+            where.append(scope_filter([scope]))
+        rows = self._fetch_rows(" AND ".join(where) or None, False)
+        if contains:
+            needle = contains.lower()
+            rows = [r for r in rows if needle in r["content"].lower() or needle in r["id"].lower()]
+        rows.sort(key=lambda r: r["id"])
+        return [self._from_row(r) for r in rows[offset:offset + limit]]
+
+    def all_traces(self) -> list[MemoryTrace]:
+        return [self._from_row(r) for r in self._fetch_rows(None, False)]
+
+    # ------------------------------------------------------------------ search
+    def embed_query(self, text: str) -> np.ndarray:
+        return np.asarray(self.embedder.embed([text])[0], dtype=np.float32)
+
+    def query(self, text: str, mood: Mood | None = None, top_k: int = 20,
+              scopes: Sequence[Scope] | None = None, neutral_mood: bool = False,
+              scoring_weights: Mapping[str, float] | None = None) -> list[ScoredMemoryTrace]:
+        """Nearest `2*top_k` by cosine within `scopes` (active only), cognitively scored, top `top_k`."""
+        if not text or not text.strip() or top_k <= 0:
+            return []
+        return self.query_vector(self.embed_query(text), mood, top_k, scopes, neutral_mood, scoring_weights)
+
+    def query_vector(self, vector: np.ndarray, mood: Mood | None = None, top_k: int = 20,
+                     scopes: Sequence[Scope] | None = None, neutral_mood: bool = False,
+                     scoring_weights: Mapping[str, float] | None = None) -> list[ScoredMemoryTrace]:
+        weights = resolve_weights(scoring_weights)
+        tbl = self._table()
+        if tbl is None or top_k <= 0:
+            return []
+        where = ["is_active = true"]
+        sf = scope_filter(scopes)
+        if sf:
+            where.append(f"({sf})")
+        q = (tbl.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
+             .distance_type("cosine").where(" AND ".join(where), prefilter=True)
+             .select(list(_SCALAR_COLUMNS) + ["_distance"]).limit(2 * top_k))
+        if self._has_ann():
+            q = q.nprobes(32).refine_factor(4)
+        rows = q.to_arrow().to_pylist()
+        now = self.clock()
+        scored = [self._score(self._from_row(r), _similarity(r["_distance"]), now, mood, neutral_mood, weights)
+                  for r in rows]
+        scored.sort(key=lambda s: (-s.retrieval_score, s.id))
+        return scored[:top_k]
+
+    def score_hits(self, hits: Mapping[str, tuple[MemoryTrace, np.ndarray]], vector: np.ndarray,
+                   mood: Mood | None = None, neutral_mood: bool = False,
+                   scoring_weights: Mapping[str, float] | None = None) -> dict[str, ScoredMemoryTrace]:
+        """Cognitively score traces fetched by id (sparse-only hydration) with their real cosine."""
+        weights = resolve_weights(scoring_weights)
+        now = self.clock()
+        q = np.asarray(vector, dtype=np.float32)
+        return {i: self._score(t, float(np.dot(v, q)), now, mood, neutral_mood, weights)
+                for i, (t, v) in hits.items()}
+
+    @staticmethod
+    def _score(trace, cosine, now, mood, neutral_mood, weights) -> ScoredMemoryTrace:
+        score, parts = cognitive_score(trace, cosine, now, mood, neutral_mood, weights)
+        return ScoredMemoryTrace(trace, score, parts)
+
+    # ------------------------------------------------------------------ indexes
+    def _has_ann(self) -> bool:
+        tbl = self._table()
+        return tbl is not None and any(getattr(i, "index_type", "").startswith("IVF") or
+                                       "vector" in list(getattr(i, "columns", [])) for i in tbl.list_indices())
+
+    def index_state(self) -> dict:
+        """What the Home page shows: rows, whether an ANN index exists and how many rows it lacks."""
+        tbl = self._table()
+        if tbl is None:
+            return {"rows": 0, "ann_index": False, "unindexed_rows": 0}
+        state = {"rows": tbl.count_rows(), "ann_index": False, "unindexed_rows": 0}
+        for idx in tbl.list_indices():
+            if "vector" in list(getattr(idx, "columns", [])):
+                stats = tbl.index_stats(idx.name)
+                state["ann_index"] = True
+                state["unindexed_rows"] = int(getattr(stats, "num_unindexed_rows", 0) or 0)
+        return state
+
+    def ensure_ann_index(self, min_rows: int = ANN_MIN_ROWS, force: bool = False) -> bool:
+        """Build an IVF-HNSW-SQ cosine index once the table passes `min_rows`; fold new rows in after.
+
+        Returns True when an index exists afterwards. Exact search is kept for small tables: it is
+        exact and, below the threshold, no slower.
+        """
+        tbl = self._table()
+        if tbl is None:
+            return False
+        rows = tbl.count_rows()
+        if self._has_ann():
+            if self.index_state()["unindexed_rows"] > 0:
+                tbl.optimize()
+            return True
+        if rows < min_rows and not force:
+            return False
+        partitions = max(1, int(math.sqrt(rows)))
+        tbl.create_index(metric="cosine", vector_column_name="vector", index_type="IVF_HNSW_SQ",
+                         num_partitions=partitions)
+        for col in ("scope_id",):
+            try:
+                tbl.create_scalar_index(col, index_type="BTREE")
+            except Exception as exc:  # an index is an optimisation; searching works without it
+                log.warning("could not index %s: %s", col, exc)
+        return True
+
+
+def _similarity(distance: float) -> float:
+    """LanceDB cosine distance is 1 − cos; the one place it becomes a similarity."""
+    return 1.0 - float(distance)

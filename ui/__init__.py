@@ -1,0 +1,1 @@
+"""Shared Streamlit UI code: cached loaders, widgets, plotly chart builders."""

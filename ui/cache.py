@@ -1,0 +1,60 @@
+"""Cached resources for every page: the workspace (store + BM25 + facts) and the models.
+
+`st.cache_resource` objects are shared by all sessions; nothing here is mutated per user.
+"""
+from __future__ import annotations
+
+import os
+
+import streamlit as st
+
+DEFAULT_DB = "data/lancedb"
+
+
+def db_uri() -> str:
+    """The store URI: env RETRIEVAL_DB (how users point the app elsewhere), else data/lancedb."""
+    return os.environ.get("RETRIEVAL_DB", DEFAULT_DB)
+
+
+def embedder_kind() -> str:
+    """`minilm` (default) or `hashing` (no model; used by fast UI tests via RETRIEVAL_EMBEDDER)."""
+    return os.environ.get("RETRIEVAL_EMBEDDER", "minilm")
+
+
+@st.cache_resource(show_spinner="Loading the embedding model (all-MiniLM-L6-v2)…")
+def get_embedder(kind: str):
+    from retrieval.models import HashingEmbedder, SentenceTransformerEmbedder
+
+    if kind == "hashing":
+        return HashingEmbedder(384)
+    emb = SentenceTransformerEmbedder()
+    emb.embed(["warm up"])  # load weights now, under the spinner, not on the first query
+    return emb
+
+
+@st.cache_resource(show_spinner="Opening the store…")
+def get_workspace(uri: str, kind: str):
+    from retrieval.workspace import Workspace
+
+    return Workspace(uri, embedder=get_embedder(kind))
+
+
+def workspace():
+    return get_workspace(db_uri(), embedder_kind())
+
+
+@st.cache_resource(show_spinner="Loading the reranker…")
+def get_reranker(spec: str):
+    from retrieval.models.registry import make_reranker
+    from retrieval.models.rerankers import EmbeddingReranker
+
+    if spec == "embedding":
+        return EmbeddingReranker(get_embedder(embedder_kind()))
+    return make_reranker(spec)
+
+
+@st.cache_resource(show_spinner="Loading the text generator (first use of local Gemma takes a few seconds)…")
+def get_generator(spec: str):
+    from retrieval.models.registry import make_generator
+
+    return make_generator(spec)
