@@ -20,10 +20,10 @@ if ws.store.count() == 0:
 with st.sidebar:
     st.header("A (baseline)")
     with st.expander("Settings A", expanded=False):
-        cfg_a = config_panel(f"{P}a_", PipelineConfig(preset="agentos"), bind=False, compact=True)
+        cfg_a = config_panel(f"{P}a_", PipelineConfig.for_preset("agentos"), bind=False, compact=True)
     st.header("B")
     with st.expander("Settings B", expanded=True):
-        cfg_b = config_panel(f"{P}b_", PipelineConfig(preset="hybrid"), bind=False, compact=True)
+        cfg_b = config_panel(f"{P}b_", PipelineConfig.for_preset("hybrid"), bind=False, compact=True)
 
 mode = st.radio("Compare on", ["one query", "the labelled demo set"], horizontal=True, key=f"{P}mode")
 

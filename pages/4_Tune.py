@@ -60,7 +60,7 @@ if st.button("Evaluate", type="primary", key=f"{P}run"):
         retr = build_retriever(ws, cfg, get_reranker, get_generator)
         runs = run_queries(retr, queries, progress=lambda d, t: bar.progress(d / t * 0.5, text=f"config {d}/{t}"),
                            recall_top_k=cfg.top_k, over_fetch_multiplier=cfg.over_fetch)
-        base_cfg = PipelineConfig(preset="agentos")
+        base_cfg = PipelineConfig.for_preset("agentos")
         base = run_queries(build_retriever(ws, base_cfg, get_reranker, get_generator), queries,
                            progress=lambda d, t: bar.progress(0.5 + d / t * 0.4, text=f"baseline {d}/{t}"),
                            recall_top_k=base_cfg.top_k, over_fetch_multiplier=base_cfg.over_fetch)

@@ -70,7 +70,7 @@ def explain(diag: "Diagnostics", trace_id: str) -> Explanation:
     # Sparse: per-term BM25 contributions against the text actually searched.
     bm25 = getattr(retriever, "bm25", None)
     if bm25 is not None and cache is not None and cache.search_queries and trace_id in bm25:
-        ex.bm25_terms = bm25.explain(cache.search_queries[0], trace_id)
+        ex.bm25_terms = {t: float(v) for t, v in bm25.explain(cache.search_queries[0], trace_id).items()}
 
     fused = diag._fused.get(trace_id)
     if fused is not None and cache is not None:
@@ -79,6 +79,8 @@ def explain(diag: "Diagnostics", trace_id: str) -> Explanation:
             "score": fused.score, "k": s["rrf_k"],
             "weights": {"dense": s["dense_weight"], "sparse": s["sparse_weight"]},
             "ranks": dict(zip(names, fused.ranks)), "contributions": dict(zip(names, fused.contributions)),
+            # rank completion (hybrid): which list's rank was estimated from the id's real score
+            "imputed": diag._imputed.get(trace_id),
         }
     if cache is not None and cache.rerank_scores is not None and trace_id in cache.rerank_scores:
         ex.rerank_score = cache.rerank_scores[trace_id]

@@ -19,11 +19,9 @@ from .fusion import Fused, reciprocal_rank_fusion
 from .split import split_candidates, split_halves, validate_threshold
 from .types import MemoryTrace, Mood, Scope, ScoredMemoryTrace
 
-AGENTOS = "agentos"
-HYBRID = "hybrid"
-PRESETS = (AGENTOS, HYBRID)
+from .presets import AGENTOS, HYBRID, PRESET_OPTIONS, PRESETS, preset_defaults
+
 STAGES = ("dense", "sparse", "merged", "reranked", "final")
-DEFAULT_RERANK_WEIGHT = 0.3
 MAX_QUERY_CHARS = 2000
 
 ESC_SPARSE_EMPTY = "hybrid-retriever:sparse-empty"
@@ -90,6 +88,7 @@ class StageCache:
     over_fetch_top_k: int
     reranker_name: str | None = None
     hypothesis: str | None = None
+    dense_bm25: dict[str, float] = field(default_factory=dict)  # BM25 of dense hits past the sparse top-N
 
 
 @dataclass
@@ -135,6 +134,7 @@ class Diagnostics:
     _split_done: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
     _dropped_hydrate: dict[str, str] = field(default_factory=dict, repr=False)
     _cut_by_rerank: set[str] = field(default_factory=set, repr=False)
+    _imputed: dict[str, str] = field(default_factory=dict, repr=False)  # id -> list whose rank was completed
 
     def explain(self, trace_id: str) -> Explanation:
         from .explain import explain
@@ -157,9 +157,12 @@ class HybridRetriever:
 
     def __init__(self, memory_store, bm25: BM25Index | None = None, reranker: Reranker | None = None,
                  hyde: Hyde | None = None, fact_store=None, fact_classifier=None,
-                 split_ambiguous_threshold: float | None = None, default_dense_weight: float = 0.7,
-                 default_sparse_weight: float = 0.3, default_rrf_k: float = 60, preset: str = HYBRID,
-                 rerank_weight: float = DEFAULT_RERANK_WEIGHT, multi_query_llm=None, multi_query_n: int = 0):
+                 split_ambiguous_threshold: float | None = None, default_dense_weight: float | None = None,
+                 default_sparse_weight: float | None = None, default_rrf_k: float | None = None,
+                 preset: str = HYBRID, rerank_weight: float | None = None, multi_query_llm=None,
+                 multi_query_n: int = 0):
+        """Fusion defaults left as None come from the preset (agentos: 0.7/0.3, k 60 as in AgentOS;
+        hybrid: see retrieval.presets). A value given here overrides the preset for every call."""
         if preset not in PRESETS:
             raise ValueError(f"preset {preset!r} is not one of {', '.join(PRESETS)}")
         self.memory_store = memory_store
@@ -172,9 +175,30 @@ class HybridRetriever:
         self.preset = preset
         self.multi_query_llm = multi_query_llm
         self.multi_query_n = int(multi_query_n)
-        # Validate the fusion defaults the same way per-call values are validated.
-        self.default_dense_weight, self.default_sparse_weight, self.default_rrf_k, self.rerank_weight = \
-            _check_knobs(default_dense_weight, default_sparse_weight, default_rrf_k, rerank_weight)
+        self._explicit = {"dense_weight": default_dense_weight, "sparse_weight": default_sparse_weight,
+                          "rrf_k": default_rrf_k, "rerank_weight": rerank_weight}
+        _check_knobs(*self._defaults_for(preset).values())  # validate the constructor values now
+
+    def _defaults_for(self, preset: str) -> dict[str, float]:
+        merged = preset_defaults(preset)
+        merged.update({k: v for k, v in self._explicit.items() if v is not None})
+        return {k: merged[k] for k in ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight")}
+
+    @property
+    def default_dense_weight(self) -> float:
+        return self._defaults_for(self.preset)["dense_weight"]
+
+    @property
+    def default_sparse_weight(self) -> float:
+        return self._defaults_for(self.preset)["sparse_weight"]
+
+    @property
+    def default_rrf_k(self) -> float:
+        return self._defaults_for(self.preset)["rrf_k"]
+
+    @property
+    def rerank_weight(self) -> float:
+        return self._defaults_for(self.preset)["rerank_weight"]
 
     def __repr__(self) -> str:
         return (f"HybridRetriever(preset={self.preset!r}, RRF(k={self.default_rrf_k:g}, weights=("
@@ -232,7 +256,8 @@ class HybridRetriever:
             try:
                 from .facts import fact_traces_for_query
 
-                facts, fact_traces = fact_traces_for_query(self.fact_store, self.fact_classifier, query, scope)
+                facts, fact_traces = fact_traces_for_query(self.fact_store, self.fact_classifier, query, scope,
+                                                           PRESET_OPTIONS[settings.preset]["temporal_facts"])
             except Exception as exc:  # a broken fact store must not take retrieval down
                 escalations.append(f"{ESC_FACTS}: {_short(exc)}")
             timings["facts"] = _ms(t0)
@@ -282,11 +307,21 @@ class HybridRetriever:
         dense_ids = {t.id for lst in dense_lists for t in lst}
         sparse_only = [i for lst in sparse_lists for i, _ in lst if i not in dense_ids]
         sparse_hydrated: dict[str, ScoredMemoryTrace] = {}
-        if sparse_only and settings.preset == HYBRID:
+        opts = PRESET_OPTIONS[settings.preset]
+        if sparse_only and opts["hydrate_sparse_only"]:
             t0 = time.perf_counter()
             hits = self.memory_store.get_with_vectors(sparse_only, scopes=scopes)
             sparse_hydrated = self.memory_store.score_hits(hits, qvecs[0], mood)
             timings["hydrate"] = _ms(t0)
+        # Rank completion (hybrid): the BM25 score of every dense hit the sparse top-N missed.
+        dense_bm25: dict[str, float] = {}
+        if opts["complete_ranks"] and sparse_lists[0]:
+            in_sparse = {i for i, _ in sparse_lists[0]}
+            for t in dense_lists[0]:
+                if t.id not in in_sparse and t.id in self.bm25:
+                    score = self.bm25.score(search_queries[0], t.id)
+                    if score > 0:
+                        dense_bm25[t.id] = score
 
         cache = StageCache(
             query=query, search_queries=search_queries, scope=scope, mood=mood, qvec=qvecs[0],
@@ -294,7 +329,7 @@ class HybridRetriever:
             fact_traces=fact_traces, facts=facts, pool_ids=[], rerank_scores=None, rerank_error=None,
             split_halves={}, split_scores=None, split_error=None, split_candidate_ids=[],
             escalations=escalations, timings_ms=timings, over_fetch_top_k=top_n,
-            reranker_name=getattr(self.reranker, "name", None), )
+            reranker_name=getattr(self.reranker, "name", None), dense_bm25=dense_bm25)
         cache.hypothesis = hypothesis or None
 
         # Step 6's model calls happen once, over the whole pool (which no fusion knob changes).
@@ -372,11 +407,12 @@ class HybridRetriever:
             raise ValueError(f"preset {preset!r} is not one of {', '.join(PRESETS)}")
         if not isinstance(recall_top_k, int) or recall_top_k < 1:
             raise ValueError(f"recall_top_k must be an integer >= 1, got {recall_top_k!r}")
+        d = self._defaults_for(preset)
         dw, sw, k, rw = _check_knobs(
-            self.default_dense_weight if dense_weight is None else dense_weight,
-            self.default_sparse_weight if sparse_weight is None else sparse_weight,
-            self.default_rrf_k if rrf_k is None else rrf_k,
-            self.rerank_weight if rerank_weight is None else rerank_weight,
+            d["dense_weight"] if dense_weight is None else dense_weight,
+            d["sparse_weight"] if sparse_weight is None else sparse_weight,
+            d["rrf_k"] if rrf_k is None else rrf_k,
+            d["rerank_weight"] if rerank_weight is None else rerank_weight,
         )
         return Settings(preset, dw, sw, k, rw, recall_top_k, self.split_ambiguous_threshold)
 
@@ -446,13 +482,34 @@ def _best_sparse(cache: StageCache) -> dict[str, float]:
     return best
 
 
+def _complete_ranks(cache: StageCache, lists: list[list[str]]) -> list[list[str]]:
+    """Give every pooled id a rank in both original-query lists (hybrid preset).
+
+    Plain RRF gives an id the other list missed nothing from it, so with 0.7/0.3 weights a BM25
+    rank-1 hit the embedding ranked 31st can never outrank dense rank 30. Here a sparse-only id
+    is appended to the dense list by its real cognitive score, and a dense hit past the sparse
+    top-N by its real BM25 score; ranks continue after N (an optimistic estimate of the true rank).
+    """
+    nd = len(cache.dense_lists)
+    dense, sparse = list(lists[0]), list(lists[nd])
+    in_dense, in_sparse = set(dense), set(sparse)
+    extra_d = sorted(((t.retrieval_score, i) for i, t in cache.sparse_hydrated.items() if i not in in_dense),
+                     key=lambda x: (-x[0], x[1]))
+    extra_s = sorted(((sc, i) for i, sc in cache.dense_bm25.items() if i not in in_sparse), key=lambda x: (-x[0], x[1]))
+    out = list(lists)
+    out[0] = dense + [i for _, i in extra_d]
+    out[nd] = sparse + [i for _, i in extra_s]
+    return out
+
+
 def _pool_traces(cache: StageCache, preset: str) -> list[ScoredMemoryTrace]:
     """Facts + every hydratable merged id, in a fixed (weight-independent) order for the reranker."""
     dense = _best_dense(cache)
     ids = list(dense)
     for lst in cache.sparse_lists:
         for i, _ in lst:
-            if i not in dense and i not in ids and preset == HYBRID and i in cache.sparse_hydrated:
+            if i not in dense and i not in ids and PRESET_OPTIONS[preset]["hydrate_sparse_only"] \
+                    and i in cache.sparse_hydrated:
                 ids.append(i)
     pool = list(cache.fact_traces)
     pool += [dense[i] if i in dense else cache.sparse_hydrated[i] for i in ids]
@@ -504,6 +561,11 @@ def _assemble(retriever: HybridRetriever, cache: StageCache, s: Settings) -> Ret
     # Step 4: weighted RRF over every dense and sparse list (1-based ranks).
     t0 = time.perf_counter()
     lists = [[t.id for t in lst] for lst in cache.dense_lists] + [[i for i, _ in lst] for lst in cache.sparse_lists]
+    opts = PRESET_OPTIONS[s.preset]
+    if opts["complete_ranks"]:
+        lists = _complete_ranks(cache, lists)
+        diag._imputed = {i: "dense" for i in lists[0][len(cache.dense_lists[0]):]}
+        diag._imputed.update({i: "sparse" for i in lists[len(cache.dense_lists)][len(cache.sparse_lists[0]):]})
     weights = [s.dense_weight] * len(cache.dense_lists) + [s.sparse_weight] * len(cache.sparse_lists)
     fused = reciprocal_rank_fusion(lists, weights=weights, k=s.rrf_k)
     stage_ids["merged"] = [f.id for f in fused]
@@ -517,7 +579,7 @@ def _assemble(retriever: HybridRetriever, cache: StageCache, s: Settings) -> Ret
     for f in fused:
         if f.id in dense_best:
             t = dense_best[f.id]
-        elif s.preset == AGENTOS:
+        elif not opts["hydrate_sparse_only"]:
             diag._dropped_hydrate[f.id] = "preset"
             continue
         elif f.id in cache.sparse_hydrated:
@@ -525,7 +587,7 @@ def _assemble(retriever: HybridRetriever, cache: StageCache, s: Settings) -> Ret
         else:
             diag._dropped_hydrate[f.id] = "missing"
             continue
-        if s.preset == HYBRID:
+        if opts["blend_base"] == "fused":
             # Blend base is the fused score normalised to [0, 1]: fusion weights keep mattering
             # under a reranker. The cognitive breakdown stays attached for the explanation.
             t = replace(t, retrieval_score=f.score / top)

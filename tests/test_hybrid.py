@@ -37,35 +37,49 @@ def build(store, traces, **kw):
 def test_agentos_drops_the_sparse_only_identifier_and_hybrid_surfaces_it(id_world):
     store, traces = id_world
     r = build(store, traces)
-    kw = dict(scope=U1, recall_top_k=5, over_fetch_multiplier=1, dense_weight=0.5, sparse_weight=0.5)
-    faithful = r.retrieve(QUERY, preset=AGENTOS, **kw)
-    improved = r.retrieve(QUERY, preset=HYBRID, **kw)
+    kw = dict(scope=U1, recall_top_k=5, over_fetch_multiplier=1)
+    faithful = r.retrieve(QUERY, preset=AGENTOS, **kw)   # 0.7/0.3, k=60
+    improved = r.retrieve(QUERY, preset=HYBRID, **kw)    # 0.5/0.5, k=10, rank completion
     for res in (faithful, improved):
         assert res.diagnostics.stage_ids["dense"] == ["a", "b", "c", "d", "e"]
         assert res.diagnostics.stage_ids["sparse"] == ["id1"]
-        assert res.diagnostics.stage_ids["merged"][:2] == ["a", "id1"]  # 0.5/61 each, id asc
-    assert "id1" not in faithful.ids and faithful.ids == ["a", "b", "c", "d", "e"]
-    assert improved.ids[:2] == ["a", "id1"]
+    assert faithful.diagnostics.stage_ids["merged"] == ["a", "b", "c", "d", "e", "id1"]
+    assert faithful.ids == ["a", "b", "c", "d", "e"]
     ex = faithful.diagnostics.explain("id1")
     assert ex.dropped_at == "hydrate" and "agentos" in ex.reason
-    hit = improved.traces[1]
+    # hybrid: id1 keeps its BM25 rank 1 and gets dense rank 6 from its real score (N + 1)
+    assert improved.ids == ["id1", "a", "b", "c", "d"]
+    assert improved.diagnostics.stage_scores["merged"]["id1"] == pytest.approx(0.5 / 16 + 0.5 / 11)
+    hit = improved.traces[0]
     assert hit.score_breakdown.similarity == pytest.approx(0.0, abs=1e-6)  # its real cosine
-    assert improved.diagnostics.explain("id1").dropped_at is None
+    ex = improved.diagnostics.explain("id1")
+    assert ex.dropped_at is None and ex.rrf["ranks"] == {"dense": 6, "sparse": 1} and ex.rrf["imputed"] == "dense"
 
 
-def test_merged_stage_is_weighted_rrf_with_golden_scores(id_world):
+def test_agentos_merged_stage_is_weighted_rrf_with_golden_scores(id_world):
     store, traces = id_world
-    r = build(store, traces)
+    r = build(store, traces, preset=AGENTOS)
     res = r.retrieve(QUERY, scope=U1, recall_top_k=3, over_fetch_multiplier=2)
     merged = res.diagnostics.stage_scores["merged"]
     assert merged["a"] == pytest.approx(0.7 / 61)
     assert merged["f"] == pytest.approx(0.7 / 66)
     assert merged["id1"] == pytest.approx(0.3 / 61)
-    # hybrid: final scores are fused scores normalised by the best one
-    assert [t.retrieval_score for t in res.traces] == pytest.approx([1.0, 61 / 62, 61 / 63])
+    # agentos without a reranker: merged order is final, scores are the dense cognitive scores
+    assert res.ids == ["a", "b", "c"]
+    assert [t.retrieval_score for t in res.traces] == [res.diagnostics.stage_scores["dense"][i] for i in "abc"]
     ex = res.diagnostics.explain("a")
     assert ex.rrf["contributions"]["dense"] == pytest.approx(0.7 / 61)
     assert ex.rrf["contributions"]["sparse"] == 0.0
+
+
+def test_hybrid_final_scores_are_normalised_fused_scores(id_world):
+    store, traces = id_world
+    r = build(store, traces)
+    res = r.retrieve(QUERY, scope=U1, recall_top_k=3, over_fetch_multiplier=2, dense_weight=0.7, sparse_weight=0.3,
+                     rrf_k=60)
+    top = 0.7 / 67 + 0.3 / 61  # id1: imputed dense rank 7, BM25 rank 1
+    assert res.ids == ["id1", "a", "b"]
+    assert [t.retrieval_score for t in res.traces] == pytest.approx([1.0, (0.7 / 61) / top, (0.7 / 62) / top])
 
 
 def test_five_stage_keys_always_present_and_empty_query_is_not_an_error(retriever):
@@ -120,16 +134,16 @@ def test_reweight_recomputes_without_searching_or_reranking(id_world):
     emb_calls, n_rerank = store.embedder.calls, len(rr.calls)
     counting_store, counting_bm25 = Counting(store), Counting(r.bm25)
     r.memory_store, r.bm25 = counting_store, counting_bm25
-    moved = r.reweight(res, dense_weight=0.1, sparse_weight=1.0)
+    moved = r.reweight(res, dense_weight=1.0, sparse_weight=0.0)
     assert (store.embedder.calls, len(rr.calls), counting_store.calls, counting_bm25.calls) == (emb_calls, n_rerank, 0, 0)
-    assert moved.ids[0] == "id1" and res.ids[0] != "id1"
+    assert res.ids[0] == "id1" and moved.ids[:2] == ["a", "id1"]
     assert "refuse" in moved.diagnostics.timings_ms
     r.memory_store, r.bm25 = store, counting_bm25.inner
-    fresh = r.retrieve(QUERY, scope=U1, recall_top_k=4, over_fetch_multiplier=2, dense_weight=0.1, sparse_weight=1.0)
+    fresh = r.retrieve(QUERY, scope=U1, recall_top_k=4, over_fetch_multiplier=2, dense_weight=1.0, sparse_weight=0.0)
     assert fresh.ids == moved.ids
     assert [t.retrieval_score for t in fresh.traces] == pytest.approx([t.retrieval_score for t in moved.traces])
     # the earlier result is untouched (frozen stages)
-    assert res.ids != moved.ids
+    assert res.ids[0] == "id1"
 
 
 def test_rerank_blend_golden_in_both_presets(id_world):
@@ -139,14 +153,15 @@ def test_rerank_blend_golden_in_both_presets(id_world):
     res = r.retrieve(QUERY, scope=U1, recall_top_k=3, over_fetch_multiplier=1, preset=HYBRID)
     assert rr.calls[0][0] == QUERY
     s = res.diagnostics.stage_scores["reranked"]
-    assert s["id1"] == pytest.approx(0.7 * (0.3 / 61) / (0.7 / 61) + 0.3 * 1.0)
-    assert s["a"] == pytest.approx(0.7 * 1.0 + 0.3 * 0.2)
+    top = 0.5 / 14 + 0.5 / 11  # id1: imputed dense rank 4, BM25 rank 1 (k=10)
+    assert s["id1"] == pytest.approx(0.7 * 1.0 + 0.3 * 1.0)
+    assert s["a"] == pytest.approx(0.7 * (0.5 / 11) / top + 0.3 * 0.2)
     agent = r.retrieve(QUERY, scope=U1, recall_top_k=3, over_fetch_multiplier=1, preset=AGENTOS)
     dense_a = agent.diagnostics.stage_scores["dense"]["a"]
     assert agent.diagnostics.stage_scores["reranked"]["a"] == pytest.approx(0.7 * dense_a + 0.3 * 0.2)
     assert "id1" not in agent.diagnostics.stage_ids["reranked"]
     w0 = r.reweight(res, rerank_weight=0.0)
-    assert w0.diagnostics.stage_scores["reranked"]["a"] == pytest.approx(1.0)
+    assert w0.diagnostics.stage_scores["reranked"]["a"] == pytest.approx((0.5 / 11) / top)
 
 
 def test_reranker_error_keeps_merged_order_and_is_recorded(retriever):
@@ -292,5 +307,8 @@ def test_huge_query_is_truncated_and_recorded(retriever):
     assert res.ids[0] == "recipe"
 
 
-def test_repr_describes_settings(retriever):
-    assert "RRF(k=60, weights=(0.7, 0.3))" in repr(retriever)
+def test_repr_describes_settings(retriever, store):
+    assert "RRF(k=10, weights=(0.5, 0.5))" in repr(retriever)
+    assert "RRF(k=60, weights=(0.7, 0.3))" in repr(HybridRetriever(store, preset=AGENTOS))
+    assert "RRF(k=30, weights=(0.7, 0.3))" in repr(HybridRetriever(store, default_rrf_k=30, default_dense_weight=0.7,
+                                                                   default_sparse_weight=0.3))

@@ -8,7 +8,7 @@ import json
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from retrieval.hybrid import PRESETS
+from retrieval.presets import PRESET_DEFAULTS, PRESETS
 
 RERANKER_CHOICES = ("none", "embedding", "cohere", "cross-encoder")
 GENERATOR_CHOICES = ("gemma", "cohere", "openai")
@@ -19,9 +19,9 @@ FUSION_FIELDS = ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight")
 @dataclass(frozen=True)
 class PipelineConfig:
     preset: str = "hybrid"
-    dense_weight: float = 0.7
-    sparse_weight: float = 0.3
-    rrf_k: int = 60
+    dense_weight: float = PRESET_DEFAULTS["hybrid"]["dense_weight"]
+    sparse_weight: float = PRESET_DEFAULTS["hybrid"]["sparse_weight"]
+    rrf_k: int = int(PRESET_DEFAULTS["hybrid"]["rrf_k"])
     over_fetch: int = 3
     top_k: int = 10
     hyde: bool = False
@@ -38,6 +38,14 @@ class PipelineConfig:
     valence: float = 0.0
     arousal: float = 0.0
     dominance: float = 0.0
+
+    @classmethod
+    def for_preset(cls, preset: str, **kw) -> "PipelineConfig":
+        """A config with the preset's own fusion defaults (agentos: 0.7/0.3, k 60)."""
+        d = PRESET_DEFAULTS[preset]
+        base = dict(preset=preset, dense_weight=d["dense_weight"], sparse_weight=d["sparse_weight"],
+                    rrf_k=int(d["rrf_k"]), rerank_weight=d["rerank_weight"])
+        return cls(**{**base, **kw}).validate()
 
     def validate(self) -> "PipelineConfig":
         def bad(name: str, allowed: str) -> ValueError:

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import html
 import re
-from dataclasses import asdict, fields
-from typing import Sequence
+from dataclasses import fields
 
 import streamlit as st
 
@@ -100,6 +99,11 @@ def config_panel(prefix: str, defaults: PipelineConfig = PipelineConfig(), bind:
                       help="agentos: the faithful AgentOS pipeline (sparse-only hits dropped). hybrid: sparse-only "
                            "hits kept and scored, fused score as the rerank blend base.", **kw)
     st.markdown("**Fusion** — moving these re-fuses cached lists (no new search)")
+    if st.button(f"Reset fusion to the {preset} defaults", key=k("reset_fusion")):
+        pd = PipelineConfig.for_preset(preset)
+        for name in ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight"):
+            st.session_state[k(name)] = getattr(pd, name)
+        st.rerun()
     dw = st.slider("Dense weight", 0.0, 1.0, d.dense_weight, 0.05, key=k("dense_weight"), **kw)
     sw = st.slider("Sparse weight", 0.0, 1.0, d.sparse_weight, 0.05, key=k("sparse_weight"), **kw)
     rrf_k = st.slider("RRF k", 1, 200, d.rrf_k, 1, key=k("rrf_k"), help="Higher k flattens rank differences.", **kw)

@@ -1,0 +1,126 @@
+"""Labelled datasets as (traces, labelled queries): BEIR folders, LoCoMo conversations, the demo set.
+
+Paths are arguments; evaluation data never lives in this repository.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..types import MemoryTrace, Scope
+from .runner import LabelledQuery
+
+BEIR_SCOPE = Scope("organization", "beir")
+BEIR_TIME = datetime(2020, 1, 1, tzinfo=timezone.utc)
+
+
+def load_beir(path: str | Path, split: str = "test") -> tuple[list[MemoryTrace], list[LabelledQuery]]:
+    """corpus.jsonl (title + text → content), queries.jsonl, qrels/<split>.tsv; only judged queries."""
+    path = Path(path)
+    for need in ("corpus.jsonl", "queries.jsonl", f"qrels/{split}.tsv"):
+        if not (path / need).is_file():
+            raise ValueError(f"{path} is not a BEIR folder: {need} is missing")
+    traces = []
+    with open(path / "corpus.jsonl", encoding="utf-8") as f:
+        for line in f:
+            if not line.strip():
+                continue
+            r = json.loads(line)
+            text = " ".join(x for x in (r.get("title", "").strip(), r.get("text", "").strip()) if x)
+            if text:
+                traces.append(MemoryTrace(id=str(r["_id"]), content=text, scope=BEIR_SCOPE.scope,
+                                          scope_id=BEIR_SCOPE.scope_id, type="semantic", created_at=BEIR_TIME,
+                                          source_type="document"))
+    qrels: dict[str, dict[str, float]] = {}
+    with open(path / f"qrels/{split}.tsv", encoding="utf-8") as f:
+        for row in csv.reader(f, delimiter="\t"):
+            if len(row) < 3 or row[0] == "query-id":
+                continue
+            qrels.setdefault(row[0], {})[row[1]] = float(row[2])
+    queries = []
+    with open(path / "queries.jsonl", encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                r = json.loads(line)
+                qid = str(r["_id"])
+                if qid in qrels:
+                    queries.append(LabelledQuery(qid, r["text"], qrels[qid], BEIR_SCOPE))
+    return traces, sorted(queries, key=lambda q: (len(q.qid), q.qid))
+
+
+_DIA = re.compile(r"D(\d+):(\d+)")
+LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+
+
+def parse_session_date(text: str) -> datetime:
+    """"1:56 pm on 8 May, 2023" → aware UTC datetime."""
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+
+
+def parse_evidence(items) -> list[str]:
+    """Lenient: "D8:6; D9:17" → two ids; "D", "D:11:26" → skipped; "D30:05" → "D30:5"."""
+    out = []
+    for item in items or []:
+        for m in _DIA.finditer(str(item)):
+            out.append(f"D{int(m.group(1))}:{int(m.group(2))}")
+    return out
+
+
+def load_locomo(path: str | Path) -> tuple[list[MemoryTrace], list[LabelledQuery]]:
+    """Each conversation a scope; each dialogue turn a trace ("Speaker: text", session date)."""
+    path = Path(path)
+    if path.is_dir():
+        files = sorted(path.glob("*.json"))
+        if not files:
+            raise ValueError(f"{path} holds no LoCoMo .json file")
+        path = files[0]
+    data = json.loads(path.read_text(encoding="utf-8"))
+    traces, queries = [], []
+    for n, sample in enumerate(data):
+        sid = str(sample.get("sample_id", f"conv-{n + 1}"))
+        scope = Scope("thread", sid)
+        conv = sample["conversation"]
+        sessions = sorted(int(k.split("_")[1]) for k in conv if re.fullmatch(r"session_\d+", k))
+        known = set()
+        for s in sessions:
+            date = parse_session_date(conv[f"session_{s}_date_time"])
+            for turn in conv[f"session_{s}"]:
+                m = _DIA.fullmatch(turn["dia_id"].strip())
+                if not m:
+                    continue
+                did = f"D{int(m.group(1))}:{int(m.group(2))}"
+                text = f"{turn['speaker']}: {turn['text']}"
+                if turn.get("blip_caption"):
+                    text += f" [shares a photo: {turn['blip_caption']}]"
+                known.add(did)
+                traces.append(MemoryTrace(id=f"{sid}/{did}", content=text, scope=scope.scope, scope_id=sid,
+                                          created_at=date, source_type="dialogue_turn"))
+        for i, qa in enumerate(sample.get("qa", [])):
+            ev = [e for e in parse_evidence(qa.get("evidence")) if e in known]
+            if not ev:
+                continue
+            queries.append(LabelledQuery(f"{sid}#{i}", qa["question"], {f"{sid}/{e}": 1.0 for e in ev}, scope,
+                                         LOCOMO_CATEGORIES.get(qa.get("category"), str(qa.get("category")))))
+    return traces, queries
+
+
+def load_demo(root: str | Path | None = None) -> tuple[list[MemoryTrace], list[LabelledQuery]]:
+    from ..demo import JUDGMENTS, load_demo_traces
+    from .runner import load_judgments
+
+    return load_demo_traces(), load_judgments(JUDGMENTS)
+
+
+def load_dataset(spec: str) -> tuple[str, list[MemoryTrace], list[LabelledQuery]]:
+    """`beir:PATH`, `locomo:PATH` or `demo` → (name, traces, queries)."""
+    kind, _, path = spec.partition(":")
+    if kind == "beir" and path:
+        return f"beir-{Path(path).name}", *load_beir(path)
+    if kind == "locomo" and path:
+        return f"locomo-{Path(path).stem}", *load_locomo(path)
+    if kind == "demo":
+        return "demo", *load_demo()
+    raise ValueError(f"dataset {spec!r}: use beir:PATH, locomo:PATH or demo")

@@ -1,0 +1,105 @@
+"""Priya Nair — freelance wedding and portrait photographer; Bristol → Edinburgh; evening course; vegetarian."""
+
+SCOPE = "priya"
+
+TRACES = [
+    ("priya-intro", "2024-06-02", "I'm Priya Nair, a freelance wedding and portrait photographer. I live in Bristol, in a terraced house in Easton with a darkroom in the cupboard under the stairs.", {"type": "semantic"}),
+    ("priya-vegetarian", "2024-06-02", "I'm a vegetarian, have been since I was fourteen. Wedding caterers always forget, so I pack a sandwich.", {"type": "semantic"}),
+    ("priya-camera", "2024-06-07", "My main camera is a Fujifilm X-T5, SKU FJ-XT5-BLK, with the 33mm and the 56mm f/1.2. The backup body is an old X-T3 with a sticky dial.", {"type": "semantic"}),
+    ("priya-wedding-okafor", "2024-06-22", "Shot the Oyelaran-Whitcombe wedding at Tyntesfield. Rain all morning, golden light at 7pm, the groom's grandmother danced barefoot.", {"valence": 0.8, "arousal": 0.7}),
+    ("priya-inv-3390", "2024-06-30", "Invoice INV-3390 to the Oyelaran-Whitcombes for the wedding balance, 1,850 pounds, due 30 July.", {}),
+    ("priya-backup", "2024-07-02", "Backup routine: cards copied to the NAS the same night, second copy to Backblaze, cards not formatted until the gallery is delivered.", {"type": "procedural"}),
+    ("priya-gallery-rejection", "2024-07-09", "The Arnolfini said no to my street portrait series. The email was two lines long. I sat in the car for twenty minutes before driving home.", {"valence": -0.8, "arousal": 0.6}),
+    ("priya-sister", "2024-07-14", "My sister Anjali says the gallery rejection means nothing and that I should apply to the RWA open exhibition instead.", {"valence": 0.3, "arousal": 0.3}),
+    ("priya-inv-3390-paid", "2024-07-25", "The Oyelaran-Whitcombes paid INV-3390 and sent a card with a pressed flower from the bouquet.", {"valence": 0.8}),
+    ("priya-lens-repair", "2024-08-06", "The 56mm lens focus motor is grinding. Sent it to Fixation in London, repair ticket FX-209847, estimated three weeks.", {"valence": -0.4, "arousal": 0.4}),
+    ("priya-rental", "2024-08-08", "Rented a replacement 56mm from Hireacamera for the Bath wedding on the 17th, booking HC-55821, 62 pounds.", {}),
+    ("priya-wedding-bath", "2024-08-17", "Bath wedding at the Assembly Rooms. The best man lost the rings for eleven minutes; they were in the page boy's sock.", {"valence": 0.6, "arousal": 0.8}),
+    ("priya-course", "2024-09-10", "I enrolled at City of Bristol College for an evening course in business accounting, Tuesdays 18:30 to 20:30, because my tax return last year was chaos.", {"valence": 0.2}),
+    ("priya-tax-note", "2024-09-24", "Accounting class lesson: keep a separate business account, record mileage at 45p a mile, and the home darkroom counts as use-of-home, not a full office.", {"type": "procedural"}),
+    ("priya-journal-oct", "2024-10-13",
+     "Long week. Three family portrait sessions in the park, one toddler who only smiled at the pigeons. "
+     "I finally sorted the spare room and found my grandfather's Rolleiflex in a shoebox, with a half-exposed roll still in it. "
+     "The lens repair place says the 56mm is fixed and shipping back Monday. "
+     "Also Mrs. Ferreira next door asked me to photograph her ninetieth birthday in November, and I said yes without checking the calendar. "
+     "Sunday: veg curry for six, everyone stayed until midnight.", {}),
+    ("priya-rolleiflex", "2024-10-20", "Developed the old roll from my grandfather's Rolleiflex. Six frames survived: my grandmother young, laughing on a beach in Kochi.", {"valence": 0.9, "arousal": 0.6}),
+    ("priya-ferreira-birthday", "2024-11-16", "Mrs. Ferreira's ninetieth. Four generations in one living room. She asked for one photo of just her and her late husband's chair.", {"valence": 0.6, "arousal": 0.4}),
+    ("priya-inv-3412", "2024-11-25", "Invoice INV-3412 to Bristol Food Union for the menu shoot, 720 pounds. Their accounts email bounces; sent it to the manager, Keziah Obuya, directly.", {}),
+    ("priya-inv-3412-late", "2025-01-15", "Bristol Food Union still hasn't paid INV-3412. Keziah says the business changed accounting software and lost three months of supplier invoices.", {"valence": -0.4, "arousal": 0.4}),
+    ("priya-edinburgh-idea", "2024-12-08", "My partner Callum got a job offer at the University of Edinburgh. We'd have to move north by spring.", {"valence": 0.2, "arousal": 0.7}),
+    ("priya-christmas", "2024-12-25", "Christmas at Mum's in Leicester: dosa for breakfast, Monopoly feud by lunch, carols on the telly by evening.", {"valence": 0.7, "arousal": 0.4}),
+    ("priya-moving-decision", "2025-01-06", "I decided to move to Edinburgh with Callum. Weddings there pay more and the light in the winter is unreal.", {"valence": 0.4, "arousal": 0.6}),
+    ("priya-inv-3412-paid", "2025-02-03", "Bristol Food Union finally paid the menu shoot. Took ten weeks and four emails.", {"valence": 0.4}),
+    ("priya-moved-edinburgh", "2025-03-08", "I moved to Edinburgh last week. We live in Leith now, a second-floor flat above a bike shop, five minutes from the Water of Leith.", {"valence": 0.5, "arousal": 0.6}),
+    ("priya-darkroom-gone", "2025-03-12", "No darkroom in the Leith flat. I miss the smell of fixer more than I expected.", {"valence": -0.4, "arousal": 0.2}),
+    ("priya-callum-married", "2025-04-26", "Callum and I got married at the Leith registry office. Twelve guests, chips on the Shore after. I'm married to Callum Rennie and it still sounds strange.", {"valence": 1.0, "arousal": 0.8}),
+    ("priya-wedding-photog", "2025-04-27", "Our own wedding photos were taken by my friend Aoife Gallagher on a Pentax 67. Strange to be on the other side of the lens.", {"valence": 0.7}),
+    ("priya-scottish-weddings", "2025-05-10", "First Edinburgh booking: a wedding at the Botanic Gardens on 21 June. Couple are Fenella and Ruaridh; ceremony at 14:00.", {}),
+    ("priya-inv-3455", "2025-05-12", "Sent INV-3455 to Fenella and Ruaridh for the Botanic Gardens wedding deposit, 600 pounds.", {}),
+    ("priya-allergy-cats", "2025-05-20", "I'm allergic to cats, which is a problem at home portrait sessions. Take loratadine an hour before and ask clients to keep the cat out of the room.", {"type": "semantic"}),
+    ("priya-botanic-wedding", "2025-06-21", "Botanic Gardens wedding: midges everywhere, a piper who played too loudly during the vows, and the loveliest couple of the year.", {"valence": 0.8, "arousal": 0.7}),
+    ("priya-card-corrupt", "2025-06-22", "One of the two SD cards from the Botanic wedding is corrupted. The second slot saved me; every frame is on the backup card. Dual slots forever.", {"valence": -0.6, "arousal": 0.9}),
+    ("priya-panic", "2025-06-22", "Pure panic for an hour last night thinking I'd lost a whole wedding. Hands shaking, heart pounding, Callum making tea I didn't drink.", {"valence": -0.9, "arousal": 1.0}),
+    ("priya-sd-recovery", "2025-06-25", "Ran PhotoRec on the corrupted card anyway: recovered 1,812 of 2,040 files. Bought new cards, SanDisk Extreme Pro, SKU SDSDXXD-128G.", {}),
+    ("priya-course-edinburgh", "2025-09-08", "I'm studying at Edinburgh College now, a part-time HND in photography business, Monday evenings in the Granton campus.", {"valence": 0.4}),
+    ("priya-exhibition", "2025-09-20", "The Scottish Portrait Awards shortlisted my photo of Mrs. Ferreira with the empty chair. Exhibition opens 14 November at the Royal Scottish Academy.", {"valence": 1.0, "arousal": 0.9}),
+    ("priya-exhibition-opening", "2025-11-14", "Exhibition opening night. Mum flew up from Leicester. A stranger stood in front of the Ferreira photo for ten minutes and then hugged her friend.", {"valence": 0.9, "arousal": 0.7}),
+    ("priya-inv-3501", "2025-10-03", "Invoice INV-3501 to Leith Distillery for the product shoot, 1,200 pounds, PO 88-2041.", {}),
+    ("priya-inv-3501-query", "2025-10-29", "Leith Distillery's finance team queried INV-3501: the PO on the invoice should be 88-2014, not 88-2041. Reissued.", {}),
+    ("priya-winter-light", "2025-11-02", "Winter light at 3pm in Edinburgh: everything the colour of weak tea. Booked three engagement shoots on Calton Hill around sunset.", {"valence": 0.5}),
+    # Near duplicates.
+    ("priya-backup-reminder-1", "2025-01-10", "Reminder: never format a card before the gallery is delivered and backed up twice.", {"type": "procedural"}),
+    ("priya-backup-reminder-2", "2025-07-01", "Rule since the Botanic wedding: no card is formatted until the gallery is delivered and backed up twice.", {"type": "procedural"}),
+    # Inactive.
+    ("priya-studio-old", "2024-06-02", "Studio address for clients: 14 Stapleton Road, Easton, Bristol.", {"type": "semantic", "is_active": False}),
+    ("priya-studio-new", "2025-03-10", "Client address now: sessions on location only; post goes to 3/2 Bernard Street, Leith.", {"type": "semantic"}),
+    # Texture.
+    ("priya-pricing", "2024-06-15", "Wedding package prices for 2025: 1,400 half day, 2,200 full day, albums extra from 350.", {"type": "semantic"}),
+    ("priya-bike-stolen", "2024-08-29", "My bike was stolen from outside Bristol Temple Meads. Reported it, crime reference 5224-0899.", {"valence": -0.6, "arousal": 0.6}),
+    ("priya-film-lab", "2024-09-03", "New favourite film lab: they scan at 6000 pixels and the owner writes notes on the envelope about each roll.", {"valence": 0.5}),
+    ("priya-podcast", "2024-10-02", "Guest on a small photography podcast; talked about shooting weddings without flash. Said 'um' 140 times according to Anjali.", {"valence": 0.3, "arousal": 0.5}),
+    ("priya-client-difficult", "2024-11-02", "A bride's mother emailed at 1am asking me to edit out an uncle from every group photo. Said I'd do three, not forty.", {"valence": -0.4, "arousal": 0.5}),
+    ("priya-mum-visit", "2025-03-29", "Mum visited the Leith flat, reorganised my kitchen, and left a freezer full of dal.", {"valence": 0.7}),
+    ("priya-swim", "2025-05-03", "Tried wild swimming at Portobello beach with Aoife. Nine degrees. Screamed, laughed, did it again.", {"valence": 0.8, "arousal": 0.9}),
+    ("priya-website", "2025-07-15", "Rebuilt the website: portfolio first, prices on a separate page, contact form that asks for the wedding date before anything else.", {}),
+    ("priya-second-shooter", "2025-08-09", "Hired a second shooter for the big Perthshire wedding: Ewan Drummond, 250 pounds for the day, brings his own kit.", {}),
+    ("priya-perthshire", "2025-08-23", "Perthshire castle wedding. Two hundred guests, a ceilidh, and Ewan caught the flower girl asleep on a pile of coats.", {"valence": 0.8, "arousal": 0.7}),
+    ("priya-edit-backlog", "2025-09-01", "Editing backlog: four weddings, 9,000 raw files. Blocking Monday to Thursday mornings for culling, no emails before noon.", {"valence": -0.3, "arousal": 0.5}),
+    ("priya-tired", "2025-09-14", "Tired in my bones. Too many weekends in a row, and the HND starts tomorrow. Need to stop taking Sunday bookings.", {"valence": -0.5, "arousal": 0.3}),
+    ("priya-callum-birthday", "2025-10-18", "Callum's birthday: took him to a tiny restaurant in Stockbridge with seven tables and a chef who sings.", {"valence": 0.8}),
+]
+
+# Bookings and invoices that read alike; only the number tells them apart.
+TRACES += [
+    ("priya-inv-3371", "2024-06-10", "Invoice INV-3371 to a family in Clifton for a portrait session, 280 pounds.", {}),
+    ("priya-inv-3384", "2024-06-19", "Invoice INV-3384 for a headshot day at a Bristol law firm, 900 pounds, net 30.", {}),
+    ("priya-inv-3395", "2024-07-08", "INV-3395 to a couple in Frome for an engagement shoot, 350 pounds.", {}),
+    ("priya-inv-3401", "2024-08-19", "Invoice INV-3401 for the Bath wedding balance, 2,050 pounds, due in 30 days.", {}),
+    ("priya-inv-3401-paid", "2024-09-10", "The Bath couple paid INV-3401 and booked an album upgrade.", {"valence": 0.5}),
+    ("priya-inv-3418", "2024-12-02", "Invoice INV-3418 to Mrs. Ferreira's family for prints from the birthday, 140 pounds; they paid cash.", {}),
+    ("priya-inv-3429", "2025-01-20", "INV-3429 to a Bristol architecture firm for building photos, 1,100 pounds, purchase order required.", {}),
+    ("priya-inv-3429-po", "2025-02-11", "The architecture firm wants INV-3429 reissued with PO 4471-B. Reissued the same afternoon.", {}),
+    ("priya-inv-3467", "2025-06-30", "Invoice INV-3467 for the Botanic Gardens wedding balance, 1,800 pounds.", {}),
+    ("priya-inv-3480", "2025-08-25", "Invoice INV-3480 to the Perthshire couple, 2,600 pounds, including Ewan's second-shooter fee.", {}),
+    ("priya-inv-3492", "2025-09-05", "INV-3492 for three engagement shoots on Calton Hill, 420 pounds each, sent to three couples.", {}),
+    ("priya-booking-venue", "2025-05-15", "Venue confirmation for the Perthshire wedding: Castle Menzies, booking PERTH-2291, shooting from 11:00.", {}),
+    ("priya-rental-2", "2025-06-10", "Rented a second flash kit from a shop in Edinburgh, rental 44-9812, for the Botanic Gardens reception.", {}),
+    ("priya-train-leicester", "2025-03-20", "Train to Leicester for Mum's birthday, booking reference 8XK2P7Q, change at Birmingham.", {}),
+    ("priya-flight-kochi", "2025-11-10", "Booked flights to Kochi for February, Emirates EK531 from Dubai, to see where the Rolleiflex photos were taken.", {"type": "prospective", "valence": 0.7}),
+    ("priya-camera-insurance", "2024-07-20", "Camera insurance policy KIT-778120 renewed: both bodies, four lenses, public liability up to 5 million.", {"type": "semantic"}),
+    ("priya-sensor-clean", "2025-02-20", "X-T5 sensor cleaning at a shop in Bristol, job number SC-4418, ready Friday.", {}),
+    ("priya-error-card", "2025-06-22", "The X-T5 showed 'CARD ERROR' halfway through the Botanic reception; the second slot kept recording.", {"valence": -0.6, "arousal": 0.8}),
+    ("priya-lightroom-error", "2025-09-03", "Lightroom Classic crashes with error 'Catalog cannot be opened (code 9012)' after the update. Restored the catalog backup from Sunday.", {"valence": -0.4, "arousal": 0.5}),
+    ("priya-journal-june", "2025-06-29",
+     "Notes after a mad fortnight. Two weddings, one corrupted card, far too many midges. "
+     "Callum started his new job and comes home talking about grant applications. "
+     "Somewhere in the middle of it all, the Scottish Portrait Awards deadline got moved to 15 August, which gives me time to print properly. "
+     "Mum called about Diwali plans already. The bike shop downstairs gave us a free bell.", {}),
+    ("priya-print-lab", "2025-08-10", "Ordered exhibition prints of the Ferreira photo from a lab in Glasgow, order GLA-30988, giclée on Hahnemühle paper.", {}),
+    ("priya-mentor", "2025-07-22", "Met a photographer I admire, Isla Macaulay, for coffee. She told me to stop apologising for my prices.", {"valence": 0.6}),
+    ("priya-client-referral", "2025-10-12", "Fenella from the Botanic wedding referred her sister; wedding in May next year at a farm in East Lothian.", {"valence": 0.6}),
+    ("priya-course-bristol-end", "2025-02-25", "Last accounting class in Bristol; passed the final test with 84 percent. The teacher said my spreadsheet was 'aggressively colour-coded'.", {"valence": 0.6}),
+    ("priya-headshots", "2025-10-22", "Headshot day for a Leith start-up: 18 people, two of them insisted on their 'good side', both chose the same side.", {"valence": 0.4}),
+    ("priya-ferreira-print-gift", "2025-11-20", "Posted a framed print of the empty-chair photo to Mrs. Ferreira in Bristol. Her granddaughter texted a photo of it above the fireplace.", {"valence": 0.9, "arousal": 0.5}),
+]
