@@ -411,7 +411,7 @@ _CUES: dict[str, str] = {
     "allergicTo": r"\b(allerg\w*)\b",
     "takesMedication": r"\b(medication|medications|medicine|meds|pills?|prescription|prescribed|dose|taking)\b",
     "diagnosedWith": r"\b(diagnos\w*|condition|illness|disease)\b",
-    "marriedTo": r"\b(married|wife|husband|spouse)\b",
+    "marriedTo": r"\b(marry|married|wife|husband|spouse)\b",
     "parentOf": r"\b(son|daughter|kids?|children|child)\b",
     "friendOf": r"\b(friends?)\b",
     "colleagueOf": r"\b(colleagues?|coworkers?|co-workers?|teammates?|manager|boss)\b",
@@ -420,7 +420,7 @@ _CUES: dict[str, str] = {
     "purchased": r"\b(bought|buy|purchase\w*|ordered|order)\b",
     "scheduled": r"\b(schedul\w*|appointment|booked|meeting)\b",
     "drives": r"\b(drive|drives|car)\b",
-    "isNamed": r"\b(my name|called|what am i called)\b",
+    "isNamed": r"\b(my name|what am i called|what's my name)\b",
     "identifiesAs": r"\b(identify|identifies|pronouns?)\b",
     "prefers": r"\b(prefer\w*|favou?rite|like best|love)\b",
     "dislikes": r"\b(dislike\w*|hate|can't stand)\b",
@@ -456,9 +456,14 @@ class KeywordFactClassifier:
         return [(s, p) for s in dict.fromkeys(subjects) for p in preds], temporal
 
 
-def fact_traces_for_query(fact_store, classifier, query: str, scope: Scope | None
-                          ) -> tuple[list[Fact], list[ScoredMemoryTrace]]:
-    """Step 0 of the pipeline: the facts a query asks for, as synthetic traces (scope-checked)."""
+def fact_traces_for_query(fact_store, classifier, query: str, scope: Scope | None,
+                          temporal_scope: str = "subject") -> tuple[list[Fact], list[ScoredMemoryTrace]]:
+    """Step 0 of the pipeline: the facts a query asks for, as synthetic traces (scope-checked).
+
+    A temporal query gets history: every fact of the subject (`temporal_scope="subject"`, AgentOS)
+    or every fact of the asked predicates (`"predicates"`, the hybrid preset; falls back to the
+    subject's facts when those predicates have none).
+    """
     if scope is None:
         return [], []
     classifier = classifier or KeywordFactClassifier()
