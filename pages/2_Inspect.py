@@ -78,7 +78,7 @@ for col, stage in zip(cols, STAGES):
         stage_column(stage, d, pool, d._cache.search_queries[0] if d._cache.search_queries else query, ROWS,
                      ws.store.get)
 
-touched = list(dict.fromkeys(i for s in STAGES for i in d.stage_ids[s]))
+touched = list(dict.fromkeys(i for s in ("final",) + STAGES for i in d.stage_ids[s]))
 st.divider()
 left, right = st.columns([3, 2])
 with right:

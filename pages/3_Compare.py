@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from retrieval.eval.runner import load_judgments, run_queries, score_ranking, summarize
+from retrieval.eval.runner import credited_ids, load_judgments, run_queries, score_ranking, summarize
 from ui.cache import get_generator, get_reranker, workspace
 from ui.state import PipelineConfig, build_retriever, run_config
 from ui.widgets import config_panel, nav, scope_picker
@@ -36,7 +36,7 @@ def render_lists(res_a, res_b, qrels: dict | None) -> None:
     c[0].metric("Overlap", f"{overlap}/{k}")
     c[1].metric("Jaccard", f"{overlap / max(1, len(set(a) | set(b))):.2f}")
     if qrels:
-        ma, mb = score_ranking(a, qrels), score_ranking(b, qrels)
+        ma, mb = score_ranking(credited_ids(res_a, "final"), qrels), score_ranking(credited_ids(res_b, "final"), qrels)
         c[2].metric("nDCG@10 B", f"{mb['ndcg@10']:.3f}", f"{mb['ndcg@10'] - ma['ndcg@10']:+.3f} vs A")
         c[3].metric("Recall@10 B", f"{mb['recall@10']:.3f}", f"{mb['recall@10'] - ma['recall@10']:+.3f} vs A")
     left, right = st.columns(2)
@@ -71,7 +71,8 @@ try:
 
             qrels = None
             if JUDGMENTS.is_file():
-                match = [j for j in load_judgments(JUDGMENTS) if j.query.strip().lower() == query.strip().lower()]
+                match = [j for j in load_judgments(JUDGMENTS)
+                         if j.query.strip().lower() == query.strip().lower() and str(j.scope) == str(scope)]
                 qrels = match[0].qrels if match else None
             render_lists(res_a, res_b, qrels)
         else:

@@ -22,9 +22,11 @@ def _scope_arg(text: str) -> Scope:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _workspace(args, embedder=None):
+def _workspace(args):
+    from .models.embedders import HashingEmbedder
     from .workspace import Workspace
 
+    embedder = HashingEmbedder(384) if getattr(args, "embedder", "minilm") == "hashing" else None
     return Workspace(args.db, embedder=embedder)
 
 
@@ -68,7 +70,8 @@ def _cell(ids: list[str], scores: dict[str, float], i: int) -> str:
     return f"{tid[:28]} ({scores.get(tid, 0):.3f})"
 
 
-def print_stages(result, limit: int = 15, file=sys.stdout) -> None:
+def print_stages(result, limit: int = 15, file=None) -> None:
+    file = file or sys.stdout
     d = result.diagnostics
     width = 36
     print("rank  " + "".join(s.ljust(width) for s in STAGES), file=file)
@@ -143,9 +146,11 @@ def cmd_query(args) -> int:
 
 def cmd_build_demo(args) -> int:
     from .demo import build_demo_index
+    from .models.embedders import HashingEmbedder
 
+    embedder = HashingEmbedder(384) if args.embedder == "hashing" else None
     try:
-        status = build_demo_index(args.db, force=args.force, log=lambda m: print(m, flush=True))
+        status = build_demo_index(args.db, force=args.force, log=lambda m: print(m, flush=True), embedder=embedder)
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -171,6 +176,9 @@ def build_parser() -> argparse.ArgumentParser:
     def db(sp):
         sp.add_argument("--db", default=os.environ.get("RETRIEVAL_DB", DEFAULT_DB),
                         help=f"LanceDB URI (default {DEFAULT_DB}; env RETRIEVAL_DB)")
+        sp.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm",
+                        help="minilm: the bundled all-MiniLM-L6-v2; hashing: no model (tests, plumbing checks). "
+                             "Query a store with the embedder it was built with.")
 
     sp = sub.add_parser("ingest", help="load a .jsonl/.csv/.txt file or a BEIR folder into the store")
     sp.add_argument("file")
@@ -222,6 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--hyde", default="none")
     sp.add_argument("--max-queries", type=int)
     sp.add_argument("--cache-dir", default=".cache/eval")
+    sp.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
     sp.add_argument("--out", help="write the results as JSON here")
     sp.set_defaults(func=cmd_eval)
     return p

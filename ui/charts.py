@@ -32,28 +32,34 @@ def rank_flow_figure(stage_ids: Mapping[str, Sequence[str]], fact_ids: Sequence[
             if i not in ids:
                 ids.append(i)
     fig = go.Figure()
-    seen_origin: set[str] = set()
+    seen: set[str] = set()
+    pos = {s: n for n, s in enumerate(shown_stages)}
     for tid in ids:
-        xs, ys = [], []
-        for s in shown_stages:
-            lst = stage_ids[s]
-            if tid in lst and lst.index(tid) < max(top, 30):
-                xs.append(STAGE_LABELS[s])
-                ys.append(lst.index(tid) + 1)
+        pts = [(s, stage_ids[s].index(tid) + 1) for s in shown_stages
+               if tid in stage_ids[s] and stage_ids[s].index(tid) < max(top, 30)]
         o = origin(tid, stage_ids, fact_ids)
         in_final = tid in stage_ids.get("final", ())
-        width = 5 if tid == highlight else (2.5 if in_final else 1.2)
+        hot = tid == highlight
+        width = 5 if hot else (2.5 if in_final else 1.2)
+        # A segment that skips a stage (e.g. dense → merged past the sparse column) is dashed: the
+        # trace was not in the skipped list.
+        for (s1, r1), (s2, r2) in zip(pts, pts[1:]):
+            fig.add_trace(go.Scatter(
+                x=[STAGE_LABELS[s1], STAGE_LABELS[s2]], y=[r1, r2], mode="lines", showlegend=False, hoverinfo="skip",
+                line={"color": ORIGIN_COLORS[o], "width": width, "dash": "solid" if pos[s2] - pos[s1] == 1 else "dot"},
+                opacity=1.0 if (in_final or hot) else 0.45))
         fig.add_trace(go.Scatter(
-            x=xs, y=ys, mode="lines+markers", name=ORIGIN_LABELS[o], legendgroup=o, showlegend=o not in seen_origin,
-            line={"color": ORIGIN_COLORS[o], "width": width, "dash": "solid" if in_final else "dot"},
-            marker={"size": 9 if in_final else 6}, opacity=1.0 if (in_final or tid == highlight) else 0.55,
-            hovertemplate=f"<b>{tid}</b><br>%{{x}}: rank %{{y}}<extra></extra>",
-        ))
-        seen_origin.add(o)
+            x=[STAGE_LABELS[s] for s, _ in pts], y=[r for _, r in pts], mode="markers", name=ORIGIN_LABELS[o],
+            legendgroup=o, showlegend=o not in seen,
+            marker={"color": ORIGIN_COLORS[o], "size": 11 if hot else (9 if in_final else 6),
+                    "symbol": "circle" if in_final else "circle-open"},
+            hovertemplate=f"<b>{tid}</b><br>%{{x}}: rank %{{y}}<extra></extra>"))
+        seen.add(o)
     fig.update_yaxes(autorange="reversed", title="rank", dtick=5 if top > 15 else 1, zeroline=False)
     fig.update_xaxes(categoryorder="array", categoryarray=[STAGE_LABELS[s] for s in shown_stages])
     fig.update_layout(height=420, margin={"l": 40, "r": 10, "t": 30, "b": 30}, legend_title_text="found by",
-                      title={"text": "Rank flow — solid lines reach the final list", "font": {"size": 14}})
+                      title={"text": "Rank flow — filled dots reach the final list; dotted lines skip a stage",
+                             "font": {"size": 14}})
     return fig
 
 

@@ -15,6 +15,11 @@ from .charts import STAGE_LABELS, bar_figure, origin
 from .state import CLASSIFIER_CHOICES, GENERATOR_CHOICES, RERANKER_CHOICES, PipelineConfig
 
 SNIPPET_CHARS = 180
+RERANKER_NOTES = {
+    "embedding": "MiniLM bi-encoder stand-in: real but weak; a cross-encoder or Cohere reranks better.",
+    "cohere": "Cohere rerank-v3.5, hosted (COHERE_API_KEY).",
+    "cross-encoder": "A local sentence-transformers cross-encoder folder (none ships with this app).",
+}
 BADGE_STYLE = ("display:inline-block;padding:0 6px;margin-left:4px;border-radius:8px;font-size:0.72em;"
                "color:white;background:{bg}")
 BADGES = {"fact": ("fact", "#2a9d4b"), "sparse": ("BM25 only", "#e4572e"), "split": ("split", "#b8860b"),
@@ -73,14 +78,17 @@ def stage_column(stage: str, diag, pool: dict, query: str, rows: int, store_get)
 
 
 def scope_picker(ws, key: str, label: str = "Scope", allow_all: bool = True, bind: bool = True) -> Scope | None:
-    scopes = [str(s) for s in ws.store.scopes()]
+    """Pick one scope (default: the one with most traces) or, optionally, all of them."""
+    counts = ws.store.scope_counts()
+    scopes = [str(s) for s in counts]
     options = (["(all scopes)"] if allow_all else []) + scopes
-    if not options:
+    if not options or not scopes:
         st.caption("No scopes yet.")
         return None
+    biggest = str(max(counts, key=lambda s: (counts[s], str(s))))
     if key in st.session_state and st.session_state[key] not in options:
-        st.session_state[key] = options[0 if not allow_all or len(options) == 1 else 1]
-    default_idx = 1 if allow_all and len(options) > 1 else 0
+        st.session_state[key] = biggest
+    default_idx = options.index(biggest)
     kw = {"bind": "query-params"} if bind else {}
     choice = st.selectbox(label, options, index=default_idx, key=key, **kw)
     return None if choice == "(all scopes)" else Scope.parse(choice)
@@ -95,31 +103,39 @@ def config_panel(prefix: str, defaults: PipelineConfig = PipelineConfig(), bind:
         return f"{prefix}{name}"
 
     d = defaults
-    preset = st.radio("Preset", PRESETS, index=PRESETS.index(d.preset), key=k("preset"), horizontal=True,
-                      help="agentos: the faithful AgentOS pipeline (sparse-only hits dropped). hybrid: sparse-only "
-                           "hits kept and scored, fused score as the rerank blend base.", **kw)
-    st.markdown("**Fusion** — moving these re-fuses cached lists (no new search)")
-    if st.button(f"Reset fusion to the {preset} defaults", key=k("reset_fusion")):
-        pd = PipelineConfig.for_preset(preset)
+    def follow_preset() -> None:  # switching preset loads its fusion defaults
+        pd = PipelineConfig.for_preset(st.session_state[k("preset")])
         for name in ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight"):
             st.session_state[k(name)] = getattr(pd, name)
+
+    preset = st.radio("Preset", PRESETS, index=PRESETS.index(d.preset), key=k("preset"), horizontal=True,
+                      on_change=follow_preset,
+                      help="agentos: the faithful AgentOS pipeline (sparse-only hits dropped, 0.7/0.3, k 60). "
+                           "hybrid: sparse-only hits kept, rank completion, fused rerank base, 0.5/0.5, k 10. "
+                           "Switching loads the preset's fusion defaults.", **kw)
+    pdef = PipelineConfig.for_preset(preset) if preset != d.preset else d
+    st.markdown("**Fusion** — moving these re-fuses cached lists (no new search)")
+    if st.button(f"Reset fusion to the {preset} defaults", key=k("reset_fusion")):
+        follow_preset()
         st.rerun()
-    dw = st.slider("Dense weight", 0.0, 1.0, d.dense_weight, 0.05, key=k("dense_weight"), **kw)
-    sw = st.slider("Sparse weight", 0.0, 1.0, d.sparse_weight, 0.05, key=k("sparse_weight"), **kw)
-    rrf_k = st.slider("RRF k", 1, 200, d.rrf_k, 1, key=k("rrf_k"), help="Higher k flattens rank differences.", **kw)
+    dw = st.slider("Dense weight", 0.0, 1.0, pdef.dense_weight, 0.05, key=k("dense_weight"), **kw)
+    sw = st.slider("Sparse weight", 0.0, 1.0, pdef.sparse_weight, 0.05, key=k("sparse_weight"), **kw)
+    rrf_k = st.slider("RRF k", 1, 200, pdef.rrf_k, 1, key=k("rrf_k"), help="Higher k flattens rank differences.", **kw)
     c1, c2 = st.columns(2)
     top_k = c1.number_input("Top k", 1, 100, d.top_k, key=k("top_k"), **kw)
     over = c2.number_input("Over-fetch ×", 1, 10, d.over_fetch, key=k("over_fetch"),
                            help="Each side fetches top-k × this many candidates.", **kw)
     st.markdown("**Rerank**")
+    # Plain option values (no format_func): they are what the URL carries.
     reranker = st.selectbox("Reranker", RERANKER_CHOICES, index=RERANKER_CHOICES.index(d.reranker), key=k("reranker"),
-                            format_func=lambda r: {"embedding": "embedding (MiniLM bi-encoder stand-in)",
-                                                   "cohere": "Cohere rerank-v3.5 (needs COHERE_API_KEY)",
-                                                   "cross-encoder": "local cross-encoder folder"}.get(r, r), **kw)
+                            help="embedding: the bundled MiniLM as a bi-encoder stand-in (offline, weak); cohere: "
+                                 "rerank-v3.5 (needs COHERE_API_KEY); cross-encoder: a local model folder", **kw)
+    if reranker != "none":
+        st.caption(RERANKER_NOTES[reranker])
     ce_path = d.cross_encoder_path
     if reranker == "cross-encoder":
         ce_path = st.text_input("Cross-encoder folder", d.cross_encoder_path, key=k("cross_encoder_path"), **kw)
-    rw = st.slider("Rerank blend weight", 0.0, 1.0, d.rerank_weight, 0.05, key=k("rerank_weight"),
+    rw = st.slider("Rerank blend weight", 0.0, 1.0, pdef.rerank_weight, 0.05, key=k("rerank_weight"),
                    disabled=reranker == "none", **kw)
     split_on = st.slider("Split-on-ambiguous threshold (0 = off)", 0.0, 1.0, d.split_threshold, 0.05,
                          key=k("split_threshold"), disabled=reranker == "none",
@@ -130,8 +146,8 @@ def config_panel(prefix: str, defaults: PipelineConfig = PipelineConfig(), bind:
     gen, base_url, model = d.generator, d.openai_base_url, d.openai_model
     if hyde or mq:
         gen = st.selectbox("Text generator", GENERATOR_CHOICES, index=GENERATOR_CHOICES.index(d.generator),
-                           key=k("generator"), format_func=lambda g: {"gemma": "local Gemma 3 270M (offline)",
-                           "cohere": "Cohere chat (needs COHERE_API_KEY)", "openai": "OpenAI-compatible server"}[g], **kw)
+                           key=k("generator"), help="gemma: local Gemma 3 270M, offline; cohere: Cohere chat (needs "
+                           "COHERE_API_KEY); openai: any OpenAI-compatible server (Ollama, vLLM, llama.cpp)", **kw)
         if gen == "openai":
             base_url = st.text_input("Server URL", d.openai_base_url, key=k("openai_base_url"), **kw)
             model = st.text_input("Model", d.openai_model, key=k("openai_model"), **kw)
@@ -200,11 +216,11 @@ def explanation_view(ex, query: str) -> None:
             st.dataframe([{"list": n, "rank": ex.rrf["ranks"][n], "contribution": round(c, 6)}
                           for n, c in ex.rrf["contributions"].items()], hide_index=True, width="stretch")
     with c3:
-        if ex.bm25_terms:
+        if ex.bm25_terms and any(v > 0 for v in ex.bm25_terms.values()):
             st.plotly_chart(bar_figure(ex.bm25_terms, "BM25 contribution per query term", "#e4572e"),
                             key=f"xt_{ex.trace_id}", config={"displayModeBar": False})
         elif ex.bm25_terms is not None:
-            st.caption("No query term is in this trace, so BM25 gives it 0.")
+            st.caption("BM25: no query term is in this trace, so it scores 0.")
         if ex.blend:
             b = ex.blend
             st.markdown(f"**Rerank**: reranker {b['rerank']:.3f}; blended = (1−{b['weight']:.2f})·{b['base']:.3f} + "

@@ -15,7 +15,7 @@ from pathlib import Path
 from ..hybrid import STAGES
 from .datasets import load_dataset
 from .metrics import evidence_recall_at_k, mean, mrr, ndcg_at_k, recall_at_k
-from .runner import run_queries, sweep
+from .runner import credited_ids, run_queries, sweep
 
 EVAL_NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)  # pinned clock: runs are reproducible
 DENSE_WEIGHTS = [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]
@@ -63,7 +63,7 @@ def evaluate_config(retriever, queries, locomo: bool, deep_k: int, log=print, **
     deep = run_queries(retriever, queries, recall_top_k=deep_k, **kw)
     for a, b in zip(shallow, deep):
         for stage in STAGES:
-            ids_a, ids_b = a.result.diagnostics.stage_ids[stage], b.result.diagnostics.stage_ids[stage]
+            ids_a, ids_b = credited_ids(a.result, stage), credited_ids(b.result, stage)
             if not ids_a and not ids_b:
                 continue
             ma, mb = _metrics(ids_a, a.q, locomo), _metrics(ids_b, b.q, locomo)
@@ -94,7 +94,13 @@ def run_eval_cli(args) -> int:
     if args.max_queries:
         queries = queries[: args.max_queries]
     locomo = name.startswith("locomo")
-    ws = open_eval_workspace(name, traces, args.cache_dir, log=log)
+    embedder = None
+    if getattr(args, "embedder", "minilm") == "hashing":
+        from ..models.embedders import HashingEmbedder
+
+        embedder = HashingEmbedder(384)
+        name += "-hashing"
+    ws = open_eval_workspace(name, traces, args.cache_dir, embedder=embedder, log=log)
     presets = args.preset or ["agentos", "hybrid"]
     reranker = make_reranker(args.reranker)
     hyde = make_hyde(args.hyde)

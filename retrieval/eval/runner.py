@@ -52,10 +52,26 @@ class QueryRun:
     per_stage: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
+def credited_ids(result, stage: str) -> list[str]:
+    """A stage's ids with each fact-graph trace credited to the trace it was extracted from.
+
+    Judgments label stored traces; an injected fact carries that trace's information, so it counts
+    as retrieving its source (the first time it appears; later duplicates are dropped).
+    """
+    d = result.diagnostics
+    facts = {}
+    cache = d._cache
+    if cache is not None:
+        from ..facts import fact_trace_id
+
+        facts = {fact_trace_id(f): f.source_trace_ids[0] for f in cache.facts if f.source_trace_ids}
+    return list(dict.fromkeys(facts.get(i, i) for i in d.stage_ids[stage]))
+
+
 def stage_scores(result, qrels: dict[str, float], k: int = 10) -> dict[str, dict[str, float]]:
     """Metrics for every stage that ran (a stage that did not run is skipped, not scored 0)."""
     d = result.diagnostics
-    return {s: score_ranking(d.stage_ids[s], qrels, k) for s in STAGES if d.stage_ids[s]}
+    return {s: score_ranking(credited_ids(result, s), qrels, k) for s in STAGES if d.stage_ids[s]}
 
 
 def run_queries(retriever, queries: Iterable[LabelledQuery], progress: Callable[[int, int], None] | None = None,
@@ -117,7 +133,7 @@ def sweep(retriever, runs: Sequence[QueryRun], dense_weights: Sequence[float], k
                 for r in rs:
                     res = retriever.reweight(r.result, dense_weight=w, sparse_weight=1 - w, rrf_k=k,
                                              rerank_weight=rerank_weight)
-                    vals.append(score_ranking(res.diagnostics.stage_ids["final"], r.q.qrels)[metric])
+                    vals.append(score_ranking(credited_ids(res, "final"), r.q.qrels)[metric])
                 grids[h][i][j] = mean(vals)
     best = max(((i, j) for i in range(len(dense_weights)) for j in range(len(ks))),
                key=lambda ij: (grids["tune"][ij[0]][ij[1]], -abs(dense_weights[ij[0]] - 0.5)))

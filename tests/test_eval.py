@@ -1,0 +1,66 @@
+"""Metrics against hand-computed values; per-stage evaluation, fact crediting and the held-out sweep."""
+import math
+
+import pytest
+
+from retrieval.eval.datasets import parse_evidence, parse_session_date
+from retrieval.eval.metrics import dcg_at_k, evidence_recall_at_k, mrr, ndcg_at_k, recall_at_k
+from retrieval.eval.runner import LabelledQuery, held_out_split, run_queries, summarize, sweep
+
+QRELS = {"a": 2, "b": 1, "c": 0, "d": 1}
+
+
+def test_recall_and_mrr_golden():
+    assert recall_at_k(["x", "a", "b"], QRELS, 2) == pytest.approx(1 / 3)
+    assert recall_at_k(["x", "a", "b", "d"], QRELS, 10) == 1.0
+    assert recall_at_k(["a"], {}, 10) == 0.0
+    assert mrr(["x", "c", "b"], QRELS) == pytest.approx(1 / 3)
+    assert mrr(["x", "y"], QRELS) == 0.0
+    assert mrr(["x", "a"], QRELS, k=1) == 0.0
+
+
+def test_ndcg_golden_graded():
+    ranked = ["b", "x", "a"]
+    dcg = 1 / math.log2(2) + 0 + 2 / math.log2(4)
+    idcg = 2 / math.log2(2) + 1 / math.log2(3) + 1 / math.log2(4)
+    assert dcg_at_k(ranked, QRELS, 10) == pytest.approx(dcg)
+    assert ndcg_at_k(ranked, QRELS, 10) == pytest.approx(dcg / idcg)
+    assert ndcg_at_k(["a", "b", "d"], QRELS, 10) == pytest.approx(1.0)
+    assert ndcg_at_k(["a"], {"a": 0}, 10) == 0.0
+    assert ndcg_at_k(["x", "a"], QRELS, 1) == 0.0
+
+
+def test_evidence_recall_golden():
+    assert evidence_recall_at_k(["D1:3", "D2:1", "D1:3"], ["D1:3", "D4:4"], 2) == 0.5
+    assert evidence_recall_at_k(["D1:3"], [], 5) == 0.0
+
+
+def test_locomo_parsing_is_lenient():
+    assert parse_evidence(["D8:6; D9:17", "D", "D:11:26", "D30:05", "D1:3"]) == ["D8:6", "D9:17", "D30:5", "D1:3"]
+    assert parse_session_date("1:56 pm on 8 May, 2023").isoformat() == "2023-05-08T13:56:00+00:00"
+
+
+def test_per_stage_eval_credits_facts_and_sweeps_on_halves(tmp_path):
+    from retrieval.facts import Fact, FactStore
+    from retrieval.workspace import Workspace
+    from retrieval.models import HashingEmbedder
+    from datetime import datetime, timezone
+    from conftest import U1, make_trace
+
+    ws = Workspace(str(tmp_path / "db"), embedder=HashingEmbedder(64))
+    ws.ingest([make_trace("home", "I moved to Porto last weekend."), make_trace("soup", "lentil soup with cumin"),
+               make_trace("trip", "flight to Madrid on Monday")])
+    r = ws.retriever()
+    queries = [LabelledQuery(f"q{i}", q, rel, U1) for i, (q, rel) in enumerate([
+        ("where do I live now?", {"home": 2}), ("lentil soup", {"soup": 2}), ("flight Madrid", {"trip": 1}),
+        ("cumin", {"soup": 1})])]
+    runs = run_queries(r, queries)
+    # the fact trace (from "home") takes rank 1 and is credited to its source
+    assert runs[0].result.ids[0].startswith("fact-graph:") and runs[0].per_stage["final"]["mrr"] == 1.0
+    rows = summarize(runs)
+    assert [x["stage"] for x in rows] == ["dense", "sparse", "merged", "final"]
+    assert all(0 <= x["ndcg@10"] <= 1 for x in rows)
+    sw = sweep(r, runs, [0.0, 0.5, 1.0], [10, 60])
+    assert len(sw.tune) == 3 and len(sw.tune[0]) == 2
+    assert set(held_out_split(q.qid) for q in queries) <= {"tune", "held-out"}
+    assert sw.best_params["dense_weight"] in (0.0, 0.5, 1.0)
