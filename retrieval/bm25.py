@@ -63,13 +63,15 @@ class BM25Index:
         self.tokenizer: Tokenizer = tokenizer or default_tokenizer
         self._vocab: dict[str, int] = {}
         self._terms: list[str] = []
-        self._post_docs: list[np.ndarray] = []  # term id -> doc slots (int32)
-        self._post_tf: list[np.ndarray] = []  # term id -> term frequencies (float64)
+        # term id -> doc slots (int32) and term frequencies, with spare capacity so that appends
+        # are amortised O(1); only the first _plen[tid] entries are live.
+        self._post_docs: list[np.ndarray] = []
+        self._post_tf: list[np.ndarray] = []
+        self._plen: list[int] = []
         self._df = np.zeros(0, dtype=np.int64)
         # Pending postings, merged lazily: flat (term id, slot, tf) triples.
-        self._pend_t: list[int] = []
-        self._pend_d: list[int] = []
-        self._pend_f: list[int] = []
+        # Pending postings (numpy chunks), merged on the next search: (term ids, slots, tfs).
+        self._pend: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         # Per slot
         self._ids: list[str | None] = []
         self._slot: dict[str, int] = {}
@@ -80,7 +82,10 @@ class BM25Index:
         self._scopes: dict[Scope, int] = {}
         self._scope_list: list[Scope] = []
         self._total_len = 0.0
-        self._ids_sorted_rank: np.ndarray | None = None  # slot -> rank of id in sorted order (ties)
+        # Saturated tf per posting, tf·(k1+1)/(tf + k1·(1−b+b·dl/avgdl)), cached per term; any add or
+        # remove changes avgdl, so the cache is keyed by a version bumped on every write.
+        self._version = 0
+        self._sat: dict[int, tuple[int, np.ndarray]] = {}
 
     def __repr__(self) -> str:
         return f"BM25Index(k1={self.k1}, b={self.b}, docs={len(self)})"
@@ -109,7 +114,7 @@ class BM25Index:
                 self.remove_document(doc_id)
             self._append(doc_id, text or "", scope)
             n += 1
-        self._ids_sorted_rank = None
+        self._version += 1
         return n
 
     def _append(self, doc_id: str, text: str, scope: Scope | None) -> None:
@@ -142,6 +147,7 @@ class BM25Index:
                 self._terms.append(term)
                 self._post_docs.append(np.zeros(0, dtype=np.int32))
                 self._post_tf.append(np.zeros(0, dtype=np.float64))
+                self._plen.append(0)
             tids[i] = tid
             tfs[i] = tf
         if len(self._terms) > len(self._df):
@@ -149,9 +155,7 @@ class BM25Index:
         np.add.at(self._df, tids, 1)
         self._doc_terms.append(tids)
         self._doc_tfs.append(tfs)
-        self._pend_t.extend(tids.tolist())
-        self._pend_d.extend([slot] * len(tids))
-        self._pend_f.extend(tfs.tolist())
+        self._pend.append((tids, np.full(len(tids), slot, dtype=np.int32), tfs))
 
     def remove_document(self, id: str) -> bool:
         """Remove a document; returns False when the id is unknown. No rebuild."""
@@ -161,38 +165,45 @@ class BM25Index:
         self._flush()
         tids = self._doc_terms[slot]
         for tid in tids.tolist():
-            keep = self._post_docs[tid] != slot
-            self._post_docs[tid] = self._post_docs[tid][keep]
-            self._post_tf[tid] = self._post_tf[tid][keep]
+            n = self._plen[tid]
+            docs, tfs = self._post_docs[tid], self._post_tf[tid]
+            keep = docs[:n] != slot
+            m = int(keep.sum())
+            docs[:m], tfs[:m] = docs[:n][keep], tfs[:n][keep]
+            self._plen[tid] = m
         np.subtract.at(self._df, tids, 1)
         self._total_len -= self._doc_len[slot]
         self._doc_len[slot] = 0.0
         self._ids[slot] = None
         self._doc_terms[slot] = None
         self._doc_tfs[slot] = None
-        self._ids_sorted_rank = None
+        self._version += 1
         return True
 
     def _flush(self) -> None:
         """Merge pending postings into the per-term arrays (one sort, one concat per touched term)."""
-        if not self._pend_t:
+        if not self._pend:
             return
-        t = np.asarray(self._pend_t, dtype=np.int64)
-        d = np.asarray(self._pend_d, dtype=np.int32)
-        f = np.asarray(self._pend_f, dtype=np.float64)
-        self._pend_t, self._pend_d, self._pend_f = [], [], []
+        t = np.concatenate([c[0] for c in self._pend])
+        d = np.concatenate([c[1] for c in self._pend])
+        f = np.concatenate([c[2] for c in self._pend])
+        self._pend = []
         order = np.argsort(t, kind="stable")
         t, d, f = t[order], d[order], f[order]
         starts = np.flatnonzero(np.r_[True, t[1:] != t[:-1]])
         ends = np.r_[starts[1:], len(t)]
         for s, e in zip(starts.tolist(), ends.tolist()):
             tid = int(t[s])
-            if len(self._post_docs[tid]):
-                self._post_docs[tid] = np.concatenate([self._post_docs[tid], d[s:e]])
-                self._post_tf[tid] = np.concatenate([self._post_tf[tid], f[s:e]])
-            else:
-                self._post_docs[tid] = d[s:e].copy()
-                self._post_tf[tid] = f[s:e].copy()
+            n, add = self._plen[tid], e - s
+            docs, tfs = self._post_docs[tid], self._post_tf[tid]
+            if n + add > len(docs):  # grow geometrically
+                cap = max(n + add, 2 * len(docs), 4)
+                docs = np.concatenate([docs[:n], np.empty(cap - n, np.int32)])
+                tfs = np.concatenate([tfs[:n], np.empty(cap - n, np.float64)])
+                self._post_docs[tid], self._post_tf[tid] = docs, tfs
+            docs[n:n + add] = d[s:e]
+            tfs[n:n + add] = f[s:e]
+            self._plen[tid] = n + add
 
     # ------------------------------------------------------------------ reading
     @property
@@ -228,21 +239,17 @@ class BM25Index:
             if df == 0:
                 continue
             idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-            docs = self._post_docs[tid]
-            tf = self._post_tf[tid]
-            norm = k1 * (1.0 - b + b * self._doc_len[docs] / avgdl)
-            scores[docs] += (qtf * idf) * (tf * (k1 + 1.0)) / (tf + norm)
+            n_post = self._plen[tid]
+            docs = self._post_docs[tid][:n_post]
+            cached = self._sat.get(tid)
+            if cached is None or cached[0] != self._version:
+                tf = self._post_tf[tid][:n_post]
+                sat = tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * self._doc_len[docs] / avgdl))
+                self._sat[tid] = (self._version, sat)
+            else:
+                sat = cached[1]
+            scores[docs] += (qtf * idf) * sat
         return scores
-
-    def _id_rank(self) -> np.ndarray:
-        """slot → position of its id in sorted order; used to break score ties by id asc."""
-        if self._ids_sorted_rank is None or len(self._ids_sorted_rank) != len(self._ids):
-            keys = [i if i is not None else "" for i in self._ids]
-            order = sorted(range(len(keys)), key=keys.__getitem__)
-            rank = np.empty(len(keys), dtype=np.int64)
-            rank[order] = np.arange(len(keys))
-            self._ids_sorted_rank = rank
-        return self._ids_sorted_rank
 
     def search(self, query: str, top_k: int = 10, scopes: Sequence[Scope] | None = None) -> list[tuple[str, float]]:
         """Top-k `(id, score)` of documents sharing a query term; score desc, ties id asc.
@@ -263,13 +270,22 @@ class BM25Index:
         if len(cand) == 0:
             return []
         cs = scores[cand]
+        if len(cand) > 4096 and top_k < 256:
+            # Cheap pre-filter: a threshold from a strided sample. If at least top_k candidates
+            # clear it, the true top-k all do (the k-th largest is >= it), so the result is exact.
+            sample = cs[:: len(cs) // 2048]
+            thr = np.partition(sample, len(sample) - 8)[len(sample) - 8]
+            keep = cs >= thr
+            if int(keep.sum()) >= top_k:
+                cand, cs = cand[keep], cs[keep]
         if len(cand) > top_k:
             # Everything tied with the k-th score stays in, so the id tie-break is exact.
             kth = np.partition(cs, len(cs) - top_k)[len(cs) - top_k]
             keep = cs >= kth
             cand, cs = cand[keep], cs[keep]
-        order = np.lexsort((self._id_rank()[cand], -cs))[:top_k]
-        return [(self._ids[s], float(cs[i])) for i, s in zip(order.tolist(), cand[order].tolist())]
+        # Everything tied with the k-th score is still here, so sorting by (score desc, id asc) is exact.
+        hits = sorted(zip(cand.tolist(), cs.tolist()), key=lambda h: (-h[1], self._ids[h[0]]))[:top_k]
+        return [(self._ids[slot], score) for slot, score in hits]
 
     def score(self, query: str, id: str) -> float:
         return sum(self.explain(query, id).values())
@@ -311,7 +327,7 @@ class BM25Index:
         return {
             "documents": len(self),
             "vocabulary": int(np.count_nonzero(self._df[: len(self._terms)])),
-            "postings": int(sum(len(p) for p in self._post_docs)),
+            "postings": int(sum(self._plen)),
             "avgdl": round(self.avgdl, 3),
             "scopes": len(self._scope_list),
             "k1": self.k1,
@@ -377,7 +393,8 @@ class BM25Index:
         idx._df = np.bincount(tids, minlength=len(idx._terms) + 1024).astype(np.int64)
         idx._post_docs = [np.zeros(0, dtype=np.int32) for _ in idx._terms]
         idx._post_tf = [np.zeros(0, dtype=np.float64) for _ in idx._terms]
+        idx._plen = [0] * len(idx._terms)
         slots = np.repeat(np.arange(n, dtype=np.int32), lens)
-        idx._pend_t, idx._pend_d, idx._pend_f = tids.tolist(), slots.tolist(), tfs.tolist()
+        idx._pend = [(tids, slots, tfs)]
         idx._flush()
         return idx

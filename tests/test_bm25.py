@@ -21,14 +21,14 @@ def reference_scores(docs: dict[str, str], query: str, k1=1.2, b=0.75) -> dict[s
     toks = {i: default_tokenizer(t) for i, t in docs.items()}
     n = len(toks)
     avgdl = sum(len(t) for t in toks.values()) / n
+    df = Counter(term for t in toks.values() for term in set(t))
     out = {}
     for i, dt in toks.items():
         tf = Counter(dt)
         s = 0.0
         for q in default_tokenizer(query):  # not de-duplicated
             if tf[q]:
-                df = sum(1 for t in toks.values() if q in t)
-                idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+                idf = math.log(1 + (n - df[q] + 0.5) / (df[q] + 0.5))
                 s += idf * tf[q] * (k1 + 1) / (tf[q] + k1 * (1 - b + b * len(dt) / avgdl))
         if s > 0:
             out[i] = s
@@ -73,6 +73,21 @@ def test_parity_with_rank_bm25_using_the_same_idf():
         got = dict(ours.search(q, top_k=400))
         for i, s in enumerate(expect):
             assert got.get(f"d{i:03d}", 0.0) == pytest.approx(s, rel=1e-9, abs=1e-12)
+
+
+def test_large_candidate_sets_take_the_exact_top_k():
+    # > 4096 matching documents exercises the sampled pre-filter in search(); it must stay exact.
+    rng = random.Random(11)
+    words = [f"t{i}" for i in range(40)]
+    corpus = {f"d{i:05d}": "common " + " ".join(rng.choices(words, k=rng.randint(1, 12))) for i in range(6000)}
+    idx = BM25Index()
+    idx.add_documents(corpus.items())
+    for q in ["common t1 t2", "common", "t3 t3 common t39"]:
+        ref = reference_scores(corpus, q)
+        expect = sorted(ref, key=lambda i: (-ref[i], i))[:25]
+        got = idx.search(q, top_k=25)
+        assert [i for i, _ in got] == expect
+        assert [s for _, s in got] == pytest.approx([ref[i] for i in expect], rel=1e-12)
 
 
 def test_golden_two_documents_by_hand():
