@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from retrieval.eval.runner import (METRICS, load_judgments, per_query_deltas, run_queries, summarize, sweep)
+from retrieval.eval.datasets import beir_judgments, judgments_from_bytes
+from retrieval.eval.runner import METRICS, load_judgments, per_query_deltas, run_queries, summarize, sweep
 from ui.cache import get_generator, get_reranker, workspace
 from ui.charts import heatmap_figure, metrics_figure
 from ui.state import PipelineConfig, build_retriever
-from ui.widgets import config_panel, nav
+from ui.widgets import config_panel, nav, scope_picker
 
 P = "t_"
 DENSE_WEIGHTS = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
@@ -22,26 +23,29 @@ with st.sidebar:
     st.header("Configuration")
     cfg = config_panel(P, PipelineConfig(), bind=False, compact=True)
 
-src = st.radio("Judgments", ["demo set (data/demo/judgments.jsonl)", "upload a judgments .jsonl"],
-               horizontal=True, key=f"{P}src")
+SOURCES = ["demo set (data/demo/judgments.jsonl)", "BEIR queries + qrels", "judgments .jsonl"]
+src = st.radio("Judgments", SOURCES, horizontal=True, key=f"{P}src")
 queries = []
 try:
-    if src.startswith("demo"):
+    if src == SOURCES[0]:
         from retrieval.demo import JUDGMENTS
 
         queries = load_judgments(JUDGMENTS) if JUDGMENTS.is_file() else []
+    elif src == SOURCES[1]:
+        st.caption("Load the BEIR corpus on the Corpus page first (a zipped BEIR folder), into the scope chosen here.")
+        c1, c2, c3 = st.columns(3)
+        qfile = c1.file_uploader("queries.jsonl", type=["jsonl"], key=f"{P}bq")
+        rfile = c2.file_uploader("qrels (.tsv)", type=["tsv"], key=f"{P}br")
+        with c3:
+            beir_scope = scope_picker(ws, f"{P}bscope", label="Scope the corpus is in", allow_all=False, bind=False)
+        if qfile is not None and rfile is not None:
+            queries = beir_judgments(qfile.getvalue(), rfile.getvalue(), beir_scope)
     else:
         st.caption('One JSON object per line: {"qid": "q1", "query": "...", "scope": "user:u1", '
-                   '"relevant": {"trace-id": 2}}. For BEIR data use `python -m retrieval eval --dataset beir:PATH`.')
+                   '"relevant": {"trace-id": 2}}. Large BEIR sets: `python -m retrieval eval --dataset beir:PATH`.')
         up = st.file_uploader("Judgments", type=["jsonl"], key=f"{P}upload")
         if up is not None:
-            import tempfile
-            from pathlib import Path
-
-            with tempfile.TemporaryDirectory() as tmp:
-                p = Path(tmp) / "j.jsonl"
-                p.write_bytes(up.getvalue())
-                queries = load_judgments(p)
+            queries = judgments_from_bytes(up.getvalue())
 except ValueError as exc:
     st.error(f"Could not read the judgments: {exc}")
 if not queries:

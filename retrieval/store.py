@@ -19,8 +19,13 @@ from .types import SCOPES, MemoryTrace, Mood, Scope, ScoredMemoryTrace, utcnow
 log = logging.getLogger(__name__)
 
 # Below this many rows an exact (flat) scan is both exact and fast enough; above it we build an
-# IVF-HNSW index (see docs/BENCHMARKS.md for recall vs exact and latency).
+# IVF-FLAT cosine index (docs/BENCHMARKS.md: recall@30 vs exact and latency at 100k rows).
 ANN_MIN_ROWS = 50_000
+# A scoped query whose scopes hold at most this many rows is searched exactly even when an index
+# exists: a selective prefilter starves an IVF index of candidates (recall 0.54 at 1% selectivity),
+# while an exact scan of the scope's rows (scalar-indexed) stays fast.
+EXACT_SCOPE_ROWS = 50_000
+ANN_PROBE_FRACTION = 0.75
 ADD_BATCH = 256
 
 Progress = Callable[[int, int], None]
@@ -77,7 +82,7 @@ class MemoryStore:
         self.last_add_report = AddReport()
         self._tbl = None
         self._db = None
-        self._ann_checked_rows = -1
+        self._plan_cache: dict[tuple, int] = {}
 
     def __repr__(self) -> str:
         return f"MemoryStore(uri={self.uri!r}, table={self.table_name!r}, embedder={self.embedder!r})"
@@ -328,8 +333,12 @@ class MemoryStore:
         q = (tbl.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
              .distance_type("cosine").where(" AND ".join(where), prefilter=True)
              .select(list(_SCALAR_COLUMNS) + ["_distance"]).limit(2 * top_k))
-        if self._has_ann():
-            q = q.nprobes(32).refine_factor(4)
+        partitions = self._ann_partitions()
+        if partitions:
+            if scopes is not None and self._scoped_rows(scopes) <= EXACT_SCOPE_ROWS:
+                q = q.bypass_vector_index()
+            else:
+                q = q.nprobes(max(1, math.ceil(partitions * ANN_PROBE_FRACTION)))
         rows = q.to_arrow().to_pylist()
         now = self.clock()
         scored = [self._score(self._from_row(r), _similarity(r["_distance"]), now, mood, neutral_mood, weights)
@@ -354,9 +363,29 @@ class MemoryStore:
 
     # ------------------------------------------------------------------ indexes
     def _has_ann(self) -> bool:
+        return bool(self._ann_partitions())
+
+    def _ann_partitions(self) -> int:
+        """Partitions of the vector index (0 without one); cached per table version."""
         tbl = self._table()
-        return tbl is not None and any(getattr(i, "index_type", "").startswith("IVF") or
-                                       "vector" in list(getattr(i, "columns", [])) for i in tbl.list_indices())
+        if tbl is None:
+            return 0
+        key = ("ann", tbl.version)
+        if key not in self._plan_cache:
+            parts = 0
+            for idx in tbl.list_indices():
+                if "vector" in list(getattr(idx, "columns", [])):
+                    parts = _partitions_for(tbl.count_rows())
+            self._plan_cache = {k: v for k, v in self._plan_cache.items() if k[1] == tbl.version}
+            self._plan_cache[key] = parts
+        return self._plan_cache[key]
+
+    def _scoped_rows(self, scopes: Sequence[Scope]) -> int:
+        tbl = self._table()
+        key = ("scoped", tbl.version, tuple(sorted(str(s) for s in scopes)))
+        if key not in self._plan_cache:
+            self._plan_cache[key] = tbl.count_rows(scope_filter(scopes))
+        return self._plan_cache[key]
 
     def index_state(self) -> dict:
         """What the Home page shows: rows, whether an ANN index exists and how many rows it lacks."""
@@ -372,10 +401,11 @@ class MemoryStore:
         return state
 
     def ensure_ann_index(self, min_rows: int = ANN_MIN_ROWS, force: bool = False) -> bool:
-        """Build an IVF-HNSW-SQ cosine index once the table passes `min_rows`; fold new rows in after.
+        """Build an IVF-FLAT cosine index once the table passes `min_rows`; fold new rows in after.
 
         Returns True when an index exists afterwards. Exact search is kept for small tables: it is
-        exact and, below the threshold, no slower.
+        exact and, below the threshold, no slower. IVF-FLAT (not HNSW/PQ): on this machine it built
+        fastest and gave the best recall per millisecond (docs/BENCHMARKS.md).
         """
         tbl = self._table()
         if tbl is None:
@@ -387,15 +417,21 @@ class MemoryStore:
             return True
         if rows < min_rows and not force:
             return False
-        partitions = max(1, int(math.sqrt(rows)))
-        tbl.create_index(metric="cosine", vector_column_name="vector", index_type="IVF_HNSW_SQ",
-                         num_partitions=partitions)
+        from lancedb.index import IvfFlat
+
+        tbl.create_index("vector", config=IvfFlat(distance_type="cosine", num_partitions=_partitions_for(rows)),
+                         replace=True)
         for col in ("scope_id",):
             try:
                 tbl.create_scalar_index(col, index_type="BTREE")
             except Exception as exc:  # an index is an optimisation; searching works without it
                 log.warning("could not index %s: %s", col, exc)
         return True
+
+
+def _partitions_for(rows: int) -> int:
+    """IVF partitions: about sqrt(rows)/5 (64 at 100k), probed at 75% — recall 0.99 vs exact there."""
+    return max(8, round(math.sqrt(rows) / 5))
 
 
 def _similarity(distance: float) -> float:

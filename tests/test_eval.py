@@ -64,3 +64,17 @@ def test_per_stage_eval_credits_facts_and_sweeps_on_halves(tmp_path):
     assert len(sw.tune) == 3 and len(sw.tune[0]) == 2
     assert set(held_out_split(q.qid) for q in queries) <= {"tune", "held-out"}
     assert sw.best_params["dense_weight"] in (0.0, 0.5, 1.0)
+
+
+def test_beir_upload_judgments():
+    from retrieval.eval.datasets import beir_judgments
+    from retrieval.types import Scope
+
+    q = b'{"_id": "1", "text": "first"}\n{"_id": "2", "text": "unjudged"}\n'
+    r = b"query-id\tcorpus-id\tscore\n1\tdocA\t1\n1\tdocB\t2\n"
+    out = beir_judgments(q, r, Scope("organization", "beir"))
+    assert [(x.qid, x.query, x.qrels) for x in out] == [("1", "first", {"docA": 1.0, "docB": 2.0})]
+    with pytest.raises(ValueError, match="same dataset"):
+        beir_judgments(q, b"9\tx\t1\n", None)
+    with pytest.raises(ValueError, match="line 1 has 2 column"):
+        beir_judgments(q, b"1\tx\n", None)

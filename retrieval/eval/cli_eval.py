@@ -53,21 +53,25 @@ def _metrics(ranked, q, locomo: bool) -> dict[str, float]:
             "recall@100": recall_at_k(ranked, q.qrels, 100), "mrr": mrr(ranked, q.qrels, 10)}
 
 
-def evaluate_config(retriever, queries, locomo: bool, deep_k: int, log=print, **kw) -> dict:
-    """Two passes: default depth (top-10, N=30) for @5/@10/nDCG/MRR, and a deep pass for @25/@100."""
+def evaluate_config(retriever, queries, locomo: bool, deep_k: int | None, log=print, **kw) -> dict:
+    """Two passes: default depth (top-10, N=30) for @5/@10/nDCG/MRR, and a deep pass for @25/@100.
+
+    `deep_k=None` skips the deep pass (a reranker over a 300-deep pool per query is too slow here).
+    """
     rows: dict[str, dict[str, list[float]]] = {}
     by_cat: dict[str, dict[str, list[float]]] = {}
     t0 = time.perf_counter()
     shallow = run_queries(retriever, queries, recall_top_k=10, **kw)
     t_shallow = time.perf_counter() - t0
-    deep = run_queries(retriever, queries, recall_top_k=deep_k, **kw)
+    deep = run_queries(retriever, queries, recall_top_k=deep_k, **kw) if deep_k else shallow
     for a, b in zip(shallow, deep):
         for stage in STAGES:
             ids_a, ids_b = credited_ids(a.result, stage), credited_ids(b.result, stage)
             if not ids_a and not ids_b:
                 continue
             ma, mb = _metrics(ids_a, a.q, locomo), _metrics(ids_b, b.q, locomo)
-            merged = {k: (mb[k] if k in ("recall@25", "recall@100") else ma[k]) for k in ma}
+            merged = {k: (mb[k] if k in ("recall@25", "recall@100") else ma[k]) for k in ma
+                      if deep_k or k not in ("recall@25", "recall@100")}
             for k, v in merged.items():
                 rows.setdefault(stage, {}).setdefault(k, []).append(v)
                 if locomo and stage == "final":
@@ -110,7 +114,8 @@ def run_eval_cli(args) -> int:
            "hyde": args.hyde, "configs": {}}
     for preset in presets:
         r = ws.retriever(preset=preset, reranker=reranker, hyde=hyde, fact_store=None)
-        res = evaluate_config(r, queries, locomo, 25 if locomo else 100, log=log)
+        deep = (25 if locomo else 100) if args.reranker == "none" and args.hyde == "none" else None
+        res = evaluate_config(r, queries, locomo, deep, log=log)
         runs = res.pop("_runs")
         if args.sweep:
             sw = sweep(r, runs, DENSE_WEIGHTS, KS, metric="recall@10" if locomo else "ndcg@10")
@@ -131,7 +136,7 @@ def format_table(out: dict, locomo: bool) -> str:
     for preset, res in out["configs"].items():
         for stage, m in res["stages"].items():
             label = {"dense": "dense only (MiniLM)", "sparse": "BM25 only"}.get(stage, stage)
-            lines.append(f"| {preset} | {label} | " + " | ".join(f"{m.get(c, 0):.4f}" for c in cols) + " |")
+            lines.append(f"| {preset} | {label} | " + " | ".join(f"{m[c]:.4f}" if c in m else "—" for c in cols) + " |")
         if res.get("sweep"):
             b = res["sweep"]["best"]
             lines.append(f"| {preset} sweep best (dense {b['dense_weight']}, k {b['rrf_k']}) | final | tune "
@@ -141,6 +146,6 @@ def format_table(out: dict, locomo: bool) -> str:
                   "|" + "---|" * (len(cols) + 3)]
         for preset, res in out["configs"].items():
             for cat, m in res["final_by_category"].items():
-                lines.append(f"| {preset} | {cat} | " + " | ".join(f"{m.get(c, 0):.4f}" for c in cols)
+                lines.append(f"| {preset} | {cat} | " + " | ".join(f"{m[c]:.4f}" if c in m else "—" for c in cols)
                              + f" | {m['queries']} |")
     return "\n".join(lines)

@@ -107,6 +107,46 @@ def load_locomo(path: str | Path) -> tuple[list[MemoryTrace], list[LabelledQuery
     return traces, queries
 
 
+def judgments_from_bytes(data: bytes) -> list[LabelledQuery]:
+    """Judgments JSONL from an upload (same format as data/demo/judgments.jsonl)."""
+    import tempfile
+
+    from .runner import load_judgments
+
+    with tempfile.TemporaryDirectory() as tmp:
+        p = Path(tmp) / "judgments.jsonl"
+        p.write_bytes(data)
+        return load_judgments(p)
+
+
+def beir_judgments(queries_jsonl: bytes, qrels_tsv: bytes, scope: Scope | None) -> list[LabelledQuery]:
+    """BEIR queries.jsonl + qrels .tsv (uploaded) → labelled queries in `scope`; judged queries only."""
+    qrels: dict[str, dict[str, float]] = {}
+    for n, row in enumerate(csv.reader(qrels_tsv.decode("utf-8-sig").splitlines(), delimiter="\t"), 1):
+        if not row or row[0] == "query-id":
+            continue
+        if len(row) < 3:
+            raise ValueError(f"qrels line {n} has {len(row)} column(s); expected query-id, corpus-id, score")
+        try:
+            qrels.setdefault(row[0], {})[row[1]] = float(row[2])
+        except ValueError:
+            raise ValueError(f"qrels line {n}: score {row[2]!r} is not a number") from None
+    out = []
+    for n, line in enumerate(queries_jsonl.decode("utf-8-sig").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            r = json.loads(line)
+            qid, text = str(r["_id"]), r["text"]
+        except (ValueError, KeyError, TypeError):
+            raise ValueError(f"queries line {n} is not a BEIR query ({{\"_id\": …, \"text\": …}})") from None
+        if qid in qrels:
+            out.append(LabelledQuery(qid, text, qrels[qid], scope))
+    if not out:
+        raise ValueError("no query in queries.jsonl has a judgment in the qrels file; are they from the same dataset?")
+    return out
+
+
 def load_demo(root: str | Path | None = None) -> tuple[list[MemoryTrace], list[LabelledQuery]]:
     from ..demo import JUDGMENTS, load_demo_traces
     from .runner import load_judgments

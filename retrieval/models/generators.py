@@ -167,7 +167,7 @@ HYDE_SYSTEM = ("Memory notes an assistant stored about its user. Each note is on
 HYDE_SHOTS = (
     ("what is my dentist's name?", "My dentist is Dr. Alvarez at the Riverside clinic; I see her every six months."),
     ("when is my flight to Berlin?", "I booked flight LH 1173 to Berlin for the morning of June 12."),
-    ("did the refund ever come through?", "I asked the shop to refund order 5512 because the kettle arrived cracked."),
+    ("how is my sister doing?", "My sister called on Sunday; she started the new job and sounds much happier."),
 )
 
 

@@ -1,0 +1,179 @@
+"""Render docs/BENCHMARKS.md from the JSON the benchmark commands wrote (docs/*.json, docs/eval/*.json).
+
+Every number in the page comes from one of those files; each section names the command that
+produced it. Run the commands (see `make bench`), then: .venv/bin/python scripts/write_benchmarks.py
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+E = "../shared/eval"
+
+
+def load(name: str) -> dict | None:
+    p = DOCS / name
+    return json.loads(p.read_text()) if p.is_file() else None
+
+
+def f(x, nd: int = 4) -> str:
+    return "—" if x is None else (f"{x:.{nd}f}" if isinstance(x, float) else str(x))
+
+
+def quality_rows(data: dict, cols: list[str], stages=("dense", "sparse", "merged", "reranked", "final")) -> list[str]:
+    label = {"dense": "dense only (MiniLM)", "sparse": "BM25 only"}
+    rows = []
+    seen_single = False
+    for preset, res in data["configs"].items():
+        for st in stages:
+            m = res["stages"].get(st)
+            if m is None:
+                continue
+            if st in ("dense", "sparse"):
+                if seen_single:
+                    continue  # identical in every preset: show once
+                name = label[st]
+            else:
+                name = f"`{preset}` {st}"
+            rows.append(f"| {name} | " + " | ".join(f(m.get(c)) for c in cols) + " |")
+        seen_single = True
+    return rows
+
+
+def section_quality(out: list[str]) -> None:
+    sci = load("eval/scifact.json")
+    out += ["## Quality", "", "### SciFact (BEIR test split, 5,183 abstracts, 300 queries)", "",
+            f"Command: `python -m retrieval eval --dataset beir:{E}/scifact --sweep --out docs/eval/scifact.json`", "",
+            "Published: BM25 0.665–0.679, all-MiniLM-L6-v2 0.645, BM25 top-100 + cross-encoder 0.688. "
+            "Targets: BM25 ≥ 0.66, dense ≥ 0.64, `hybrid` without reranker ≥ 0.69 and above both.", ""]
+    cols = ["ndcg@10", "recall@10", "recall@100", "mrr"]
+    if sci:
+        out += ["| configuration | nDCG@10 | Recall@10 | Recall@100 | MRR@10 |", "|---|---|---|---|---|"]
+        out += quality_rows(sci, cols)
+        for preset, res in sci["configs"].items():
+            if res.get("sweep"):
+                b = res["sweep"]["best"]
+                out.append(f"\nSweep (`{preset}`, dense weight × k, sparse = 1 − dense; reported only, not used to choose): "
+                           f"best on the tune half dense {b['dense_weight']}, k {b['rrf_k']} → {b['tune']:.4f}; "
+                           f"held-out half at that cell {b['held_out']:.4f}.")
+        out.append("")
+    for name, title, cmd in [
+        ("eval/scifact-rerank.json", "With the offline reranker (MiniLM bi-encoder stand-in, blend 0.3)",
+         f"python -m retrieval eval --dataset beir:{E}/scifact --reranker embedding --out docs/eval/scifact-rerank.json"),
+        ("eval/scifact-50.json", "First 50 queries, no HyDE (baseline for the row below)",
+         f"python -m retrieval eval --dataset beir:{E}/scifact --max-queries 50 --out docs/eval/scifact-50.json"),
+        ("eval/scifact-50-hyde.json", "First 50 queries with HyDE (local Gemma 3 270M)",
+         f"python -m retrieval eval --dataset beir:{E}/scifact --max-queries 50 --hyde gemma --out docs/eval/scifact-50-hyde.json"),
+    ]:
+        d = load(name)
+        if d:
+            out += [f"#### {title}", "", f"Command: `{cmd}`", "",
+                    "| configuration | nDCG@10 | Recall@10 | Recall@100 | MRR@10 |", "|---|---|---|---|---|"]
+            out += quality_rows(d, cols) + [""]
+
+    loc = load("eval/locomo.json")
+    out += ["### LoCoMo dev (conversations 1–5, 2,760 dialogue turns, evidence recall)", "",
+            f"Command: `python -m retrieval eval --dataset locomo:{E}/locomo-dev/locomo-dev.json --sweep "
+            "--out docs/eval/locomo.json`", "",
+            "One scope per conversation; each turn a trace dated by its session. Published DRAGON reference "
+            "(paper, over dialogue turns): recall@5/10/25 = 0.567 / 0.662 / 0.767. Target: `hybrid` ≥ `agentos` ≥ dense.", ""]
+    lcols = ["recall@5", "recall@10", "recall@25"]
+    if loc:
+        out += ["| configuration | R@5 | R@10 | R@25 |", "|---|---|---|---|"]
+        out += quality_rows(loc, lcols)
+        out += ["", "Final list, recall@5/10/25 per question category:", "",
+                "| configuration | category | R@5 | R@10 | R@25 | questions |", "|---|---|---|---|---|---|"]
+        for preset, res in loc["configs"].items():
+            for cat, m in res["final_by_category"].items():
+                out.append(f"| `{preset}` | {cat} | " + " | ".join(f(m.get(c)) for c in lcols) + f" | {m['queries']} |")
+        for preset, res in loc["configs"].items():
+            if res.get("sweep"):
+                b = res["sweep"]["best"]
+                out.append(f"\nSweep (`{preset}`): best on the tune half dense {b['dense_weight']}, k {b['rrf_k']} → "
+                           f"{b['tune']:.4f} recall@10; held-out half at that cell {b['held_out']:.4f}.")
+        out.append("")
+    d = load("eval/locomo-rerank.json")
+    if d:
+        out += ["#### LoCoMo dev with the offline reranker", "",
+                f"Command: `python -m retrieval eval --dataset locomo:{E}/locomo-dev/locomo-dev.json --reranker embedding "
+                "--out docs/eval/locomo-rerank.json`", "", "| configuration | R@5 | R@10 | R@25 |", "|---|---|---|---|"]
+        out += quality_rows(d, lcols) + [""]
+    d = load("eval/demo.json")
+    if d:
+        out += ["### Demo judgments (data/demo/judgments.jsonl, 45 queries; facts off in the CLI)", "",
+                "Command: `python -m retrieval eval --dataset demo --sweep --out docs/eval/demo.json`", "",
+                "| configuration | nDCG@10 | Recall@10 | MRR@10 |", "|---|---|---|---|"]
+        out += quality_rows(d, ["ndcg@10", "recall@10", "mrr"]) + [""]
+
+
+def section_speed(out: list[str]) -> None:
+    b = load("bench_bm25.json")
+    out += ["## Speed", "", "### BM25 at 100k documents (synthetic Zipf, ~50 tokens each), top-30", "",
+            "Command: `python scripts/bench_bm25.py` (writes docs/bench_bm25.json). All three libraries in one run, "
+            "on the same tokens and the same queries (2–5 terms drawn from the corpus's own Zipf distribution).", ""]
+    if b:
+        out += ["| | build (s) | search p50 (ms) |", "|---|---|---|",
+                f"| ours (`BM25Index`) | {b['ours_build_s']} | {b['ours_p50_ms']} |",
+                f"| bm25s (lucene, no incremental add) | {b['bm25s_build_s']} | {b['bm25s_p50_ms']} |",
+                f"| rank_bm25 `BM25Okapi` (same idf) | {b['rank_bm25_build_s']} | {b['rank_bm25_p50_ms']} |", "",
+                f"- ours vs bm25s: {b['ratio_vs_bm25s']}× the time (target ≤ 1); vs rank_bm25: "
+                f"{b['speedup_vs_rank_bm25']}× faster (target ≥ 30).",
+                f"- scores equal the SPEC §3 formula: max |ours − rank_bm25 with the same idf| over the top-30 = "
+                f"{b['max_abs_score_diff_vs_formula']}.",
+                f"- incremental add: {b['ours_add_docs_per_s']} documents/s one at a time; add one then search: "
+                f"{b['ours_add_then_search_ms']} ms.",
+                f"- memory: the index grew the process by {b['ours_rss_growth_mb']} MB at 100k documents.", ""]
+    r = load("bench_retrieve.json")
+    out += ["### `retrieve()` without model calls, re-fusion, ANN recall, ingest overhead", "",
+            "Command: `python scripts/bench_retrieve.py` (writes docs/bench_retrieve.json). Query embedding is the "
+            "model-free hashing embedder (384-d), so this is the pipeline's own cost; 100 user scopes, queries scoped "
+            "to one user, `recall_top_k=10`, over-fetch 3.", ""]
+    if r:
+        out += ["| traces | preset | retrieve p50 (ms) | p95 (ms) | re-fusion p50 (ms) |", "|---|---|---|---|---|"]
+        for s in r["sizes"]:
+            for p in ("hybrid", "agentos"):
+                out.append(f"| {s['traces']:,} | `{p}` | {s[f'retrieve_p50_ms_{p}']} | {s[f'retrieve_p95_ms_{p}']} | "
+                           f"{s[f'refuse_p50_ms_{p}']} |")
+        out.append("")
+        for s in r["sizes"]:
+            line = f"- {s['traces']:,} traces: indexing {s['index_s']} s; process memory +{s['rss_growth_mb']} MB"
+            if s.get("ann_index"):
+                line += (f"; IVF-FLAT index built in {s['ann_build_s']} s; recall@30 of the dense path vs exact: "
+                         f"{s['ann_recall_at_30_unscoped']} unscoped (ANN), {s['recall_at_30_scoped']} scoped (exact "
+                         f"plan); unscoped retrieve {s['retrieve_ms_unscoped_ann']} ms")
+            out.append(line + ".")
+        if r.get("ingest"):
+            i = r["ingest"]
+            out.append(f"- ingest overhead beyond the embedder (real MiniLM, {i['traces']} demo traces): embedding "
+                       f"alone {i['embed_only_s']} s, full ingest (embed + LanceDB + BM25 + facts) {i['full_ingest_s']} s "
+                       f"→ **{i['overhead_pct']}%** (target ≤ 10%).")
+        out.append("")
+    m = load("bench_models.json")
+    out += ["### Models", "", "Command: `python scripts/bench_models.py` (writes docs/bench_models.json).", ""]
+    if m:
+        out += [f"- MiniLM: load {m['minilm_load_s']} s, {m['minilm_sentences_per_s']} sentences/s (demo notes), "
+                f"one query {m['minilm_one_query_ms_p50']} ms.",
+                f"- offline reranker (MiniLM bi-encoder) on 30 passages: {m['embedding_reranker_30_passages_ms_p50']} ms p50.",
+                f"- HyDE with local Gemma 3 270M: load {m['gemma_load_s']} s, {m['hyde_gemma_ms_p50']} ms p50 per hypothesis.",
+                ""]
+
+
+def main() -> int:
+    out = ["# Benchmarks", "",
+           "Measured on this project's machine kind (2 cores, no GPU, shared and noisy). Ratios are measured side "
+           "by side in one run. Regenerate: run the commands below, then `python scripts/write_benchmarks.py`.", ""]
+    section_quality(out)
+    section_speed(out)
+    notes = DOCS / "benchmarks-notes.md"
+    if notes.is_file():
+        out += [notes.read_text().strip(), ""]
+    (DOCS / "BENCHMARKS.md").write_text("\n".join(out) + "\n")
+    print(f"wrote {DOCS / 'BENCHMARKS.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
