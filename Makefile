@@ -54,16 +54,19 @@ test: $(VENV)/.installed-test chromium
 # Benchmarks write docs/*.json and docs/eval/*.json, then docs/BENCHMARKS.md is rendered from them.
 # EVAL points at the evaluation data (never copied into this repository).
 EVAL ?= ../shared/eval
-bench: $(VENV)/.installed-test
+bench: $(VENV)/.installed-test chromium $(DB)/traces.lance
 	$(PY) scripts/bench_bm25.py
 	$(PY) scripts/bench_retrieve.py
 	$(PY) scripts/bench_models.py
+	$(PY) scripts/bench_ann.py
+	$(PY) scripts/bench_app_start.py
+	$(PY) scripts/choose_hybrid_defaults.py --locomo $(EVAL)/locomo-dev/locomo-dev.json
 	$(PY) -m retrieval eval --dataset beir:$(EVAL)/scifact --sweep --out docs/eval/scifact.json
 	$(PY) -m retrieval eval --dataset beir:$(EVAL)/scifact --reranker embedding --out docs/eval/scifact-rerank.json
 	$(PY) -m retrieval eval --dataset beir:$(EVAL)/scifact --max-queries 50 --out docs/eval/scifact-50.json
 	$(PY) -m retrieval eval --dataset beir:$(EVAL)/scifact --max-queries 50 --hyde gemma --out docs/eval/scifact-50-hyde.json
 	$(PY) -m retrieval eval --dataset locomo:$(EVAL)/locomo-dev/locomo-dev.json --sweep --out docs/eval/locomo.json
-	$(PY) -m retrieval eval --dataset locomo:$(EVAL)/locomo-dev/locomo-dev.json --reranker embedding --out docs/eval/locomo-rerank.json
+	$(PY) -m retrieval eval --dataset locomo:$(EVAL)/locomo-dev/locomo-dev.json --max-queries 300 --reranker embedding --out docs/eval/locomo-rerank.json
 	$(PY) -m retrieval eval --dataset demo --sweep --out docs/eval/demo.json
 	$(PY) scripts/write_benchmarks.py
 

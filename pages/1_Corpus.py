@@ -7,7 +7,7 @@ import streamlit as st
 
 from retrieval.loaders import FieldMap, load_file
 from retrieval.types import SCOPES
-from ui.cache import workspace
+from ui.cache import ensure_model, workspace
 from ui.widgets import nav, scope_picker
 
 P = "c_"
@@ -31,6 +31,7 @@ def progress_bar(label: str):
 
 
 def ingest(traces, label: str) -> None:
+    ensure_model()
     bar, update = progress_bar(label)
     try:
         rep = ws.ingest(traces, progress=update)

@@ -6,7 +6,7 @@ import time
 import streamlit as st
 
 from retrieval.hybrid import STAGES
-from ui.cache import get_generator, get_reranker, workspace
+from ui.cache import ensure_model, get_generator, get_reranker, workspace
 from ui.charts import rank_flow_figure, timings_figure
 from ui.state import cache_key, run_config
 from ui.widgets import config_io, config_panel, explanation_view, nav, scope_picker, stage_column
@@ -41,6 +41,7 @@ if not query.strip():
     st.caption("Type a query, or open one of the examples on the Home page.")
     st.stop()
 
+ensure_model()
 t0 = time.perf_counter()
 try:
     result, refused = run_config(ws, cfg, query, scope, get_reranker, get_generator, st.session_state[f"{P}result"])

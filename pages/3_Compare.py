@@ -4,7 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from retrieval.eval.runner import credited_ids, load_judgments, run_queries, score_ranking, summarize
-from ui.cache import get_generator, get_reranker, workspace
+from ui.cache import ensure_model, get_generator, get_reranker, workspace
 from ui.state import PipelineConfig, build_retriever, run_config
 from ui.widgets import config_panel, nav, scope_picker
 
@@ -58,6 +58,7 @@ def render_lists(res_a, res_b, qrels: dict | None) -> None:
     st.caption(f"Entered B's top-k: {', '.join(entered) or 'none'} · left: {', '.join(left_) or 'none'}")
 
 
+ensure_model()
 try:
     if mode == "one query":
         c1, c2 = st.columns([3, 1])

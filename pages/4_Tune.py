@@ -5,7 +5,7 @@ import streamlit as st
 
 from retrieval.eval.datasets import beir_judgments, judgments_from_bytes
 from retrieval.eval.runner import METRICS, load_judgments, per_query_deltas, run_queries, summarize, sweep
-from ui.cache import get_generator, get_reranker, workspace
+from ui.cache import ensure_model, get_generator, get_reranker, workspace
 from ui.charts import heatmap_figure, metrics_figure
 from ui.state import PipelineConfig, build_retriever
 from ui.widgets import config_panel, nav, scope_picker
@@ -59,6 +59,7 @@ if not present:
 st.caption(f"{len(queries)} labelled queries · {len(present)}/{len(judged)} judged traces present in the store")
 
 if st.button("Evaluate", type="primary", key=f"{P}run"):
+    ensure_model()
     try:
         bar = st.progress(0.0, text="Evaluating…")
         retr = build_retriever(ws, cfg, get_reranker, get_generator)

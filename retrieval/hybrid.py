@@ -219,9 +219,12 @@ class HybridRetriever:
         return written
 
     def delete(self, ids: Iterable[str]) -> int:
+        """Delete traces from the store, the BM25 index and (when set) the facts drawn from them."""
         ids = list(ids)
         for i in ids:
             self.bm25.remove_document(i)
+            if self.fact_store is not None:
+                self.fact_store.delete_for_trace(i)
         return self.memory_store.delete(ids)
 
     # ------------------------------------------------------------------ retrieval

@@ -125,6 +125,15 @@ class Workspace:
             pass
         return n
 
+    def set_active(self, ids: Iterable[str], active: bool) -> int:
+        """Activate or deactivate traces; inactive ones leave BM25 (and dense search filters them)."""
+        ids = list(ids)
+        self.store.set_active(ids, active)
+        traces = self.store.get(ids)
+        sync_bm25(self.bm25, traces)
+        self.save()
+        return len(traces)
+
     def retriever(self, **kwargs):
         from .hybrid import HybridRetriever
 

@@ -97,8 +97,9 @@ def section_quality(out: list[str]) -> None:
         out.append("")
     d = load("eval/locomo-rerank.json")
     if d:
-        out += ["#### LoCoMo dev with the offline reranker", "",
-                f"Command: `python -m retrieval eval --dataset locomo:{E}/locomo-dev/locomo-dev.json --reranker embedding "
+        out += ["#### LoCoMo dev with the offline reranker (first 300 questions)", "",
+                f"Command: `python -m retrieval eval --dataset locomo:{E}/locomo-dev/locomo-dev.json --max-queries 300 "
+                "--reranker embedding "
                 "--out docs/eval/locomo-rerank.json`", "", "| configuration | R@5 | R@10 | R@25 |", "|---|---|---|---|"]
         out += quality_rows(d, lcols) + [""]
     d = load("eval/demo.json")
@@ -107,6 +108,24 @@ def section_quality(out: list[str]) -> None:
                 "Command: `python -m retrieval eval --dataset demo --sweep --out docs/eval/demo.json`", "",
                 "| configuration | nDCG@10 | Recall@10 | MRR@10 |", "|---|---|---|---|"]
         out += quality_rows(d, ["ndcg@10", "recall@10", "mrr"]) + [""]
+
+
+def section_choice(out: list[str]) -> None:
+    d = load("eval/hybrid-choice.json")
+    if not d:
+        return
+    out += ["### How the `hybrid` defaults were chosen (development data only)", "",
+            "Command: `python scripts/choose_hybrid_defaults.py --locomo ../shared/eval/locomo-dev/locomo-dev.json` "
+            "(writes docs/eval/hybrid-choice.json). Rows: dense weight (sparse = 1 − dense); columns: RRF k. "
+            "`hybrid` without rank completion is the preset with only sparse-only hydration; `agentos` drops them.", ""]
+    for part, title in (("locomo", "LoCoMo dev, final evidence recall@10"), ("demo", "Demo judgments, final nDCG@10")):
+        g = d[part]
+        out += [f"**{title}**", "", "| variant | dense w | " + " | ".join(f"k={k}" for k in g["ks"]) + " |",
+                "|---|---|" + "---|" * len(g["ks"])]
+        for label, rows in g["grids"].items():
+            for w, row in zip(g["weights"], rows):
+                out.append(f"| {label} | {w} | " + " | ".join(f"{v:.4f}" for v in row) + " |")
+        out.append("")
 
 
 def section_speed(out: list[str]) -> None:
@@ -151,6 +170,23 @@ def section_speed(out: list[str]) -> None:
                        f"alone {i['embed_only_s']} s, full ingest (embed + LanceDB + BM25 + facts) {i['full_ingest_s']} s "
                        f"→ **{i['overhead_pct']}%** (target ≤ 10%).")
         out.append("")
+    a = load("bench_ann.json")
+    if a:
+        out += ["### Vector index choice at 100k × 384", "",
+                "Command: `python scripts/bench_ann.py` (writes docs/bench_ann.json). Hashing vectors do not cluster, "
+                "the hard case for IVF; recall@30 against exact search.", "",
+                "| index | partitions | nprobes | build (s) | recall@30 | p50 (ms) |", "|---|---|---|---|---|---|"]
+        for row in a["rows"]:
+            out.append(f"| {row['index']} | {row.get('partitions', '—')} | {row.get('nprobes', '—')} | "
+                       f"{row.get('build_s', '—')} | {row['recall_at_30']} | {row['p50_ms']} |")
+        out.append("")
+    ap = load("bench_app.json")
+    if ap:
+        out += ["### App start", "", "Command: `python scripts/bench_app_start.py` (writes docs/bench_app.json): from "
+                "`streamlit run` on the built demo index to Home's metrics visible in headless Chromium.", "",
+                f"- server healthy after {ap['server_healthy_s_median']} s; Home ready after {ap['home_ready_s_median']} s "
+                f"(median of {ap['runs']}, worst {ap['home_ready_s_max']} s; target ≤ 5 s). The embedding model loads on "
+                "the first search, under a spinner, not on Home.", ""]
     m = load("bench_models.json")
     out += ["### Models", "", "Command: `python scripts/bench_models.py` (writes docs/bench_models.json).", ""]
     if m:
@@ -166,6 +202,7 @@ def main() -> int:
            "Measured on this project's machine kind (2 cores, no GPU, shared and noisy). Ratios are measured side "
            "by side in one run. Regenerate: run the commands below, then `python scripts/write_benchmarks.py`.", ""]
     section_quality(out)
+    section_choice(out)
     section_speed(out)
     notes = DOCS / "benchmarks-notes.md"
     if notes.is_file():

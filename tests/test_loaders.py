@@ -117,3 +117,16 @@ def test_workspace_rebuilds_a_missing_or_stale_bm25(tmp_path):
     ws.bm25_path.write_bytes(b"garbage")
     again = Workspace(uri, embedder=HashingEmbedder(32))
     assert [i for i, _ in again.bm25.search("alpha", scopes=[Scope("user", "u1")])] == ["a"]
+
+
+def test_workspace_deactivates_and_reactivates(tmp_path):
+    ws = Workspace(str(tmp_path / "db"), embedder=HashingEmbedder(32), clock=lambda: NOW)
+    ws.ingest([make_trace("a", "invoice 42 refund"), make_trace("b", "weather")])
+    assert ws.set_active(["a"], False) == 1
+    r = ws.retriever()
+    res = r.retrieve("invoice 42", scope=Scope("user", "u1"))
+    assert "a" not in res.diagnostics.stage_ids["dense"] and "a" not in res.diagnostics.stage_ids["sparse"]
+    assert res.diagnostics.explain("a").reason.endswith("never searched.")
+    ws.set_active(["a"], True)
+    assert ws.retriever().retrieve("invoice 42", scope=Scope("user", "u1")).ids[0] == "a"
+    assert ws.status()["in_step"]

@@ -34,9 +34,17 @@ def get_embedder(kind: str):
 
 @st.cache_resource(show_spinner="Opening the store…")
 def get_workspace(uri: str, kind: str):
+    """The store, BM25 and facts. The embedding model is NOT loaded here (pages that only read,
+    like Home, render in a second); `ensure_model()` loads it under a spinner before a search."""
+    from retrieval.models import HashingEmbedder, SentenceTransformerEmbedder
     from retrieval.workspace import Workspace
 
-    return Workspace(uri, embedder=get_embedder(kind))
+    return Workspace(uri, embedder=HashingEmbedder(384) if kind == "hashing" else SentenceTransformerEmbedder())
+
+
+def ensure_model() -> None:
+    """Load the embedding model once per process, with a spinner (the workspace shares it)."""
+    get_embedder(embedder_kind())
 
 
 def workspace():

@@ -147,6 +147,7 @@ class LocalGemmaGenerator:
                 params.n_ctx = self.n_ctx
                 params.cpuparams.n_threads = self.threads
                 params.warmup = False
+                params.verbosity = -1  # llama.cpp's per-token server log is noise in a terminal or CI log
                 _GEMMA_SERVERS[key] = xllamacpp.Server(params)
             return _GEMMA_SERVERS[key]
 
