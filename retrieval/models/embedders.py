@@ -51,6 +51,12 @@ def load_sentence_transformer(path: str | Path, kind: str = "bi"):
                 raise ImportError("pip install sentence-transformers==6.2.0 (see requirements.txt)") from exc
             if not Path(path).is_dir():
                 raise FileNotFoundError(f"model directory {path} does not exist; pass a local sentence-transformers folder")
+            try:  # a "Loading weights" bar in every terminal and CI log is noise
+                from transformers.utils import logging as hf_logging
+
+                hf_logging.disable_progress_bar()
+            except ImportError:  # pragma: no cover
+                pass
             cls = st.CrossEncoder if kind == "cross" else st.SentenceTransformer
             _MODEL_CACHE[key] = cls(str(path), device="cpu")
         return _MODEL_CACHE[key]
