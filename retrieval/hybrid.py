@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Protocol, Sequence, runtime_checkable
 
@@ -32,6 +33,9 @@ ESC_EMPTY = "query:empty"
 ESC_MULTI = "multi-query:fallback"
 ESC_FACTS = "facts:error"
 ESC_TRUNCATED = "query:truncated"
+
+
+_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hybrid-dense")
 
 
 @runtime_checkable
@@ -297,25 +301,35 @@ class HybridRetriever:
         t0 = time.perf_counter()
         qvecs = np.asarray(self.memory_store.embedder.embed(search_queries), dtype=np.float32)
         timings["embed"] = _ms(t0)
-        t0 = time.perf_counter()
-        dense_lists = [self.memory_store.query_vector(v, mood, top_k=top_n, scopes=scopes) for v in qvecs]
-        timings["dense"] = _ms(t0)
+        opts = PRESET_OPTIONS[settings.preset]
 
-        # Step 3: sparse, same top-N and scope.
-        t0 = time.perf_counter()
-        sparse_lists = [self.bm25.search(q, top_k=top_n, scopes=scopes) for q in search_queries]
-        timings["sparse"] = _ms(t0)
+        def dense_search():
+            t = time.perf_counter()
+            lists = [self.memory_store.query_vector(v, mood, top_k=top_n, scopes=scopes) for v in qvecs]
+            timings["dense"] = _ms(t)
+            return lists
+
+        # The dense search (LanceDB, releases the GIL) runs beside step 3 and the hydration look-up.
+        future = _POOL.submit(dense_search)
+        try:
+            # Step 3: sparse, same top-N and scope.
+            t0 = time.perf_counter()
+            sparse_lists = [self.bm25.search(q, top_k=top_n, scopes=scopes) for q in search_queries]
+            timings["sparse"] = _ms(t0)
+            # Fetch every sparse hit's row now (hybrid); the ones dense also found are dropped below.
+            hits = {}
+            sparse_ids = list(dict.fromkeys(i for lst in sparse_lists for i, _ in lst))
+            if sparse_ids and opts["hydrate_sparse_only"]:
+                t0 = time.perf_counter()
+                hits = self.memory_store.get_with_vectors(sparse_ids, scopes=scopes)
+                timings["hydrate"] = _ms(t0)
+        finally:
+            dense_lists = future.result()
 
         # Hydration of sparse-only ids (hybrid preset only; AgentOS drops them).
         dense_ids = {t.id for lst in dense_lists for t in lst}
-        sparse_only = [i for lst in sparse_lists for i, _ in lst if i not in dense_ids]
-        sparse_hydrated: dict[str, ScoredMemoryTrace] = {}
-        opts = PRESET_OPTIONS[settings.preset]
-        if sparse_only and opts["hydrate_sparse_only"]:
-            t0 = time.perf_counter()
-            hits = self.memory_store.get_with_vectors(sparse_only, scopes=scopes)
-            sparse_hydrated = self.memory_store.score_hits(hits, qvecs[0], mood)
-            timings["hydrate"] = _ms(t0)
+        sparse_only = {i: hits[i] for i in hits if i not in dense_ids}
+        sparse_hydrated = self.memory_store.score_hits(sparse_only, qvecs[0], mood) if sparse_only else {}
         # Rank completion (hybrid): the BM25 score of every dense hit the sparse top-N missed.
         dense_bm25: dict[str, float] = {}
         if opts["complete_ranks"] and sparse_lists[0]:

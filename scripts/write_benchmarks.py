@@ -11,6 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
+sys.path.insert(0, str(ROOT))
 E = "../shared/eval"
 
 
@@ -122,10 +123,30 @@ def section_choice(out: list[str]) -> None:
         g = d[part]
         out += [f"**{title}**", "", "| variant | dense w | " + " | ".join(f"k={k}" for k in g["ks"]) + " |",
                 "|---|---|" + "---|" * len(g["ks"])]
+        names = {"agentos": "`agentos`", "hybrid": "`hybrid` without rank completion",
+                 "hybrid+completion": "`hybrid` (the preset)"}
         for label, rows in g["grids"].items():
             for w, row in zip(g["weights"], rows):
-                out.append(f"| {label} | {w} | " + " | ".join(f"{v:.4f}" for v in row) + " |")
+                out.append(f"| {names.get(label, label)} | {w} | " + " | ".join(f"{v:.4f}" for v in row) + " |")
         out.append("")
+    from retrieval.presets import PRESET_DEFAULTS
+
+    h = PRESET_DEFAULTS["hybrid"]
+    lines, wins = [], []
+    for part in ("locomo", "demo"):
+        g = d[part]
+        grid = g["grids"]["hybrid+completion"]
+        plain = g["grids"]["hybrid"]
+        cells = [(a, b) for ra, rb in zip(grid, plain) for a, b in zip(ra, rb)]
+        wins.append(f"{sum(a >= b for a, b in cells)} of {len(cells)} cells on {part}")
+        best = max((v, w, k) for w, row in zip(g["weights"], grid) for k, v in zip(g["ks"], row))
+        chosen = grid[g["weights"].index(h["dense_weight"])][g["ks"].index(h["rrf_k"])]
+        lines.append(f"{part}: chosen cell {chosen:.4f}, best cell {best[0]:.4f} (dense {best[1]}, k {best[2]})")
+    out += [f"Chosen: rank completion on, dense {h['dense_weight']} / sparse {h['sparse_weight']}, k {h['rrf_k']} "
+            f"({'; '.join(lines)}). Rank completion scores at least as well as the preset without it in "
+            f"{' and '.join(wins)}. Where k = 5 edges k = 10, the "
+            "gap is smaller than the disagreement between the tune and held-out halves of the same set, and a larger "
+            "k is less sensitive to a single rank swap, so k = 10 was kept.", ""]
 
 
 def section_speed(out: list[str]) -> None:

@@ -91,10 +91,16 @@ def test_end_to_end_in_a_real_browser(browser, app_url, artifacts, tmp_path):
     wait_text(page, "Stored 1 trace(s)")
     page.locator("[data-testid=stButton] button", has_text="Load the demo corpus").click()
     wait_text(page, "Stored 294 trace(s)", timeout=180_000)
+    page.wait_for_timeout(1000)
+    page.screenshot(path=str(artifacts / "corpus.png"), full_page=True)
 
     # Home → an example opens Inspect pre-filled.
     page.goto(app_url)
     wait_text(page, "Try an example")
+    wait_text(page, "in step with the store")
+    page.get_by_text("Open in Inspect").first.wait_for()
+    page.wait_for_timeout(1000)
+    page.screenshot(path=str(artifacts / "home.png"), full_page=True)
     page.get_by_text("Open in Inspect").first.click()
     page.locator(".trace-row[data-stage=final]").first.wait_for(timeout=90_000)
     for stage in ("dense", "sparse", "merged", "final"):

@@ -213,7 +213,8 @@ def explanation_view(ex, query: str) -> None:
                             key=f"xb_{ex.trace_id}", config={"displayModeBar": False})
         if ex.rrf:
             st.markdown("**RRF contributions** (weight / (k + rank))")
-            st.dataframe([{"list": n, "rank": ex.rrf["ranks"][n], "contribution": round(c, 6)}
+            st.dataframe([{"list": n, "rank": ex.rrf["ranks"][n], "contribution": round(c, 6),
+                           "rank from": "its real score (rank completion)" if ex.rrf.get("imputed") == n else "the list"}
                           for n, c in ex.rrf["contributions"].items()], hide_index=True, width="stretch")
     with c3:
         if ex.bm25_terms and any(v > 0 for v in ex.bm25_terms.values()):
