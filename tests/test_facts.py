@@ -12,7 +12,7 @@ from retrieval.facts import (PREDICATES, AgentOSFactClassifier, Fact, FactStore,
                              LLMFactExtractor, RuleFactExtractor, canonical_subject, fact_to_trace)
 from retrieval.types import Scope
 
-from conftest import NOW, U1, U2, make_trace
+from conftest import ROOT, U1, U2, make_trace
 
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
 
@@ -136,7 +136,7 @@ def test_fact_store_survives_a_new_process(tmp_path):
     uri = str(tmp_path / "db")
     FactStore(uri).upsert(U1, facts_for("u1"))
     code = ("import sys; sys.path.insert(0, %r); from retrieval.facts import FactStore; from retrieval.types import Scope;"
-            "print(FactStore(%r).latest(Scope('user','u1'), 'user', 'livesIn').object)") % (str(sys.path[0]), uri)
+            "print(FactStore(%r).latest(Scope('user','u1'), 'user', 'livesIn').object)") % (str(ROOT), uri)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "Porto", out.stderr[-500:]
 
