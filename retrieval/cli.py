@@ -224,7 +224,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("eval", help="per-stage metrics on a labelled dataset")
     sp.add_argument("--dataset", required=True, help="beir:PATH | locomo:PATH | demo")
-    sp.add_argument("--preset", action="append", choices=PRESETS + ("dense", "bm25"))
+    sp.add_argument("--preset", action="append", choices=PRESETS,
+                    help="repeatable; default both. Dense-only and BM25-only rows are the dense and sparse stages")
     sp.add_argument("--sweep", action="store_true")
     sp.add_argument("--reranker", default="none")
     sp.add_argument("--hyde", default="none")

@@ -212,3 +212,23 @@ def test_switching_preset_loads_its_fusion_defaults(demo_env):
     at.slider(key="i_rrf_k").set_value(30).run()
     at.button(key="i_reset_fusion").click().run()
     assert at.slider(key="i_rrf_k").value == 60
+
+
+def test_cohere_reranker_through_the_page_and_a_wrong_key(demo_env, monkeypatch):
+    from fake_llm_server import FakeServer
+
+    with FakeServer() as server:
+        monkeypatch.setenv("COHERE_API_KEY", "sk-page-test-123456")
+        monkeypatch.setenv("COHERE_BASE_URL", server.url)
+        from ui.cache import get_reranker
+
+        get_reranker.clear()
+        at = inspect(i_q="where do I live now?", i_scope="user:maya", i_reranker="cohere")
+        assert not at.exception and column_ids(at, "reranked")
+        assert server.requests[-1]["path"] == "/v2/rerank"
+        server.mode = "401"
+        at = inspect(i_q="what's my dog called?", i_scope="user:maya", i_reranker="cohere")
+        warn = " ".join(w.value for w in at.warning)
+        assert "reranker:error" in warn and "wrong or expired" in warn and "sk-page-test" not in warn
+        assert column_ids(at, "final")  # the merged order is kept, the page stays usable
+        get_reranker.clear()

@@ -51,6 +51,14 @@ def workspace():
     return get_workspace(db_uri(), embedder_kind())
 
 
+def secret_cohere_key() -> str | None:
+    """COHERE_API_KEY from Streamlit secrets when present (the environment is read by the backend)."""
+    try:
+        return st.secrets.get("COHERE_API_KEY")
+    except Exception:  # no secrets.toml at all is the common case, not an error
+        return None
+
+
 @st.cache_resource(show_spinner="Loading the reranker…")
 def get_reranker(spec: str):
     from retrieval.models.registry import make_reranker
@@ -58,6 +66,8 @@ def get_reranker(spec: str):
 
     if spec == "embedding":
         return EmbeddingReranker(get_embedder(embedder_kind()))
+    if spec == "cohere":
+        return make_reranker(spec, api_key=secret_cohere_key())
     return make_reranker(spec)
 
 
@@ -65,4 +75,6 @@ def get_reranker(spec: str):
 def get_generator(spec: str):
     from retrieval.models.registry import make_generator
 
+    if spec == "cohere":
+        return make_generator(spec, api_key=secret_cohere_key())
     return make_generator(spec)
