@@ -89,9 +89,13 @@ MULTI_QUERY_SYSTEM = "You rewrite search queries. Answer with one query per line
 
 
 def multi_query_prompt(query: str, n: int) -> str:
+    """Few-shot, so a base model continues it as a list and a chat model answers in kind."""
     return (
-        f"Write {n} alternative phrasings of the search query below, using different words "
-        f"(synonyms, more or less specific). One per line, no numbering.\n\nQuery: {query}"
+        f"Rewrite the search query in {n} different ways, one per line, using other words "
+        "(synonyms, more or less specific).\n\n"
+        "Query: how do I cancel my plan?\nRewrites:\ncancel my subscription\nend my membership\n"
+        "stop the monthly payments\n\n"
+        f"Query: {query.strip()}\nRewrites:\n"
     )
 
 

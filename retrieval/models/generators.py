@@ -156,7 +156,7 @@ class LocalGemmaGenerator:
         server = self.server
         with _GEN_LOCK:  # one completion at a time: Streamlit sessions share the process
             resp = server.handle_completions({"prompt": text, "max_tokens": self.max_tokens, "temperature": 0,
-                                              "stop": ["\n\n", "\nQuestion:"]})
+                                              "stop": ["\n\n", "\nQuestion:", "\nQuery:"]})
         if not isinstance(resp, dict) or "choices" not in resp:
             raise BackendError(f"local Gemma returned no completion: {str(resp)[:200]}")
         return (resp["choices"][0].get("text") or "").strip()
