@@ -45,7 +45,7 @@ $(DB)/traces.lance: | $(VENV)/.installed
 demo: $(DB)/traces.lance
 
 run: $(VENV)/.installed $(DB)/traces.lance
-	$(VENV)/bin/streamlit run app.py --server.headless true --server.port $(PORT) \
+	RETRIEVAL_DB=$(DB) $(VENV)/bin/streamlit run app.py --server.headless true --server.port $(PORT) \
 	  --browser.gatherUsageStats false
 
 test: $(VENV)/.installed-test chromium

@@ -147,3 +147,34 @@ def test_end_to_end_in_a_real_browser(browser, app_url, artifacts, tmp_path):
     page.wait_for_timeout(1500)
     page.screenshot(path=str(artifacts / "tune.png"), full_page=True)
     page.close()
+
+
+def test_make_run_builds_the_demo_index_and_serves_home(browser, tmp_path, artifacts):
+    """The README's first command: builds the index when missing, then serves Home."""
+    import signal
+
+    db, port = tmp_path / "lancedb", free_port()
+    proc = subprocess.Popen(["make", "run", f"DB={db}", f"PORT={port}"], cwd=ROOT, start_new_session=True,
+                            stdout=open(tmp_path / "make-run.log", "w"), stderr=subprocess.STDOUT)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.time() + 240
+        while time.time() < deadline:
+            try:
+                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                    break
+            except OSError:
+                time.sleep(0.5)
+            assert proc.poll() is None, (tmp_path / "make-run.log").read_text()[-2000:]
+        else:
+            raise AssertionError("make run did not serve the app in 240 s")
+        assert (db / "traces.lance").exists() and (db / "bm25.npz").exists()
+        page = browser.new_page(viewport={"width": 1400, "height": 1200})
+        page.goto(url)
+        page.get_by_text("Try an example").first.wait_for(timeout=60_000)
+        metric = page.locator("[data-testid=stMetric]", has_text="Traces")
+        assert "294" in metric.inner_text()
+        page.close()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
