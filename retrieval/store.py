@@ -213,7 +213,19 @@ class MemoryStore:
         else:
             tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(rows)
         self.last_add_report.written = len(rows)
+        self._maintain_index()
         return len(rows)
+
+    def _maintain_index(self) -> None:
+        """Build the vector index once the table passes ANN_MIN_ROWS; fold in a large unindexed tail."""
+        rows = self._table().count_rows()
+        if not self._has_ann():
+            if rows >= ANN_MIN_ROWS:
+                self.ensure_ann_index(min_rows=ANN_MIN_ROWS)
+            return
+        unindexed = self.index_state()["unindexed_rows"]
+        if unindexed > max(10_000, rows // 10):  # a flat scan of the tail would start to cost
+            self._table().optimize()
 
     def delete(self, ids: Iterable[str]) -> int:
         ids = [i for i in ids if isinstance(i, str)]
@@ -366,7 +378,12 @@ class MemoryStore:
         return bool(self._ann_partitions())
 
     def _ann_partitions(self) -> int:
-        """Partitions of the vector index (0 without one); cached per table version."""
+        """Partitions to plan probes for (0 without an index); cached per table version.
+
+        LanceDB does not report an IVF index's partition count, so it is estimated from the row count
+        the same way it was chosen at build time. Rows only grow after a build, so the estimate can
+        over-probe (slower, never less recall); `ensure_ann_index(force=True)` rebuilds for the new size.
+        """
         tbl = self._table()
         if tbl is None:
             return 0

@@ -127,6 +127,18 @@ def test_embedder_dimension_mismatch_is_explained(tmp_path, traces):
         other.count()
 
 
+def test_add_builds_the_index_by_itself_past_the_threshold(tmp_path, monkeypatch):
+    import retrieval.store as store_mod
+
+    monkeypatch.setattr(store_mod, "ANN_MIN_ROWS", 300)
+    s = MemoryStore(str(tmp_path / "db"), embedder=HashingEmbedder(32), clock=lambda: NOW)
+    s.add([make_trace(f"a{i}", f"first batch note {i}") for i in range(200)])
+    assert not s.index_state()["ann_index"]
+    s.add([make_trace(f"b{i}", f"second batch note {i}") for i in range(200)])
+    assert s.index_state()["ann_index"]
+    assert "b17" in [h.id for h in s.query("second batch note 17", top_k=5)]
+
+
 def test_ann_index_is_built_past_the_threshold_and_still_finds_exact_match(tmp_path):
     s = MemoryStore(str(tmp_path / "db"), embedder=HashingEmbedder(32), clock=lambda: NOW)
     s.add([make_trace(f"t{i}", f"note number {i} about topic {i % 17} and {i % 5}") for i in range(600)])
