@@ -420,15 +420,16 @@ class MemoryStore:
     def ensure_ann_index(self, min_rows: int = ANN_MIN_ROWS, force: bool = False) -> bool:
         """Build an IVF-FLAT cosine index once the table passes `min_rows`; fold new rows in after.
 
-        Returns True when an index exists afterwards. Exact search is kept for small tables: it is
-        exact and, below the threshold, no slower. IVF-FLAT (not HNSW/PQ): on this machine it built
-        fastest and gave the best recall per millisecond (docs/BENCHMARKS.md).
+        `force=True` (re)builds now, whatever the size. Returns True when an index exists afterwards.
+        Exact search is kept for small tables: it is exact and, below the threshold, no slower.
+        IVF-FLAT (not HNSW/PQ): on this machine it built fastest and gave the best recall per
+        millisecond (docs/BENCHMARKS.md).
         """
         tbl = self._table()
         if tbl is None:
             return False
         rows = tbl.count_rows()
-        if self._has_ann():
+        if self._has_ann() and not force:
             if self.index_state()["unindexed_rows"] > 0:
                 tbl.optimize()
             return True

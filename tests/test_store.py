@@ -137,6 +137,7 @@ def test_add_builds_the_index_by_itself_past_the_threshold(tmp_path, monkeypatch
     s.add([make_trace(f"b{i}", f"second batch note {i}") for i in range(200)])
     assert s.index_state()["ann_index"]
     assert "b17" in [h.id for h in s.query("second batch note 17", top_k=5)]
+    assert s.ensure_ann_index(force=True) and s.index_state()["ann_index"]  # a rebuild keeps it usable
 
 
 def test_ann_index_is_built_past_the_threshold_and_still_finds_exact_match(tmp_path):
