@@ -9,9 +9,9 @@ import hashlib
 import json
 import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Iterable, Protocol, Sequence
+from typing import Iterable
 
 from .types import MemoryTrace, Scope, ScoreBreakdown, ScoredMemoryTrace, epoch_ms, utcnow
 
@@ -251,7 +251,7 @@ _PATTERNS: list[tuple[str, str]] = [
     ("prefers", rf"{_SUBJ} ?(?:{_v('prefer')}|{_v('love')}|really like|(?:'m|am|is) a (?:big |huge )?fan of) {_OBJ}{_STOP}"),
     ("prefers", rf"\b(?P<subj>[Mm]y) favou?rite \w+(?: \w+)? is {_OBJ}{_STOP}"),
     ("believes", rf"{_SUBJ} ?(?:firmly |really |strongly )?{_v('believe')} (?:that )?{_OBJ}{_STOP}"),
-    ("is", rf"\b(?P<subj>I)(?:'m| am) an? (?P<obj>(?:[\w-]+ ){{0,2}}(?:engineer|developer|designer|teacher|nurse|doctor|lawyer|student|manager|architect|writer|chef|accountant|analyst|scientist|researcher|consultant|vegetarian|vegan|runner|photographer|musician|artist|pilot|pharmacist|librarian|founder))\b"),
+    ("is", r"\b(?P<subj>I)(?:'m| am) an? (?P<obj>(?:[\w-]+ ){0,2}(?:engineer|developer|designer|teacher|nurse|doctor|lawyer|student|manager|architect|writer|chef|accountant|analyst|scientist|researcher|consultant|vegetarian|vegan|runner|photographer|musician|artist|pilot|pharmacist|librarian|founder))\b"),
 ]
 _COMPILED = [(p, re.compile(rx)) for p, rx in _PATTERNS]
 _PREPOSITIONS = frozenset("to from in at of for with by on into onto about near via".split())

@@ -7,7 +7,6 @@ what makes the app's sliders instant and guarantees they never re-embed, re-sear
 """
 from __future__ import annotations
 
-import math
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -18,9 +17,8 @@ import numpy as np
 from .bm25 import BM25Index
 from .fusion import Fused, reciprocal_rank_fusion
 from .split import split_candidates, split_halves, validate_threshold
+from .presets import AGENTOS, HYBRID, PRESET_OPTIONS, PRESETS, preset_defaults  # noqa: F401 (re-exported)
 from .types import MemoryTrace, Mood, Scope, ScoredMemoryTrace
-
-from .presets import AGENTOS, HYBRID, PRESET_OPTIONS, PRESETS, preset_defaults
 
 STAGES = ("dense", "sparse", "merged", "reranked", "final")
 MAX_QUERY_CHARS = 2000

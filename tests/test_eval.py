@@ -41,10 +41,8 @@ def test_locomo_parsing_is_lenient():
 
 
 def test_per_stage_eval_credits_facts_and_sweeps_on_halves(tmp_path):
-    from retrieval.facts import Fact, FactStore
     from retrieval.workspace import Workspace
     from retrieval.models import HashingEmbedder
-    from datetime import datetime, timezone
     from conftest import U1, make_trace
 
     ws = Workspace(str(tmp_path / "db"), embedder=HashingEmbedder(64))

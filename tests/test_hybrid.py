@@ -1,12 +1,11 @@
 """HybridRetriever pipeline (SPEC §6): presets, stages, reweight, rerank, split, HyDE, explain."""
-import math
 
 import pytest
 
-from retrieval import AGENTOS, HYBRID, STAGES, BM25Index, HybridRetriever, MemoryStore, Mood, Scope
+from retrieval import AGENTOS, HYBRID, STAGES, BM25Index, HybridRetriever, MemoryStore, Scope
 from retrieval.hybrid import ESC_EMPTY, ESC_HYDE, ESC_RERANK, ESC_SPARSE_EMPTY, ESC_SPLIT
 
-from conftest import NOW, U1, U2, MapEmbedder, StubReranker, make_trace
+from conftest import NOW, U1, MapEmbedder, StubReranker, make_trace
 
 QUERY = "order 5512"
 NEAR = [1.0, 0.0, 0.0, 0.0]

@@ -1,6 +1,6 @@
 """MemoryStore on LanceDB: upsert, validation, scope filters, cognitive scoring (SPEC §2)."""
 import math
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import pytest
 

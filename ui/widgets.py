@@ -8,7 +8,7 @@ from dataclasses import fields
 import streamlit as st
 
 from retrieval.bm25 import default_tokenizer
-from retrieval.hybrid import PRESETS, STAGES
+from retrieval.hybrid import PRESETS
 from retrieval.types import Scope
 
 from .charts import STAGE_LABELS, bar_figure, origin
