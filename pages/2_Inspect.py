@@ -52,7 +52,7 @@ elapsed = (time.perf_counter() - t0) * 1000
 if not refused:  # keep the searched result: every slider move re-fuses from it
     st.session_state[f"{P}result"] = (cache_key(query, scope, cfg), result)
 st.session_state["last_injected_facts"] = {
-    "scope": str(scope), "query": query, "facts": [f.__dict__ for f in (result.diagnostics._cache.facts or [])]}
+    "scope": str(scope), "query": query, "facts": [f.__dict__ for f in result.diagnostics.facts]}
 d = result.diagnostics
 
 if refused:
@@ -73,10 +73,10 @@ if d.split_on_ambiguous:
                f"replaced {', '.join(s['replaced_ids']) or 'none'}")
 
 cols = st.columns(5)
-pool = d._pool
+pool = d.pool
 for col, stage in zip(cols, STAGES):
     with col:
-        stage_column(stage, d, pool, d._cache.search_queries[0] if d._cache.search_queries else query, ROWS,
+        stage_column(stage, d, pool, d.searched_query or query, ROWS,
                      ws.store.get)
 
 touched = list(dict.fromkeys(i for s in ("final",) + STAGES for i in d.stage_ids[s]))

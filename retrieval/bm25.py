@@ -290,6 +290,11 @@ class BM25Index:
     def score(self, query: str, id: str) -> float:
         return sum(self.explain(query, id).values())
 
+    def scores_for(self, query: str, ids: Iterable[str]) -> dict[str, float]:
+        """Exact BM25 score of each known id (unknown ids skipped), the query tokenized once."""
+        counts = Counter(self.tokenizer(query or ""))
+        return {i: sum(self._contributions(counts, self._slot[i]).values()) for i in ids if i in self._slot}
+
     def explain(self, query: str, id: str) -> dict[str, float]:
         """Per query term contribution to `id`'s score (0.0 for terms the document lacks).
 
@@ -298,12 +303,14 @@ class BM25Index:
         slot = self._slot.get(id)
         if slot is None:
             raise KeyError(f"document {id!r} is not in the BM25 index")
-        tokens = self.tokenizer(query or "")
+        return self._contributions(Counter(self.tokenizer(query or "")), slot)
+
+    def _contributions(self, counts: Counter, slot: int) -> dict[str, float]:
         doc_tf = dict(zip(self._doc_terms[slot].tolist(), self._doc_tfs[slot].tolist()))
         n, avgdl = len(self), self.avgdl or 1.0
         dl = self._doc_len[slot]
         out: dict[str, float] = {}
-        for term, qtf in Counter(tokens).items():
+        for term, qtf in counts.items():
             tid = self._vocab.get(term)
             tf = doc_tf.get(tid, 0.0) if tid is not None else 0.0
             if tf == 0:

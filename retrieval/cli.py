@@ -6,13 +6,12 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
 
 from .hybrid import PRESETS, STAGES
+from .models.registry import EMBEDDERS
 from .types import SCOPES, Mood, Scope
 
 DEFAULT_DB = "data/lancedb"
-DEMO_DIR = Path(__file__).resolve().parent.parent / "data" / "demo"
 
 
 def _scope_arg(text: str) -> Scope:
@@ -23,11 +22,10 @@ def _scope_arg(text: str) -> Scope:
 
 
 def _workspace(args):
-    from .models.embedders import HashingEmbedder
+    from .models.registry import make_embedder
     from .workspace import Workspace
 
-    embedder = HashingEmbedder(384) if getattr(args, "embedder", "minilm") == "hashing" else None
-    return Workspace(args.db, embedder=embedder)
+    return Workspace(args.db, embedder=make_embedder(args.embedder))
 
 
 def cmd_ingest(args) -> int:
@@ -146,11 +144,11 @@ def cmd_query(args) -> int:
 
 def cmd_build_demo(args) -> int:
     from .demo import build_demo_index
-    from .models.embedders import HashingEmbedder
+    from .models.registry import make_embedder
 
-    embedder = HashingEmbedder(384) if args.embedder == "hashing" else None
     try:
-        status = build_demo_index(args.db, force=args.force, log=lambda m: print(m, flush=True), embedder=embedder)
+        status = build_demo_index(args.db, force=args.force, log=lambda m: print(m, flush=True),
+                                  embedder=make_embedder(args.embedder))
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -164,9 +162,9 @@ def cmd_status(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from .eval.runner import main as eval_main
+    from .eval.cli_eval import run_eval_cli
 
-    return eval_main(args)
+    return run_eval_cli(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -176,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     def db(sp):
         sp.add_argument("--db", default=os.environ.get("RETRIEVAL_DB", DEFAULT_DB),
                         help=f"LanceDB URI (default {DEFAULT_DB}; env RETRIEVAL_DB)")
-        sp.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm",
+        sp.add_argument("--embedder", choices=EMBEDDERS, default="minilm",
                         help="minilm: the bundled all-MiniLM-L6-v2; hashing: no model (tests, plumbing checks). "
                              "Query a store with the embedder it was built with.")
 
@@ -231,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--hyde", default="none")
     sp.add_argument("--max-queries", type=int)
     sp.add_argument("--cache-dir", default=".cache/eval")
-    sp.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
+    sp.add_argument("--embedder", choices=EMBEDDERS, default="minilm")
     sp.add_argument("--out", help="write the results as JSON here")
     sp.set_defaults(func=cmd_eval)
     return p

@@ -5,7 +5,7 @@ id's stored row and vector (never a search, never a model call).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -177,8 +177,3 @@ def _why_not_found(diag: "Diagnostics", trace_id: str, ex: Explanation) -> str:
     else:
         parts.append("it shares no query term, so BM25 never returns it")
     return "Neither search returned it: " + "; ".join(parts) + "."
-
-
-def explanation_rows(ex: Explanation) -> list[dict[str, Any]]:
-    """Stage table for display: one row per stage with rank and score."""
-    return [{"stage": st, "rank": v[0] if v else None, "score": v[1] if v else None} for st, v in ex.stages.items()]

@@ -149,9 +149,6 @@ class FactStore:
         rows = self._rows(self._where(scope) if scope else None)
         return sorted((self._fact(r) for r in rows), key=lambda f: (f.timestamp, f.subject, f.predicate, f.object))
 
-    def all_with_scope(self) -> list[tuple[Scope, Fact]]:
-        return [(Scope(r["scope"], r["scope_id"]), self._fact(r)) for r in self._rows(None)]
-
     def latest(self, scope: Scope, subject: str, predicate: str) -> Fact | None:
         rows = self._rows(self._where(scope, subject=canonical_subject(subject), predicate=predicate))
         facts = [self._fact(r) for r in rows]

@@ -143,6 +143,28 @@ class Diagnostics:
 
         return explain(self, trace_id)
 
+    # Read-only views for callers (the app, evaluation); the underscored fields are internals.
+    @property
+    def retriever(self) -> "HybridRetriever | None":
+        """The retriever that made this result (what `reweight` needs)."""
+        return self._retriever
+
+    @property
+    def facts(self) -> list[Any]:
+        """The `Fact`s injected as fact-graph traces, in injection order."""
+        return list(self._cache.facts) if self._cache is not None else []
+
+    @property
+    def searched_query(self) -> str:
+        """The text dense and sparse searched: the HyDE hypothesis when one was used, else the query."""
+        cache = self._cache
+        return cache.search_queries[0] if cache is not None and cache.search_queries else ""
+
+    @property
+    def pool(self) -> dict[str, ScoredMemoryTrace]:
+        """Every candidate as it stands after rerank and split (contents may be a split half), by id."""
+        return dict(self._pool)
+
 
 @dataclass
 class RetrievalResult:
@@ -332,11 +354,8 @@ class HybridRetriever:
         dense_bm25: dict[str, float] = {}
         if opts["complete_ranks"] and sparse_lists[0]:
             in_sparse = {i for i, _ in sparse_lists[0]}
-            for t in dense_lists[0]:
-                if t.id not in in_sparse and t.id in self.bm25:
-                    score = self.bm25.score(search_queries[0], t.id)
-                    if score > 0:
-                        dense_bm25[t.id] = score
+            missed = [t.id for t in dense_lists[0] if t.id not in in_sparse]
+            dense_bm25 = {i: v for i, v in self.bm25.scores_for(search_queries[0], missed).items() if v > 0}
 
         cache = StageCache(
             query=query, search_queries=search_queries, scope=scope, mood=mood, qvec=qvecs[0],

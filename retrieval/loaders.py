@@ -13,7 +13,7 @@ import zipfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 from .types import SCOPES, MemoryTrace
 
@@ -250,14 +250,3 @@ def load_path(path: str | Path, **kw) -> LoadReport:
     if not path.is_file():
         raise ValueError(f"{path} does not exist")
     return load_file(path.name, path.read_bytes(), **kw)
-
-
-def dump_jsonl(traces: Iterable[MemoryTrace]) -> str:
-    out = []
-    for t in traces:
-        rec = {k: v for k, v in t.__dict__.items()}
-        rec["tags"], rec["entities"] = list(t.tags), list(t.entities)
-        rec["created_at"] = t.created_at.isoformat()
-        rec["last_accessed_at"] = t.last_accessed_at.isoformat()
-        out.append(json.dumps(rec, ensure_ascii=False))
-    return "\n".join(out) + ("\n" if out else "")

@@ -151,16 +151,17 @@ def test_empty_query_and_reranker_path(demo_env):
     assert any("Split-on-ambiguous" in c.value for c in at.caption)
 
 
-def test_config_export_is_valid_json(demo_env):
+def test_config_json_round_trips_and_bad_files_are_named():
     from ui.state import PipelineConfig
 
-    at = inspect(i_q="x", i_scope="user:maya")
-    assert PipelineConfig.from_json(PipelineConfig().to_json()) == PipelineConfig()
+    cfg = PipelineConfig.for_preset("agentos", reranker="embedding", split_threshold=0.5, valence=-0.4)
+    assert PipelineConfig.from_json(cfg.to_json()) == cfg
     with pytest.raises(ValueError, match="unknown config field"):
         PipelineConfig.from_json('{"speed": 3}')
     with pytest.raises(ValueError, match="not valid JSON"):
         PipelineConfig.from_json("{")
-    assert not at.exception
+    with pytest.raises(ValueError, match="'rrf_k' is 0"):
+        PipelineConfig.from_json('{"rrf_k": 0}')
 
 
 def test_compare_one_query(demo_env):

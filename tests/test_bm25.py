@@ -178,6 +178,9 @@ def test_explain_sums_to_the_score():
     assert sum(parts.values()) == pytest.approx(dict(idx.search("refund 8842 missing"))["a"])
     with pytest.raises(KeyError, match="nope"):
         idx.explain("x", "nope")
+    many = idx.scores_for("refund 8842 missing", ["a", "b", "c", "nope"])
+    assert set(many) == {"a", "b", "c"} and many["c"] == 0.0
+    assert many["a"] == pytest.approx(sum(parts.values())) and many["b"] == pytest.approx(idx.score("refund 8842", "b"))
 
 
 def test_save_and_load_round_trip(tmp_path):

@@ -90,7 +90,7 @@ def test_split_example_replaces_the_long_note_and_lifts_it(demo):
     before = rank(plain.diagnostics.stage_ids["reranked"], ex["target"])
     after = rank(split.diagnostics.stage_ids["reranked"], ex["target"])
     assert after < before
-    assert "Berlin operations team" in next(t for t in split.diagnostics._pool.values() if t.id == ex["target"]).content
+    assert "Berlin operations team" in next(t for t in split.diagnostics.pool.values() if t.id == ex["target"]).content
 
 
 @pytest.mark.slow

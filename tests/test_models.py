@@ -16,7 +16,7 @@ from fake_llm_server import FakeServer
 
 KEY = "sk-test-SECRET-1234567890"
 ERROR_MODES = {"401": "wrong or expired", "429": "rate limited", "500": "server failed", "timeout": "timed out",
-               "malformed": ""}
+               "malformed": "not the JSON this client expects"}
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +87,8 @@ def test_missing_cohere_key_names_the_fix(monkeypatch):
 def test_registry_names():
     assert make_reranker("none") is None and isinstance(make_reranker("embedding"), EmbeddingReranker)
     assert isinstance(make_generator("gemma"), LocalGemmaGenerator)
-    assert isinstance(make_generator("openai:http://127.0.0.1:1#m").model, str)
+    openai = make_generator("openai:http://127.0.0.1:1#llama3.2")
+    assert (openai.base_url, openai.model) == ("http://127.0.0.1:1", "llama3.2")
     assert make_hyde("none") is None
     with pytest.raises(ValueError, match="unknown reranker 'magic'"):
         make_reranker("magic")

@@ -23,11 +23,9 @@ def embedder_kind() -> str:
 
 @st.cache_resource(show_spinner="Loading the embedding model (all-MiniLM-L6-v2)…")
 def get_embedder(kind: str):
-    from retrieval.models import HashingEmbedder, SentenceTransformerEmbedder
+    from retrieval.models.registry import make_embedder
 
-    if kind == "hashing":
-        return HashingEmbedder(384)
-    emb = SentenceTransformerEmbedder()
+    emb = make_embedder(kind)
     emb.embed(["warm up"])  # load weights now, under the spinner, not on the first query
     return emb
 
@@ -36,10 +34,10 @@ def get_embedder(kind: str):
 def get_workspace(uri: str, kind: str):
     """The store, BM25 and facts. The embedding model is NOT loaded here (pages that only read,
     like Home, render in a second); `ensure_model()` loads it under a spinner before a search."""
-    from retrieval.models import HashingEmbedder, SentenceTransformerEmbedder
+    from retrieval.models.registry import make_embedder
     from retrieval.workspace import Workspace
 
-    return Workspace(uri, embedder=HashingEmbedder(384) if kind == "hashing" else SentenceTransformerEmbedder())
+    return Workspace(uri, embedder=make_embedder(kind))
 
 
 def ensure_model() -> None:

@@ -143,9 +143,9 @@ def run_config(ws, cfg: PipelineConfig, query: str, scope, get_reranker, get_gen
     """Retrieve, or re-fuse `cached` when only fusion knobs changed. Returns (result, refused)."""
     from retrieval.types import Mood
 
-    if cached is not None and cached[0] == (query, str(scope), cfg.search_key()):
+    if cached is not None and cached[0] == cache_key(query, scope, cfg):
         result = cached[1]
-        retriever = result.diagnostics._retriever
+        retriever = result.diagnostics.retriever
         return retriever.reweight(result, dense_weight=cfg.dense_weight, sparse_weight=cfg.sparse_weight,
                                   rrf_k=cfg.rrf_k, rerank_weight=cfg.rerank_weight), True
     retriever = build_retriever(ws, cfg, get_reranker, get_generator)

@@ -98,13 +98,11 @@ def run_eval_cli(args) -> int:
     if args.max_queries:
         queries = queries[: args.max_queries]
     locomo = name.startswith("locomo")
-    embedder = None
-    if getattr(args, "embedder", "minilm") == "hashing":
-        from ..models.embedders import HashingEmbedder
+    from ..models.registry import make_embedder
 
-        embedder = HashingEmbedder(384)
-        name += "-hashing"
-    ws = open_eval_workspace(name, traces, args.cache_dir, embedder=embedder, log=log)
+    if args.embedder != "minilm":
+        name += f"-{args.embedder}"  # never mix vectors of two embedders in one cached store
+    ws = open_eval_workspace(name, traces, args.cache_dir, embedder=make_embedder(args.embedder), log=log)
     presets = args.preset or ["agentos", "hybrid"]
     reranker = make_reranker(args.reranker)
     hyde = make_hyde(args.hyde)

@@ -58,13 +58,10 @@ def credited_ids(result, stage: str) -> list[str]:
     Judgments label stored traces; an injected fact carries that trace's information, so it counts
     as retrieving its source (the first time it appears; later duplicates are dropped).
     """
-    d = result.diagnostics
-    facts = {}
-    cache = d._cache
-    if cache is not None:
-        from ..facts import fact_trace_id
+    from ..facts import fact_trace_id
 
-        facts = {fact_trace_id(f): f.source_trace_ids[0] for f in cache.facts if f.source_trace_ids}
+    d = result.diagnostics
+    facts = {fact_trace_id(f): f.source_trace_ids[0] for f in d.facts if f.source_trace_ids}
     return list(dict.fromkeys(facts.get(i, i) for i in d.stage_ids[stage]))
 
 
@@ -148,12 +145,6 @@ def per_query_deltas(a: Sequence[QueryRun], b: Sequence[QueryRun], metric: str =
         vb = rb.per_stage.get("final", {}).get(metric, 0.0)
         rows.append({"qid": ra.q.qid, "query": ra.q.query, "baseline": va, "config": vb, "delta": vb - va})
     return sorted(rows, key=lambda r: r["delta"])
-
-
-def main(args) -> int:  # `python -m retrieval eval`
-    from .cli_eval import run_eval_cli
-
-    return run_eval_cli(args)
 
 
 __all__ = ["LabelledQuery", "QueryRun", "SweepResult", "evidence_recall_at_k", "load_judgments", "per_query_deltas",

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 HTTP_HINTS = {
+    200: "the response was not the JSON this client expects (a wrong base URL, or a proxy page?)",
     400: "the request was rejected (bad model name or input)",
     401: "the API key is wrong or expired; check COHERE_API_KEY / the key you set",
     403: "the API key may not use this model",

@@ -94,8 +94,8 @@ class OpenAICompatibleGenerator:
             data = json.loads(raw)
             return (data["choices"][0]["message"]["content"] or "").strip()
         except (ValueError, KeyError, IndexError, TypeError) as exc:
-            raise BackendError(f"{backend}: malformed response ({type(exc).__name__}); "
-                               "is this an OpenAI-compatible endpoint?") from None
+            raise BackendError(f"{backend}: the response was not the JSON this client expects "
+                               f"({type(exc).__name__}); is this an OpenAI-compatible endpoint?") from None
 
 
 _GEMMA_LOCK = threading.Lock()

@@ -1,7 +1,23 @@
 """Backend names used by the CLI and the app → objects. One place that knows every backend."""
 from __future__ import annotations
 
+EMBEDDERS = ("minilm", "hashing")
 RERANKERS = ("none", "embedding", "cohere", "cross-encoder:PATH")
+
+
+def make_embedder(kind: str | None):
+    """`minilm` (bundled all-MiniLM-L6-v2, loaded lazily) or `hashing` (no model: tests, plumbing checks).
+
+    Both are 384-d, so a store must be queried with the embedder it was built with.
+    """
+    from .embedders import HashingEmbedder, SentenceTransformerEmbedder
+
+    kind = kind or "minilm"
+    if kind == "minilm":
+        return SentenceTransformerEmbedder()
+    if kind == "hashing":
+        return HashingEmbedder(384)
+    raise ValueError(f"unknown embedder {kind!r}; choose one of {', '.join(EMBEDDERS)}")
 GENERATORS = ("gemma", "cohere", "openai:BASE_URL#MODEL")
 
 
