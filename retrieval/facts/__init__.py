@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Iterable
 
-from .types import MemoryTrace, Scope, ScoreBreakdown, ScoredMemoryTrace, epoch_ms, utcnow
+from ..types import MemoryTrace, Scope, ScoreBreakdown, ScoredMemoryTrace, epoch_ms, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ class FactStore:
 
     @staticmethod
     def _where(scope: Scope, **eq: str) -> str:
-        from .store import sql_quote
+        from ..store import sql_quote
 
         parts = [f"scope = {sql_quote(scope.scope)}", f"scope_id = {sql_quote(scope.scope_id)}"]
         parts += [f"{k} = {sql_quote(v)}" for k, v in eq.items()]
@@ -166,7 +166,7 @@ class FactStore:
         rows = [r for r in self._rows(None) if trace_id in (r["source_trace_ids"] or [])]
         if not rows:
             return 0
-        from .store import sql_quote
+        from ..store import sql_quote
 
         tbl.delete("key IN (" + ", ".join(sql_quote(r["key"]) for r in rows) + ")")
         keep = []
