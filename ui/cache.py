@@ -49,12 +49,16 @@ def workspace():
     return get_workspace(db_uri(), embedder_kind())
 
 
-def secret_cohere_key() -> str | None:
-    """COHERE_API_KEY from Streamlit secrets when present (the environment is read by the backend)."""
+SECRET_NAMES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "COHERE_API_KEY", "CO_API_KEY", "COHERE_BASE_URL", "CO_API_URL")
+
+
+def operator_secrets() -> dict[str, str]:
+    """The operator's keys and base URLs from Streamlit secrets (the backends read the environment
+    themselves). A key is only ever sent to the base URL configured beside it, never to one a user typed."""
     try:
-        return st.secrets.get("COHERE_API_KEY")
+        return {n: str(st.secrets[n]) for n in SECRET_NAMES if n in st.secrets}
     except Exception:  # no secrets.toml at all is the common case, not an error
-        return None
+        return {}
 
 
 @st.cache_resource(show_spinner="Loading the reranker…")
@@ -64,15 +68,11 @@ def get_reranker(spec: str):
 
     if spec == "embedding":
         return EmbeddingReranker(get_embedder(embedder_kind()))
-    if spec == "cohere":
-        return make_reranker(spec, api_key=secret_cohere_key())
-    return make_reranker(spec)
+    return make_reranker(spec, secrets=operator_secrets())
 
 
 @st.cache_resource(show_spinner="Loading the text generator (first use of local Gemma takes a few seconds)…")
 def get_generator(spec: str):
     from retrieval.models.registry import make_generator
 
-    if spec == "cohere":
-        return make_generator(spec, api_key=secret_cohere_key())
-    return make_generator(spec)
+    return make_generator(spec, secrets=operator_secrets())

@@ -149,7 +149,11 @@ def config_panel(prefix: str, defaults: PipelineConfig = PipelineConfig(), bind:
                            key=k("generator"), help="gemma: local Gemma 3 270M, offline; cohere: Cohere chat (needs "
                            "COHERE_API_KEY); openai: any OpenAI-compatible server (Ollama, vLLM, llama.cpp)", **kw)
         if gen == "openai":
-            base_url = st.text_input("Server URL", d.openai_base_url, key=k("openai_base_url"), **kw)
+            # Never bound to the page URL: a link must not choose the server a query (and a key) goes to.
+            base_url = st.text_input("Server URL", d.openai_base_url, key=k("openai_base_url"),
+                                     help="Not read from the page URL. The operator's OPENAI_API_KEY is sent only "
+                                          "to the OPENAI_BASE_URL the operator configured; any other server is "
+                                          "called without a key (right for a local Ollama).")
             model = st.text_input("Model", d.openai_model, key=k("openai_model"), **kw)
     st.markdown("**Fact graph**")
     facts = st.toggle("Inject facts", d.facts, key=k("facts"), **kw)

@@ -1,4 +1,8 @@
-"""Text embedders: `embed(texts) -> np.ndarray` with L2-normalised rows, and `dim`."""
+"""Text embedders: `embed(texts)` for documents, `embed_query(texts)` for queries (both L2-normalised
+float32 rows), `dim`, and `name` — a stable, secret-free identity a store can record (SPEC §15).
+
+Local strategies live here; hosted ones (Cohere, OpenAI-compatible) share `HostedEmbedder` and have a
+file each."""
 from __future__ import annotations
 
 import hashlib
@@ -14,9 +18,18 @@ import numpy as np
 
 @runtime_checkable
 class Embedder(Protocol):
+    name: str
     dim: int
 
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def embed_queries(embedder, texts: Sequence[str]) -> np.ndarray:
+    """Query vectors: `embed_query` where the embedder has one (asymmetric models), else `embed`."""
+    fn = getattr(embedder, "embed_query", None)
+    return fn(texts) if callable(fn) else embedder.embed(texts)
 
 
 def _normalise(mat: np.ndarray) -> np.ndarray:
@@ -63,10 +76,13 @@ def load_sentence_transformer(path: str | Path, kind: str = "bi"):
 
 
 class SentenceTransformerEmbedder:
-    """Bundled all-MiniLM-L6-v2 (384-d) or any local sentence-transformers directory."""
+    """Bundled all-MiniLM-L6-v2 (384-d, name `minilm`) or any local sentence-transformers directory
+    (name `st:<absolute path>`). Symmetric: queries and documents are embedded alike."""
 
     def __init__(self, path: str | Path | None = None, batch_size: int = 32):
-        self.path = Path(path) if path else None
+        self.path = Path(path).expanduser().resolve() if path else None
+        if self.path is not None and not self.path.is_dir():
+            raise ValueError(f"st:{path}: no such folder; give a local sentence-transformers model directory")
         self.batch_size = batch_size
 
     def __repr__(self) -> str:
@@ -74,7 +90,7 @@ class SentenceTransformerEmbedder:
 
     @property
     def name(self) -> str:
-        return self.path.name if self.path else "all-MiniLM-L6-v2"
+        return f"st:{self.path}" if self.path else "minilm"
 
     @cached_property
     def model(self):
@@ -92,6 +108,9 @@ class SentenceTransformerEmbedder:
         vecs = self.model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True,
                                  normalize_embeddings=True, show_progress_bar=False)
         return _normalise(vecs)
+
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed(texts)
 
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -125,3 +144,63 @@ class HashingEmbedder:
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
         return _normalise(np.stack([self._vec(t) for t in texts]))
+
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed(texts)
+
+
+class HostedEmbedder:
+    """Shared parts of the hosted strategies: batching, the dimension check, L2 normalisation.
+
+    A subclass sets `name`, `backend` (a secret-free label), `batch_size`, `_dim` (None = learn it
+    from the first answer) and implements `_embed_batch(texts, kind)` with kind "document" or "query".
+    """
+
+    name: str
+    backend: str
+    batch_size: int = 64
+    _dim: int | None = None
+    _dim_source: str = "configured"
+
+    def _embed_batch(self, texts: list[str], kind: str) -> object:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @property
+    def dim(self) -> int:
+        """Configured, or learned from the first call; asking before any call makes one short probe."""
+        if self._dim is None:
+            self.embed_query(["dimension probe"])
+        return int(self._dim)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._run(texts, "document")
+
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        return self._run(texts, "query")
+
+    def _run(self, texts: Sequence[str], kind: str) -> np.ndarray:
+        texts = [str(t) for t in texts]
+        if not texts:  # no call just to learn a width nobody needs yet
+            return np.zeros((0, self._dim or 0), dtype=np.float32)
+        parts = [self._check(self._embed_batch(texts[i:i + self.batch_size], kind), len(texts[i:i + self.batch_size]))
+                 for i in range(0, len(texts), self.batch_size)]
+        return _normalise(np.vstack(parts))
+
+    def _check(self, rows: object, n: int) -> np.ndarray:
+        from .errors import BackendError
+
+        try:
+            mat = np.asarray(rows, dtype=np.float32)
+        except (ValueError, TypeError):
+            raise BackendError(f"{self.backend}: the vectors in one batch have different lengths or are not "
+                               "numbers; the server is not returning embeddings for this model") from None
+        if mat.ndim != 2 or mat.shape[0] != n or mat.shape[1] == 0:
+            raise BackendError(f"{self.backend}: got vectors of shape {mat.shape} for {n} texts; expected {n} rows")
+        if not np.isfinite(mat).all():
+            raise BackendError(f"{self.backend}: the vectors contain NaN or infinity")
+        if self._dim is None:
+            self._dim, self._dim_source = int(mat.shape[1]), "learned from the first call"
+        elif mat.shape[1] != self._dim:
+            raise BackendError(f"{self.backend}: returned {mat.shape[1]}-d vectors, but {self.name} is {self._dim}-d "
+                               f"({self._dim_source}); check the model name, or re-embed the store with this model")
+        return mat

@@ -19,15 +19,20 @@ class BackendError(RuntimeError):
 
 
 def scrub(text: str, *secrets: str | None) -> str:
-    for s in secrets:
-        if s and len(s) >= 4:
+    # Longest first, so a key that contains another secret is replaced whole.
+    for s in sorted({s for s in secrets if s}, key=len, reverse=True):
+        if len(s) >= 4:  # shorter "secrets" would blank ordinary words out of the message
             text = text.replace(s, "***")
     return text
 
 
-def http_error(backend: str, status: int | None, secret: str | None = None, detail: str = "") -> BackendError:
+def http_error(backend: str, status: int | None, *secrets: str | None, detail: str = "",
+               keyless: str = "") -> BackendError:
+    """`keyless`: why no key was sent, so a 401/403 does not blame a key that never left the machine."""
     hint = HTTP_HINTS.get(status or 0, "unexpected response")
+    if keyless and status in (401, 403):
+        hint = f"the server wants an API key, and none was sent: {keyless}"
     msg = f"{backend}: HTTP {status}: {hint}"
     if detail:
         msg += f" ({detail[:200]})"
-    return BackendError(scrub(msg, secret))
+    return BackendError(scrub(msg, *secrets))

@@ -1,17 +1,16 @@
 """Text generators (`generate(system, prompt) -> str`) and HyDE on top of them."""
 from __future__ import annotations
 
-import json
 import os
 import threading
-import urllib.error
-import urllib.request
 from functools import cached_property
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Mapping, Protocol, runtime_checkable
 
-from .errors import BackendError, http_error, scrub
-from .rerankers import cohere_api_key, cohere_client, cohere_failure
+from .credentials import OPENAI, operator_credential, parse_base_url
+from .errors import BackendError
+from .http import JsonEndpoint, v1_path
+from .rerankers import cohere_client, cohere_failure, resolve_cohere
 
 
 @runtime_checkable
@@ -25,10 +24,9 @@ class CohereGenerator:
     """Cohere chat (`POST /v2/chat`)."""
 
     def __init__(self, api_key: str | None = None, model: str = "command-r7b-12-2024", base_url: str | None = None,
-                 timeout: float = 20.0, max_tokens: int = 200):
-        self._key = cohere_api_key(api_key)
+                 timeout: float = 20.0, max_tokens: int = 200, secrets: Mapping[str, str] | None = None):
+        self._key, self.base_url, self._secrets = resolve_cohere(api_key, base_url, secrets)
         self.model = model
-        self.base_url = base_url or os.environ.get("COHERE_BASE_URL") or None
         self.timeout = timeout
         self.max_tokens = max_tokens
         self.name = f"cohere ({model})"
@@ -46,55 +44,45 @@ class CohereGenerator:
                 {"role": "system", "content": system}, {"role": "user", "content": prompt}])
             parts = resp.message.content or []
         except Exception as exc:
-            raise cohere_failure("Cohere chat", exc, self._key) from None
+            raise cohere_failure("Cohere chat", exc, *self._secrets) from None
         return "".join(getattr(p, "text", "") or "" for p in parts).strip()
 
 
 class OpenAICompatibleGenerator:
-    """Any OpenAI-compatible chat server (Ollama, vLLM, llama.cpp): `POST {base}/v1/chat/completions`."""
+    """Any OpenAI-compatible chat server (Ollama, vLLM, llama.cpp): `POST {base}/v1/chat/completions`.
+
+    `api_key` is sent as given. Otherwise the operator's OPENAI_API_KEY (Streamlit `secrets`, then the
+    environment) is sent only when `base_url` has the origin of the operator's OPENAI_BASE_URL (default
+    https://api.openai.com/v1); any other server is called without a key, which keyless local servers
+    such as Ollama expect.
+    """
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout: float = 30.0,
-                 max_tokens: int = 200):
-        if not base_url or not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
-        self.base_url = base_url.rstrip("/")
+                 max_tokens: int = 200, secrets: Mapping[str, str] | None = None):
+        self.base = parse_base_url(base_url)
+        self.base_url = self.base.display
         self.model = model
-        self._key = api_key or os.environ.get("OPENAI_API_KEY")
         self.timeout = timeout
         self.max_tokens = max_tokens
         self.name = f"openai-compatible ({model} @ {self.base_url})"
+        self._http = JsonEndpoint(self.base, f"OpenAI-compatible server at {self.base_url}", api_key=api_key,
+                                  credential=operator_credential(OPENAI, secrets), timeout=timeout, max_retries=0)
 
     def __repr__(self) -> str:
         return f"OpenAICompatibleGenerator(base_url={self.base_url!r}, model={self.model!r})"
 
     @property
-    def endpoint(self) -> str:
-        base = self.base_url if self.base_url.endswith("/v1") else self.base_url + "/v1"
-        return base + "/chat/completions"
+    def sends_key(self) -> bool:
+        return self._http.key is not None
 
     def generate(self, system: str, prompt: str) -> str:
-        body = json.dumps({"model": self.model, "temperature": 0, "max_tokens": self.max_tokens, "messages": [
-            {"role": "system", "content": system}, {"role": "user", "content": prompt}]}).encode()
-        headers = {"Content-Type": "application/json"}
-        if self._key:
-            headers["Authorization"] = f"Bearer {self._key}"
-        req = urllib.request.Request(self.endpoint, data=body, headers=headers, method="POST")
-        backend = f"OpenAI-compatible server at {self.base_url}"
+        data = self._http.post(v1_path(self.base, "/chat/completions"), {
+            "model": self.model, "temperature": 0, "max_tokens": self.max_tokens, "messages": [
+                {"role": "system", "content": system}, {"role": "user", "content": prompt}]})
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                raw = resp.read()
-        except urllib.error.HTTPError as exc:
-            raise http_error(backend, exc.code, self._key) from None
-        except (TimeoutError, OSError) as exc:  # URLError, socket.timeout, connection refused
-            reason = getattr(exc, "reason", exc)
-            if "timed out" in str(reason).lower():
-                raise BackendError(f"{backend}: timed out after {self.timeout:g}s") from None
-            raise BackendError(scrub(f"{backend}: cannot connect ({reason}); is the server running?", self._key)) from None
-        try:
-            data = json.loads(raw)
             return (data["choices"][0]["message"]["content"] or "").strip()
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
-            raise BackendError(f"{backend}: the response was not the JSON this client expects "
+        except (KeyError, IndexError, TypeError) as exc:
+            raise BackendError(f"{self._http.backend}: the response was not the JSON this client expects "
                                f"({type(exc).__name__}); is this an OpenAI-compatible endpoint?") from None
 
 

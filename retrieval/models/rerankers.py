@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import math
-import os
 from functools import cached_property
 from pathlib import Path
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from .credentials import COHERE, operator_base_url, operator_credential, parse_base_url, same_origin, secret_values
 from .errors import BackendError, http_error, scrub
 
 
@@ -81,12 +81,27 @@ class CrossEncoderReranker:
         return [1.0 / (1.0 + math.exp(-float(x))) for x in logits]
 
 
-def cohere_api_key(api_key: str | None = None) -> str:
-    key = api_key or os.environ.get("COHERE_API_KEY") or os.environ.get("CO_API_KEY")
+def resolve_cohere(api_key: str | None, base_url: str | None,
+                   secrets: Mapping[str, str] | None = None) -> tuple[str, str, tuple[str, ...]]:
+    """(key to send, base URL to call, secrets to scrub) for a Cohere client.
+
+    An explicit `api_key` goes where the caller points it. The operator's key (Streamlit `secrets`,
+    then COHERE_API_KEY / CO_API_KEY) goes only to the operator's COHERE_BASE_URL origin (default
+    https://api.cohere.com); another `base_url` is called with an empty key, never the configured one.
+    """
+    cred = operator_credential(COHERE, secrets)
+    base = parse_base_url(base_url) if base_url else cred.base if cred else parse_base_url(
+        operator_base_url(COHERE, secrets))
+    if base.username or base.password or base.query:
+        raise ValueError(f"Cohere base URL {base.display} carries credentials or a query string; give a plain "
+                         "URL and put the key in COHERE_API_KEY (environment or Streamlit secrets)")
+    key = api_key or (cred.key_for(base) if cred else None)
     if not key:
-        raise ValueError("Cohere needs an API key: set COHERE_API_KEY in the environment (or Streamlit "
-                         "secrets), or pick the offline 'embedding' reranker")
-    return key
+        if cred is None and same_origin(base, operator_base_url(COHERE, secrets)):
+            raise ValueError("Cohere needs an API key: set COHERE_API_KEY in the environment (or Streamlit "
+                             "secrets), or pick the offline 'embedding' reranker")
+        key = ""  # not None: the cohere package would fall back to CO_API_KEY and send it anywhere
+    return key, base.request_url(), secret_values(api_key, cred, base)
 
 
 def cohere_client(api_key: str, base_url: str | None, timeout: float):
@@ -100,27 +115,26 @@ def cohere_client(api_key: str, base_url: str | None, timeout: float):
     return cohere.ClientV2(**kw)
 
 
-def cohere_failure(backend: str, exc: Exception, key: str) -> BackendError:
+def cohere_failure(backend: str, exc: Exception, *secrets: str) -> BackendError:
     """Turn any Cohere SDK/transport exception into a BackendError that never shows the key."""
     status = getattr(exc, "status_code", None)
     if status is not None:
-        return http_error(backend, status, key)
+        return http_error(backend, status, *secrets)
     name = type(exc).__name__
     if "Timeout" in name:
         return BackendError(f"{backend}: timed out; the server did not answer in time (check base_url/network)")
     if "Connect" in name:
         return BackendError(f"{backend}: cannot connect; is the server reachable? ({name})")
-    return BackendError(scrub(f"{backend}: {name}: {exc}", key)[:300])
+    return BackendError(scrub(f"{backend}: {name}: {exc}", *secrets)[:300])
 
 
 class CohereReranker:
     """Hosted rerank (`POST /v2/rerank`). `base_url` points it at a proxy or a local fake server."""
 
     def __init__(self, api_key: str | None = None, model: str = "rerank-v3.5", base_url: str | None = None,
-                 timeout: float = 10.0):
-        self._key = cohere_api_key(api_key)
+                 timeout: float = 10.0, secrets: Mapping[str, str] | None = None):
+        self._key, self.base_url, self._secrets = resolve_cohere(api_key, base_url, secrets)
         self.model = model
-        self.base_url = base_url or os.environ.get("COHERE_BASE_URL") or None
         self.timeout = timeout
         self.name = f"cohere ({model})"
 
@@ -138,7 +152,7 @@ class CohereReranker:
             resp = self.client.rerank(model=self.model, query=query, documents=list(texts), top_n=len(texts))
             results = resp.results
         except Exception as exc:
-            raise cohere_failure("Cohere rerank", exc, self._key) from None
+            raise cohere_failure("Cohere rerank", exc, *self._secrets) from None
         scores = [0.0] * len(texts)
         seen = 0
         for r in results or []:
