@@ -7,12 +7,14 @@ variants *before* de-duplication.
 """
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
+import numpy as np
+
+from . import bm25_scoring as scoring
 from .fusion import reciprocal_rank_fusion
 
 WARLOCK_K1 = 1.5
@@ -54,21 +56,15 @@ def bm25_rank(query: str, docs: Iterable[Any]) -> list[RankedItem]:
         return []
     n = len(docs)
     avg_len = sum(len(t) for _, t in docs) / n or 1.0
-    df = Counter()
-    for _, toks in docs:
-        df.update(set(toks))
-    out = []
-    for doc_id, toks in docs:
-        tf = Counter(toks)
-        score = 0.0
-        for term in q_terms:
-            f = tf.get(term, 0)
-            if not f:
-                continue
-            idf = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
-            score += idf * f * (WARLOCK_K1 + 1) / (f + WARLOCK_K1 * (1 - WARLOCK_B + WARLOCK_B * len(toks) / avg_len))
-        if score > 0:
-            out.append(RankedItem(doc_id, score))
+    tfs = [Counter(toks) for _, toks in docs]
+    lens = np.asarray([len(toks) for _, toks in docs], dtype=np.float64)
+    scores = np.zeros(n)
+    for term in q_terms:  # de-duplicated: each query term counts once (warlock)
+        tf = np.asarray([c.get(term, 0) for c in tfs], dtype=np.float64)
+        df = int(np.count_nonzero(tf))
+        if df:
+            scores += np.where(tf > 0, scoring.term_score(1, n, df, tf, lens, avg_len, WARLOCK_K1, WARLOCK_B), 0.0)
+    out = [RankedItem(doc_id, float(s)) for (doc_id, _), s in zip(docs, scores.tolist()) if s > 0]
     out.sort(key=lambda r: (-r.score, r.id))
     return out
 

@@ -208,3 +208,245 @@ def test_load_rejects_a_foreign_file(tmp_path):
 def test_rejects_bad_parameters(k1, b):
     with pytest.raises(ValueError, match="k1|b must"):
         BM25Index(k1=k1, b=b)
+
+
+# ---------------------------------------------------------------- token-less documents (issue #11.1)
+def test_documents_without_an_indexable_word_never_crash(tmp_path):
+    idx = BM25Index()
+    idx.add_documents([("a", "refund"), ("b", "👍"), ("c", "!!!"), ("d", "")])
+    assert len(idx) == 4 and "b" in idx
+    assert idx.search("👍") == [] and idx.search("!!!") == []
+    # N counts token-less documents (they are documents); avgdl = 1/4
+    assert idx.search("refund") == [("a", pytest.approx(math.log(1 + 3.5 / 1.5) * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 4))))]
+    assert idx.explain("refund", "b") == {"refund": 0.0}
+    idx.save(tmp_path / "x.npz")
+    back = BM25Index.load(tmp_path / "x.npz")
+    assert len(back) == 4 and back.search("refund") == idx.search("refund")
+
+
+def test_only_tokenless_documents_then_all_deleted_saves_and_reopens(tmp_path):
+    idx = BM25Index()
+    idx.add_documents([("b", "👍"), ("c", "!!!")])
+    assert idx.search("anything") == [] and idx.stats()["avgdl"] == 0.0
+    assert idx.remove_documents(["b", "c", "nope"]) == 2
+    idx.save(tmp_path / "x.npz")
+    back = BM25Index.load(tmp_path / "x.npz")
+    assert len(back) == 0 and back.search("refund") == [] and back.stats()["postings"] == 0
+    back.add_document("a", "refund")
+    assert [i for i, _ in back.search("refund")] == ["a"]
+
+
+# ---------------------------------------------------------------- tokenizer (issue #11, Unicode)
+def test_tokenizer_normalises_unicode_examples():
+    assert default_tokenizer("INV-8842") == ["inv", "8842"]
+    assert default_tokenizer("cafe\u0301") == default_tokenizer("café") == ["café"]  # NFD == NFC
+    assert default_tokenizer("ＩＮＶ－８８４２") == ["inv", "8842"]  # full-width
+    assert default_tokenizer("re\u200bfund in\u00advoice\ufeff") == ["refund", "invoice"]  # ZWSP, soft hyphen, BOM
+    assert default_tokenizer("STRASSE Straße") == ["strasse", "strasse"]  # casefold
+    assert default_tokenizer("ﬁnance") == ["finance"]  # ligature
+
+
+_INVISIBLES = ["\u200b", "\u200c", "\u200d", "\u2060", "\u00ad", "\ufeff"]
+_text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs", "Co", "Cn")), max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_text)
+def test_tokenizer_is_invariant_under_normal_forms(text):
+    import unicodedata
+
+    base = default_tokenizer(text)
+    for form in ("NFC", "NFD", "NFKC", "NFKD"):
+        assert default_tokenizer(unicodedata.normalize(form, text)) == base
+    assert default_tokenizer(base and " ".join(base) or "") == base  # tokens are stable
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=_text, data=st.data())
+def test_tokenizer_ignores_invisible_characters(text, data):
+    pos = data.draw(st.integers(0, len(text)))
+    inv = data.draw(st.sampled_from(_INVISIBLES))
+    assert default_tokenizer(text[:pos] + inv + text[pos:]) == default_tokenizer(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(alphabet=st.characters(min_codepoint=0x21, max_codepoint=0x7E), max_size=30))
+def test_full_width_ascii_matches_ascii(text):
+    wide = "".join(chr(ord(c) + 0xFEE0) for c in text)  # U+FF01..U+FF5E
+    assert default_tokenizer(wide) == default_tokenizer(text)
+
+
+def test_tokenizer_identity_is_checked_on_load(tmp_path):
+    def other(text):
+        return text.split()
+
+    idx = BM25Index(tokenizer=other)
+    idx.add_document("a", "Alpha beta")
+    idx.save(tmp_path / "x.npz")
+    with pytest.raises(ValueError, match="tokenizer .*other.*rebuild"):
+        BM25Index.load(tmp_path / "x.npz")
+    assert BM25Index.load(tmp_path / "x.npz", tokenizer=other).search("Alpha")[0][0] == "a"
+
+
+@pytest.mark.parametrize("damage", ["truncate", "no_k1", "old_format", "bad_tids", "empty"])
+def test_load_rejects_damaged_sidecars_with_value_error(tmp_path, damage):
+    import json
+
+    path = tmp_path / "x.npz"
+    idx = BM25Index()
+    idx.add_documents([("a", "alpha beta"), ("b", "beta gamma")])
+    idx.save(path)
+    if damage == "truncate":
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    elif damage == "empty":
+        path.write_bytes(b"")
+    else:
+        with np.load(path) as d:
+            arrays = {k: d[k] for k in d.files}
+        meta = json.loads(bytes(arrays["meta"]).decode())
+        if damage == "no_k1":
+            del meta["k1"]
+        elif damage == "old_format":
+            meta["format"] = 1
+        else:
+            arrays["tids"] = arrays["tids"] + 99
+        arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+        with open(path, "wb") as fh:
+            np.savez(fh, **arrays)
+    with pytest.raises(ValueError, match="rebuild"):
+        BM25Index.load(path)
+
+
+# ---------------------------------------------------------------- snapshots, sync, batches (issue #11.2-3)
+def test_a_snapshot_is_immutable_while_the_index_moves_on():
+    idx = BM25Index()
+    idx.add_documents([("a", "alpha beta", U1), ("b", "alpha", U2), ("c", "gamma", U1)])
+    snap = idx.snapshot()
+    before = snap.search("alpha", top_k=10)
+    before_scores = snap.scores_for("alpha gamma", ["a", "b", "c"])
+    idx.remove_document("b")
+    idx.add_document("a", "delta", U1)  # re-added with other text
+    idx.add_documents([(f"n{i}", "alpha alpha") for i in range(50)])
+    assert snap.search("alpha", top_k=10) == before and len(snap) == 3
+    assert snap.scores_for("alpha gamma", ["a", "b", "c"]) == before_scores
+    assert "b" in snap and "n0" not in snap and snap.explain("alpha", "a")["alpha"] > 0
+    assert snap.search("delta") == [] and [i for i, _ in idx.search("delta")] == ["a"]
+    assert "b" not in idx and len(idx) == 52
+    assert idx.snapshot().version > snap.version
+
+
+def test_sync_is_one_batch_with_inactive_removed_and_complete_resync():
+    from conftest import make_trace
+
+    idx = BM25Index()
+    idx.sync([make_trace("a", "alpha"), make_trace("b", "beta", "u2"), make_trace("c", "gamma")])
+    v = idx.snapshot().version
+    idx.sync([make_trace("a", "alpha"), make_trace("b", "beta", "u2", is_active=False),
+              make_trace("c", "gamma"), make_trace("c", "delta")])  # last c wins
+    assert idx.snapshot().version == v + 1  # one batch, one version
+    assert "b" not in idx and idx.search("gamma") == [] and [i for i, _ in idx.search("delta")] == ["c"]
+    idx.sync([make_trace("c", "delta")], complete=True)
+    assert len(idx) == 1 and "a" not in idx
+    fresh = BM25Index()
+    fresh.add_document("c", "delta", U1)
+    assert idx.search("delta", scopes=[U1]) == fresh.search("delta", scopes=[U1])
+
+
+def test_many_updates_compact_and_still_equal_a_fresh_build():
+    rng = random.Random(5)
+    idx = BM25Index()
+    current = {}
+    for step in range(5000):  # ~4,900 dead slots: at least one compaction into a fresh arena
+        k = f"d{rng.randrange(60)}"
+        current[k] = " ".join(rng.choices(WORDS, k=rng.randint(1, 6)))
+        idx.add_document(k, current[k])
+        if step % 997 == 0:
+            gone = f"d{rng.randrange(60)}"
+            idx.remove_document(gone)
+            current.pop(gone, None)
+    fresh = BM25Index()
+    fresh.add_documents(current.items())
+    assert len(idx) == len(fresh) and idx.stats()["postings"] == fresh.stats()["postings"]
+    for q in ["alpha", "beta gamma", "kappa 8842 inv", "zeta eta theta iota"]:
+        a, b = idx.search(q, top_k=100), fresh.search(q, top_k=100)
+        assert [i for i, _ in a] == [i for i, _ in b]
+        assert [s for _, s in a] == pytest.approx([s for _, s in b], rel=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(ops=st.lists(st.tuples(st.sampled_from(["add", "remove", "batch"]), st.integers(0, 9), doc_text), max_size=40),
+       query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4))
+def test_random_add_remove_sequences_match_the_reference(ops, query):
+    idx, corpus = BM25Index(), {}
+    for op, k, text in ops:
+        key = f"d{k}"
+        if op == "add":
+            idx.add_document(key, text)
+            corpus[key] = text
+        elif op == "remove":
+            assert idx.remove_document(key) == (key in corpus)
+            corpus.pop(key, None)
+        else:
+            idx.add_documents([(key, text), (f"d{(k + 1) % 10}", text + " eta")])
+            corpus[key], corpus[f"d{(k + 1) % 10}"] = text, text + " eta"
+    q = " ".join(query)
+    ref = reference_scores(corpus, q) if corpus else {}
+    got = idx.search(q, top_k=100)
+    assert [i for i, _ in got] == sorted(ref, key=lambda i: (-ref[i], i))
+    assert [s for _, s in got] == pytest.approx([ref[i] for i, _ in got], rel=1e-9)
+    assert len(idx) == len(corpus)
+
+
+def test_readers_never_see_a_half_applied_batch():
+    """One writer adds/replaces/removes batches of 10; readers check every snapshot is whole."""
+    import threading
+
+    idx = BM25Index()
+    errors, stop, corpus = [], threading.Event(), {}
+
+    def writer():
+        try:
+            for i in range(150):
+                batch = [(f"b{i}-{j}", f"common tag{i % 7} word{j}") for j in range(10)]
+                idx.add_documents(batch)
+                corpus.update(batch)
+                if i % 3 == 0 and i:
+                    idx.remove_documents([f"b{i - 1}-{j}" for j in range(10)])
+                    for j in range(10):
+                        corpus.pop(f"b{i - 1}-{j}", None)
+                if i % 5 == 0 and "b0-0" in corpus:
+                    replace = [(f"b0-{j}", f"common tag0 again{j}") for j in range(10)]
+                    idx.add_documents(replace)
+                    corpus.update(replace)
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+        finally:
+            stop.set()
+
+    def reader():
+        try:
+            while not stop.is_set():
+                snap = idx.snapshot()
+                hits = snap.search("common", top_k=100_000)
+                assert len(hits) == len(snap) and len(snap) % 10 == 0, (len(hits), len(snap))
+                some = [i for i, _ in hits[:5]]
+                assert set(snap.scores_for("common", some)) == set(some)
+                for i in some:
+                    snap.explain("common tag3", i)
+                idx.search("tag3 word1", top_k=5, scopes=None)
+        except Exception as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer)] + [threading.Thread(target=reader) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    fresh = BM25Index()
+    fresh.add_documents(corpus.items())
+    assert len(idx) == len(fresh) == len(corpus) and idx.stats()["postings"] == fresh.stats()["postings"]
+    for q in ["common", "tag3 word1", "again4 tag0", "word9 word9 tag6"]:
+        a, b = idx.search(q, top_k=2000), fresh.search(q, top_k=2000)
+        assert [i for i, _ in a] == [i for i, _ in b]
+        assert [s for _, s in a] == pytest.approx([s for _, s in b], rel=1e-12)

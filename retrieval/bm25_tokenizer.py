@@ -1,0 +1,52 @@
+"""The default BM25 tokenizer (SPEC §3) and the identity a saved index records for its tokenizer."""
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Callable
+
+# A compact English stopword list (the union of the classic SMART/Lucene short lists).
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are aren as at be because been before
+    being below between both but by can cannot could couldn did didn do does doesn doing don down
+    during each few for from further had hadn has hasn have haven having he her here hers herself
+    him himself his how i if in into is isn it its itself just let ll me more most mustn my myself
+    no nor not now of off on once only or other ought our ours ourselves out over own re same shan
+    she should shouldn so some such than that the their theirs them themselves then there these they
+    this those through to too under until up ve very was wasn we were weren what when where which
+    while who whom why will with won would wouldn you your yours yourself yourselves""".split()
+)
+
+_TOKEN_RE = re.compile(r"[^\W_]+", re.UNICODE)  # runs of Unicode letters or digits
+# Invisible format characters that split or hide words when pasted: zero-width space/non-joiner/
+# joiner, word joiner, invisible operators, soft hyphen, BOM, Mongolian vowel separator.
+_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\u00ad\ufeff\u180e"))
+# Bump when default_tokenizer's output can change: a sidecar saved by another version is rebuilt.
+TOKENIZER_VERSION = 2
+
+Tokenizer = Callable[[str], list[str]]
+
+
+def normalize_text(text: str) -> str:
+    """Strip invisible characters, then NFKC + casefold (NFKC again: casefold can denormalise).
+
+    NFC and NFD spellings, full-width forms and ligatures, and words split by a zero-width space or
+    soft hyphen all become the same string.
+    """
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text.translate(_INVISIBLE)).casefold())
+
+
+def default_tokenizer(text: str) -> list[str]:
+    """Normalise, split on anything not a letter or digit, drop 1-char tokens and stopwords.
+
+    `"INV-8842"` → `["inv", "8842"]`. No stemming (SPEC §3).
+    """
+    return [t for t in _TOKEN_RE.findall(normalize_text(text)) if len(t) >= 2 and t not in STOPWORDS]
+
+
+def tokenizer_id(tokenizer: Tokenizer) -> str:
+    """The identity a saved index records, so one saved with another tokenizer is not loaded."""
+    if tokenizer is default_tokenizer:
+        return f"default-v{TOKENIZER_VERSION}"
+    name = getattr(tokenizer, "name", None)
+    return str(name) if name else f"{getattr(tokenizer, '__module__', '?')}.{getattr(tokenizer, '__qualname__', repr(tokenizer))}"
