@@ -154,7 +154,7 @@ def test_fact_trace_format():
 def with_facts(store, tmp_path):
     fs = FactStore(store.uri)
     fs.upsert(U1, facts_for("u1"))
-    fs.upsert(U2, [Fact("I", "livesIn", "Rome", T0 + timedelta(days=400), ("z",), "I live in Rome.")])
+    fs.upsert(U2, [Fact("I", "livesIn", "Rome", T0 + timedelta(days=400), ("x",), "I live in Rome.")])
     r = HybridRetriever(store, bm25=BM25Index(), fact_store=fs)
     r.index([make_trace("a", "I live in Lisbon."), make_trace("b", "I moved to Porto."),
              make_trace("c", "I work at Brisa."), make_trace("x", "The weather in Rome is lovely.", "u2")])
