@@ -1,12 +1,22 @@
-"""Weighted reciprocal rank fusion (SPEC §4; Cormack, Clarke & Büttcher 2009).
+"""Fusion of ranked lists (SPEC §4, §13): weighted RRF and convex combinations of normalised scores.
 
-score(id) = Σ_i weights[i] / (k + rank_i(id)), ranks counted from `rank_start` in each list;
-a list that lacks the id contributes 0. Pure function over id lists.
+RRF (Cormack, Clarke & Büttcher 2009): score(id) = Σ_i weights[i] / (k + rank_i(id)), ranks counted
+from `rank_start` in each list; a list that lacks the id contributes 0.
+
+Convex (Bruch, Gai & Ingber, "An Analysis of Fusion Functions for Hybrid Retrieval", TOIS 2023):
+score(id) = Σ_i weights[i] · φ_i(s_i(id)), φ_i a per-list normalisation into [0, 1]; a list that
+lacks the id contributes 0.
+
+Pure functions over lists; both return the same `Fused` records, so explain shows either the same way.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Sequence
+
+FUSIONS = ("rrf", "convex")
+NORMALIZATIONS = ("minmax", "theoretical", "zscore")
 
 
 @dataclass(frozen=True)
@@ -15,6 +25,18 @@ class Fused:
     score: float
     ranks: tuple[int | None, ...]
     contributions: tuple[float, ...]
+
+
+def _check_weights(weights: Sequence[float], n: int, what: str) -> tuple[float, ...]:
+    weights = tuple(float(w) for w in weights)
+    if len(weights) != n:
+        raise ValueError(f"got {len(weights)} weights for {n} {what}; give one weight per list")
+    for i, w in enumerate(weights):
+        if not math.isfinite(w):
+            raise ValueError(f"weights[{i}]={w!r} is not finite; give a finite weight >= 0")
+        if w < 0:
+            raise ValueError(f"weights[{i}]={w!r} is negative; weights must be >= 0")
+    return weights
 
 
 def reciprocal_rank_fusion(
@@ -28,17 +50,13 @@ def reciprocal_rank_fusion(
 
     A repeated id inside one list keeps its best (first) rank.
     """
-    if not k > 0:
-        raise ValueError(f"RRF k must be > 0, got k={k!r}")
+    # An infinite k (or weight) makes every term inf/inf or 0·inf, i.e. NaN, and the sort meaningless.
+    if not (k > 0 and math.isfinite(k)):
+        raise ValueError(f"RRF k must be > 0 and finite, got k={k!r}")
     n = len(ranked_lists)
     if weights is None:
         weights = (1.0,) * n
-    weights = tuple(float(w) for w in weights)
-    if len(weights) != n:
-        raise ValueError(f"got {len(weights)} weights for {n} ranked lists; give one weight per list")
-    for i, w in enumerate(weights):
-        if not w >= 0:
-            raise ValueError(f"weights[{i}]={w!r} is negative; RRF weights must be >= 0")
+    weights = _check_weights(weights, n, "ranked lists")
     if n == 0:
         return []
     ranks: dict[str, list[int | None]] = {}
@@ -51,5 +69,123 @@ def reciprocal_rank_fusion(
     for doc_id, rk in ranks.items():
         contrib = tuple(0.0 if r is None else weights[i] / (k + r) for i, r in enumerate(rk))
         fused.append(Fused(doc_id, sum(contrib), tuple(rk), contrib))
+    fused.sort(key=lambda f: (-f.score, f.id))
+    return fused
+
+
+def _check_method(method: str) -> None:
+    if method not in NORMALIZATIONS:
+        raise ValueError(f"normalization={method!r} is unknown; use one of {', '.join(NORMALIZATIONS)}")
+
+
+def _check_bound(lower_bound: float, where: str) -> float:
+    lower_bound = float(lower_bound)
+    if not math.isfinite(lower_bound):
+        raise ValueError(f"{where}={lower_bound!r} is not finite; give the score's theoretical minimum "
+                         "(cosine -1.0 or 0.0, BM25 0.0)")
+    return lower_bound
+
+
+def _normalize(scores: Sequence[float], method: str, lower_bound: float) -> list[float]:
+    """`normalize` without validation: inputs already checked by the caller."""
+    n = len(scores)
+    if n == 0:
+        return []
+    if method == "minmax":
+        lo, hi = min(scores), max(scores)
+        if hi == lo:
+            # Nothing separates the members, and each was retrieved: score them all as the list's best
+            # (1.0), so a one-candidate list still outweighs absence.
+            return [1.0] * n
+    elif method == "theoretical":
+        # Bruch, Gai & Ingber 2023 ("theoretical min-max"): the scoring function's own minimum replaces the observed one, so a list
+        # whose scores are all weak is not stretched to [0, 1]; the observed max stays the upper bound.
+        lo, hi = lower_bound, max(scores)
+        if hi <= lo:
+            # Every score is at or below the floor: nothing above the theoretical minimum, so 0.0.
+            return [0.0] * n
+    else:  # zscore — Qdrant's distribution-based score fusion (DBSF): mean ± 3σ mapped onto [0, 1].
+        if n < 2 or max(scores) == min(scores):
+            # σ = 0 (one score, or all equal): every score sits at the mean, the middle of [μ-3σ, μ+3σ];
+            # Qdrant returns 0.5 here too. Tested on min == max, not σ == 0, since a float mean of equal
+            # values can be off by an ulp and give a tiny, meaningless σ.
+            return [0.5] * n
+        mu = math.fsum(scores) / n
+        # Sample standard deviation (n − 1), as Qdrant's Welford estimate.
+        sigma = math.sqrt(math.fsum((s - mu) ** 2 for s in scores) / (n - 1))
+        lo, hi = mu - 3.0 * sigma, mu + 3.0 * sigma
+    span = hi - lo
+    return [min(1.0, max(0.0, (s - lo) / span)) for s in scores]
+
+
+def normalize(scores: Sequence[float], method: str, lower_bound: float = 0.0) -> list[float]:
+    """Normalise one list's scores into [0, 1] (clipped) by `method`, one of `NORMALIZATIONS`.
+
+    - `"minmax"`: (s − min) / (max − min) over this list; all scores equal (or one score) → 1.0 each.
+    - `"theoretical"`: (s − lower_bound) / (max − lower_bound) (Bruch, Gai & Ingber 2023); max ≤
+      lower_bound → 0.0 each. Scores below the bound clip to 0.
+    - `"zscore"`: (s − (μ − 3σ)) / 6σ, sample σ (Qdrant's DBSF); σ = 0 (one score, or all equal) →
+      0.5 each. Scores beyond μ ± 3σ clip to 0 or 1.
+
+    `lower_bound` is used only by `"theoretical"`. Pure; `[]` → `[]`.
+    """
+    _check_method(method)
+    lower_bound = _check_bound(lower_bound, "lower_bound")
+    scores = [float(s) for s in scores]
+    for j, s in enumerate(scores):
+        if not math.isfinite(s):
+            raise ValueError(f"scores[{j}]={s!r} is not finite; scores must be finite numbers")
+    return _normalize(scores, method, lower_bound)
+
+
+def convex_fusion(
+    score_lists: Sequence[Sequence[tuple[str, float]]],
+    *,
+    weights: Sequence[float],
+    normalization: str = "minmax",
+    lower_bounds: Sequence[float] | None = None,
+) -> list[Fused]:
+    """Convex combination of per-list normalised scores (SPEC §13; Bruch, Gai & Ingber 2023).
+
+    Each list is `(id, score)` pairs in rank order, higher score better. Each list is normalised
+    on its own (see `normalize`); `score(id) = Σ_i weights[i] · normalised_i(id)`, 0 from a list
+    that lacks the id, so a score lies in [0, Σ weights]. `contributions[i]` is
+    `weights[i] · normalised_i(id)`; `ranks[i]` is the 1-based position in list i, `None` if absent.
+    `lower_bounds` (one per list, default 0.0 each) is the theoretical minimum of each list's
+    scoring function, used only by `"theoretical"`: cosine −1.0 (or 0.0 when negatives are not
+    expected), BM25 0.0. A repeated id inside one list keeps its first (best) occurrence and the
+    repeat is left out of the list's statistics. Sorted by score desc, ties by id asc. `[]` → `[]`.
+    """
+    _check_method(normalization)
+    n = len(score_lists)
+    weights = _check_weights(weights, n, "score lists")
+    if lower_bounds is None:
+        bounds = (0.0,) * n
+    else:
+        bounds = tuple(_check_bound(b, f"lower_bounds[{i}]") for i, b in enumerate(lower_bounds))
+        if len(bounds) != n:
+            raise ValueError(f"got {len(bounds)} lower_bounds for {n} score lists; give one per list")
+    if n == 0:
+        return []
+    rank_maps: list[dict[str, int]] = []
+    norm_maps: list[dict[str, float]] = []
+    for i, lst in enumerate(score_lists):
+        ids = [p[0] for p in lst]
+        scores = [float(p[1]) for p in lst]
+        if not all(map(math.isfinite, scores)):
+            pos = next(j for j, s in enumerate(scores) if not math.isfinite(s))
+            raise ValueError(f"score_lists[{i}][{pos}] has score {scores[pos]!r} for id {ids[pos]!r}; "
+                             "scores must be finite numbers")
+        # Built back to front so an id's first (best) position is the one that stays.
+        rank_of = {doc_id: pos for pos, doc_id in reversed(list(enumerate(ids, 1)))}
+        if len(rank_of) < len(ids):
+            ids = list(rank_of)
+            scores = [scores[rank_of[doc_id] - 1] for doc_id in ids]
+        rank_maps.append(rank_of)
+        norm_maps.append(dict(zip(ids, _normalize(scores, normalization, bounds[i]))))
+    fused = []
+    for doc_id in dict.fromkeys(doc_id for m in rank_maps for doc_id in m):
+        contrib = tuple([w * m.get(doc_id, 0.0) for w, m in zip(weights, norm_maps)])
+        fused.append(Fused(doc_id, sum(contrib), tuple([m.get(doc_id) for m in rank_maps]), contrib))
     fused.sort(key=lambda f: (-f.score, f.id))
     return fused

@@ -50,3 +50,223 @@ def test_duplicate_in_one_list_keeps_first_rank():
 def test_validation_messages(kwargs, msg):
     with pytest.raises(ValueError, match=msg):
         reciprocal_rank_fusion([["a"], ["b"]], **kwargs)
+
+
+@pytest.mark.parametrize("kwargs,msg", [
+    ({"k": float("inf")}, r"k must be > 0 and finite, got k=inf"),
+    ({"k": float("nan")}, r"k must be > 0 and finite, got k=nan"),
+    ({"weights": [1.0, float("inf")]}, r"weights\[1\]=inf is not finite"),
+    ({"weights": [float("nan"), 1.0]}, r"weights\[0\]=nan is not finite"),
+])
+def test_rrf_rejects_non_finite_k_and_weights(kwargs, msg):
+    with pytest.raises(ValueError, match=msg):
+        reciprocal_rank_fusion([["a"], ["b"]], **kwargs)
+
+
+# --- convex fusion (SPEC §13; Bruch, Gai & Ingber 2023) -------------------------------------------
+
+import math  # noqa: E402
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from retrieval.fusion import FUSIONS, NORMALIZATIONS, convex_fusion, normalize  # noqa: E402
+
+
+def by_id(out):
+    return {f.id: f for f in out}
+
+
+def test_constants():
+    assert NORMALIZATIONS == ("minmax", "theoretical", "zscore")
+    assert FUSIONS == ("rrf", "convex")
+
+
+def test_golden_minmax():
+    a = [("a", 3.0), ("b", 2.0), ("c", 1.0)]        # → a 1, b 0.5, c 0
+    b = [("b", 0.9), ("d", 0.5), ("a", 0.1)]        # → b 1, d 0.5, a 0
+    out = convex_fusion([a, b], weights=[0.6, 0.4], normalization="minmax")
+    assert [f.id for f in out] == ["b", "a", "d", "c"]
+    f = by_id(out)
+    assert f["b"].score == pytest.approx(0.6 * 0.5 + 0.4 * 1.0)
+    assert f["b"].contributions == pytest.approx((0.3, 0.4))
+    assert f["a"].score == pytest.approx(0.6) and f["a"].contributions == pytest.approx((0.6, 0.0))
+    assert f["d"].score == pytest.approx(0.2) and f["d"].contributions == pytest.approx((0.0, 0.2))
+    assert f["c"].score == 0.0 and f["c"].contributions == (0.0, 0.0)  # at the list's min, still listed
+    assert f["b"].ranks == (2, 1) and f["a"].ranks == (1, 3)
+    assert f["d"].ranks == (None, 2) and f["c"].ranks == (3, None)
+
+
+def test_golden_theoretical_bounds_per_list():
+    bm25 = [("a", 4.0), ("b", 2.0), ("c", 1.0)]      # floor 0: a 1, b 0.5, c 0.25
+    cos = [("b", 0.5), ("d", 0.0), ("a", -0.5)]      # floor −1, max 0.5: b 1, d 2/3, a 1/3
+    out = convex_fusion([bm25, cos], weights=[1.0, 1.0], normalization="theoretical",
+                        lower_bounds=[0.0, -1.0])
+    assert [f.id for f in out] == ["b", "a", "d", "c"]
+    f = by_id(out)
+    assert f["b"].contributions == pytest.approx((0.5, 1.0))
+    assert f["a"].contributions == pytest.approx((1.0, 1 / 3))
+    assert f["d"].score == pytest.approx(2 / 3) and f["c"].score == pytest.approx(0.25)
+    # Default floor 0.0 for the cosine list: the negative score clips to 0, d sits at the floor.
+    f0 = by_id(convex_fusion([bm25, cos], weights=[1.0, 1.0], normalization="theoretical"))
+    assert f0["a"].contributions == pytest.approx((1.0, 0.0))
+    assert f0["d"].contributions == pytest.approx((0.0, 0.0))
+    assert f0["b"].contributions == pytest.approx((0.5, 1.0))
+
+
+def test_golden_zscore():
+    a = [("a", 3.0), ("b", 2.0), ("c", 1.0)]   # μ 2, sample σ 1: (s + 1) / 6 → 2/3, 1/2, 1/3
+    b = [("b", 10.0), ("d", 4.0)]              # μ 7, σ 3√2: 1/2 ± 1/(6√2)
+    out = convex_fusion([a, b], weights=[0.5, 0.5], normalization="zscore")
+    e = 1 / (6 * math.sqrt(2))
+    f = by_id(out)
+    assert f["a"].contributions == pytest.approx((1 / 3, 0.0))
+    assert f["b"].contributions == pytest.approx((0.25, 0.5 * (0.5 + e)))
+    assert f["c"].score == pytest.approx(1 / 6)
+    assert f["d"].score == pytest.approx(0.5 * (0.5 - e))
+    assert [x.id for x in out] == ["b", "a", "d", "c"]
+
+
+def test_normalize_golden_and_clipping():
+    assert normalize([3.0, 2.0, 1.0], "minmax") == pytest.approx([1.0, 0.5, 0.0])
+    assert normalize([3.0, 2.0, 1.0], "zscore") == pytest.approx([2 / 3, 0.5, 1 / 3])
+    assert normalize([0.5, 0.0, -0.5], "theoretical", lower_bound=-1.0) == pytest.approx([1.0, 2 / 3, 1 / 3])
+    assert normalize([0.5, -0.5], "theoretical") == [1.0, 0.0]  # below the floor → 0
+    # 11 zeros and one 100: z of the outlier is 11/√12 > 3, beyond μ + 3σ → clipped to 1.
+    z = normalize([100.0] + [0.0] * 11, "zscore")
+    assert z[0] == 1.0 and all(0.0 <= v < 0.5 for v in z[1:])
+    for m in NORMALIZATIONS:
+        assert normalize([], m) == []
+
+
+@pytest.mark.parametrize("method,equal,at_floor", [
+    ("minmax", 1.0, 1.0),        # all equal → 1.0: each was retrieved, nothing separates them
+    ("theoretical", 1.0, 0.0),   # max is the upper bound → 1.0; all at the floor → 0.0
+    ("zscore", 0.5, 0.5),        # σ = 0 → every score is the mean, the middle of μ ± 3σ
+])
+def test_all_equal_scores(method, equal, at_floor):
+    assert normalize([0.7, 0.7, 0.7], method) == [equal] * 3
+    assert normalize([0.0, 0.0], method, lower_bound=0.0) == [at_floor] * 2
+    assert normalize([0.1] * 3, method) == [equal] * 3  # fsum(0.1×3)/3 ≠ 0.1: no ulp-sized σ
+    assert normalize([0.7], method) == [equal]
+    out = convex_fusion([[("x", 0.7), ("y", 0.7)]], weights=[2.0], normalization=method)
+    assert [(f.id, f.score) for f in out] == [("x", 2 * equal), ("y", 2 * equal)]  # tie → id asc
+
+
+@pytest.mark.parametrize("method", NORMALIZATIONS)
+def test_ties_sorted_by_id(method):
+    out = convex_fusion([[("b", 1.0), ("a", 0.0)], [("a", 1.0), ("b", 0.0)]], weights=[1, 1],
+                        normalization=method)
+    assert [f.id for f in out] == ["a", "b"] and out[0].score == pytest.approx(out[1].score)
+
+
+@pytest.mark.parametrize("method", NORMALIZATIONS)
+def test_empty_inputs_and_one_empty_list(method):
+    assert convex_fusion([], weights=[], normalization=method) == []
+    assert convex_fusion([[], []], weights=[1, 1], normalization=method) == []
+    out = convex_fusion([[("a", 2.0), ("b", 1.0)], []], weights=[0.7, 0.3], normalization=method)
+    assert [f.id for f in out] == ["a", "b"]
+    assert all(f.contributions[1] == 0.0 and f.ranks[1] is None for f in out)
+    assert out[0].ranks == (1, None) and out[1].ranks == (2, None)
+
+
+@pytest.mark.parametrize("method", NORMALIZATIONS)
+def test_duplicate_in_one_list_keeps_first_and_is_left_out_of_the_statistics(method):
+    out = convex_fusion([[("a", 5.0), ("b", 3.0), ("a", 1.0)]], weights=[1], normalization=method)
+    ref = convex_fusion([[("a", 5.0), ("b", 3.0)]], weights=[1], normalization=method)
+    assert out == ref and out[0].ranks == (1,)
+
+
+def test_weight_zero_removes_a_list():
+    a, b = [("a", 3.0), ("b", 2.0), ("c", 1.0)], [("c", 9.0), ("d", 1.0)]
+    for m in NORMALIZATIONS:
+        f = by_id(convex_fusion([a, b], weights=[1.0, 0.0], normalization=m))
+        alone = by_id(convex_fusion([a], weights=[1.0], normalization=m))
+        assert {k: v.score for k, v in f.items() if k in alone} == {k: v.score for k, v in alone.items()}
+        assert f["d"].score == 0.0 and f["c"].ranks == (3, 1)
+
+
+# Scores on a quarter grid: distinct values differ by ≥ 0.25, so no list has an ulp-sized spread.
+_ids = st.sampled_from("abcdefgh")
+_score = st.integers(-40, 40).map(lambda i: i / 4)
+_list = st.dictionaries(_ids, _score, max_size=8).map(
+    lambda d: sorted(d.items(), key=lambda p: (-p[1], p[0])))
+_weight = st.floats(0.0, 5.0, allow_nan=False)
+
+
+@settings(max_examples=150, deadline=None)
+@given(lists=st.lists(_list, min_size=1, max_size=3), data=st.data(),
+       method=st.sampled_from(NORMALIZATIONS), bound=st.sampled_from([-10.0, -1.0, 0.0]))
+def test_properties(lists, data, method, bound):
+    weights = data.draw(st.lists(_weight, min_size=len(lists), max_size=len(lists)))
+    out = convex_fusion(lists, weights=weights, normalization=method, lower_bounds=[bound] * len(lists))
+    assert {f.id for f in out} == {i for lst in lists for i, _ in lst}
+    for f in out:
+        assert 0.0 <= f.score <= sum(weights)
+        assert f.score == pytest.approx(sum(f.contributions), abs=1e-12)
+        for i, (w, c) in enumerate(zip(weights, f.contributions)):
+            assert 0.0 <= c <= w
+            assert (f.ranks[i] is None) == (f.id not in dict(lists[i]))
+    assert all(x.score > y.score or (x.score == y.score and x.id < y.id) for x, y in zip(out, out[1:]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(lists=st.lists(_list, min_size=2, max_size=3), data=st.data(),
+       method=st.sampled_from(["minmax", "zscore"]),
+       scale=st.floats(0.1, 10.0), shift=st.floats(-10.0, 10.0))
+def test_order_invariant_to_a_positive_affine_transform_of_one_list(lists, data, method, scale, shift):
+    weights = data.draw(st.lists(_weight, min_size=len(lists), max_size=len(lists)))
+    j = data.draw(st.integers(0, len(lists) - 1))
+    moved = list(lists)
+    moved[j] = [(i, scale * s + shift) for i, s in lists[j]]
+    before = by_id(convex_fusion(lists, weights=weights, normalization=method))
+    after = convex_fusion(moved, weights=weights, normalization=method)
+    assert {f.id: f.score for f in after} == pytest.approx({k: f.score for k, f in before.items()}, abs=1e-9)
+    # Same order up to float noise: each id's original score is not below the next one's.
+    for x, y in zip(after, after[1:]):
+        assert before[x.id].score >= before[y.id].score - 1e-9
+
+
+@settings(max_examples=100, deadline=None)
+@given(lst=_list.filter(bool), data=st.data(), method=st.sampled_from(NORMALIZATIONS), bump=st.integers(1, 40))
+def test_monotone_in_a_lists_score(lst, data, method, bump):
+    """Raising one id's score in a list never lowers its normalised score there (min-max, the
+    theoretical floor and the z-score of the raised point all move with it)."""
+    k = data.draw(st.integers(0, len(lst) - 1))
+    raised = [(i, s + bump / 4 if n == k else s) for n, (i, s) in enumerate(lst)]
+    before = normalize([s for _, s in lst], method)[k]
+    after = normalize([s for _, s in raised], method)[k]
+    assert after >= before - 1e-12
+
+
+@pytest.mark.parametrize("kwargs,msg", [
+    ({"normalization": "l2"}, r"normalization='l2' is unknown; use one of minmax, theoretical, zscore"),
+    ({"weights": [1.0]}, "1 weights for 2 score lists"),
+    ({"weights": [1.0, -0.5]}, r"weights\[1\]=-0.5 is negative"),
+    ({"weights": [float("inf"), 1.0]}, r"weights\[0\]=inf is not finite"),
+    ({"weights": [1.0, float("nan")]}, r"weights\[1\]=nan is not finite"),
+    ({"lower_bounds": [0.0]}, "1 lower_bounds for 2 score lists"),
+    ({"lower_bounds": [0.0, float("-inf")]}, r"lower_bounds\[1\]=-inf is not finite"),
+])
+def test_convex_validation_messages(kwargs, msg):
+    kwargs = {"weights": [1.0, 1.0], **kwargs}
+    with pytest.raises(ValueError, match=msg):
+        convex_fusion([[("a", 1.0)], [("b", 2.0)]], **kwargs)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_convex_rejects_non_finite_scores(bad):
+    with pytest.raises(ValueError, match=rf"score_lists\[1\]\[1\] has score {bad!r} for id 'c'"):
+        convex_fusion([[("a", 1.0)], [("b", 2.0), ("c", bad)]], weights=[1, 1])
+    # A non-finite score is an error even on a repeated id that fusion would skip.
+    with pytest.raises(ValueError, match="scores must be finite"):
+        convex_fusion([[("a", 1.0), ("a", bad)]], weights=[1])
+
+
+def test_normalize_validation_messages():
+    with pytest.raises(ValueError, match=r"normalization='dbsf' is unknown; use one of minmax"):
+        normalize([1.0], "dbsf")
+    with pytest.raises(ValueError, match=r"scores\[1\]=nan is not finite"):
+        normalize([1.0, float("nan")], "minmax")
+    with pytest.raises(ValueError, match=r"lower_bound=inf is not finite"):
+        normalize([1.0], "theoretical", lower_bound=float("inf"))
