@@ -1,7 +1,11 @@
-"""Weighted RRF against hand arithmetic (SPEC §4)."""
-import pytest
+"""Weighted RRF (SPEC §4) and convex fusion (SPEC §13) against hand arithmetic, plus properties."""
+import math
 
-from retrieval.fusion import reciprocal_rank_fusion
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from retrieval.fusion import FUSIONS, NORMALIZATIONS, convex_fusion, normalize, reciprocal_rank_fusion
 
 
 def test_golden_weighted_scores_ranks_and_contributions():
@@ -64,14 +68,6 @@ def test_rrf_rejects_non_finite_k_and_weights(kwargs, msg):
 
 
 # --- convex fusion (SPEC §13; Bruch, Gai & Ingber 2023) -------------------------------------------
-
-import math  # noqa: E402
-
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from retrieval.fusion import FUSIONS, NORMALIZATIONS, convex_fusion, normalize  # noqa: E402
-
 
 def by_id(out):
     return {f.id: f for f in out}
