@@ -1,11 +1,9 @@
 """Corpus: load the demo corpus or your own file, see rejected lines, browse, search and delete traces."""
 from __future__ import annotations
 
-import json
-
 import streamlit as st
 
-from retrieval.loaders import FieldMap, load_file
+from retrieval.loaders import FieldMap, csv_headers, jsonl_fields, load_file
 from retrieval.types import SCOPES
 from ui.cache import ensure_model, workspace
 from ui.widgets import nav, scope_picker
@@ -71,20 +69,7 @@ with tab_load:
     fields = FieldMap()
     if up is not None and up.name.lower().endswith((".jsonl", ".ndjson", ".csv")):
         with st.expander("Field mapping (leave on auto to use the usual names)"):
-            cols: list[str] = []
-            try:
-                head = up.getvalue()[:20000].decode("utf-8-sig", errors="replace").splitlines()
-                if up.name.lower().endswith(".csv"):
-                    cols = [c.strip() for c in head[0].split(",")] if head else []
-                else:
-                    for line in head[:20]:
-                        try:
-                            cols = list(json.loads(line))
-                            break
-                        except (ValueError, TypeError):
-                            continue
-            except Exception:  # mapping is optional; the loader reports real problems
-                cols = []
+            cols = csv_headers(up.getvalue()) if up.name.lower().endswith(".csv") else jsonl_fields(up.getvalue())
             opts = ["(auto)"] + cols
             m = st.columns(4)
             pick = {name: m[i].selectbox(name, opts, key=f"{P}map_{name}")

@@ -1,28 +1,47 @@
 """File loaders: JSONL, CSV, plain text and BEIR (folder or .zip) → `MemoryTrace`s.
 
 Loaders are lenient (SPEC §2): a bad line is reported with its number and reason, good lines are
-kept. The store itself is strict; everything a loader returns already passed `validate()`.
+kept, and the only exception a loader raises is a `ValueError` about the file as a whole (wrong
+type, not UTF-8, too large, a broken or encrypted zip). Every trace returned already passed
+`MemoryTrace.validate()`, so the store accepts the batch.
+
+Ids: an id given by the record (`id`, `_id`, `trace_id`, `doc_id`, or the mapped field) is kept
+exactly. A line without one gets an id that names its scope, so the same file name uploaded for
+two scopes never collides (an upsert would move one user's trace to another):
+`<scope>:<scope_id>/<file stem>-<n>` for the n-th paragraph of a text file (`user:u1/notes-1`) and
+`<scope>:<scope_id>/<file stem>-<12 hex of blake2b(content)>` for JSONL/CSV lines.
 """
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import zipfile
+import zlib
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from pathlib import Path
-from typing import Any, Mapping
+from pathlib import Path, PurePosixPath
+from typing import Any, Iterator
 
+from .parse import LINE_ERRORS, FieldMap, auto_id, parse_datetime, trace_from_record
 from .types import SCOPES, MemoryTrace
 
+__all__ = ["FieldMap", "LineError", "LoadReport", "auto_id", "csv_headers", "jsonl_fields", "load_beir_dir", "load_beir_zip",
+           "load_csv", "load_file", "load_jsonl", "load_path", "load_text", "parse_datetime", "trace_from_record"]
+
+try:  # zipfile imports lzma lazily too: a Python built without liblzma still loads JSONL
+    from lzma import LZMAError as _LZMAError
+    _CODEC_ERRORS: tuple[type[Exception], ...] = (_LZMAError,)
+except ImportError:  # pragma: no cover
+    _CODEC_ERRORS = ()
+
 MAX_FILE_BYTES = 200 * 1024 * 1024
-TEXT_FIELDS = ("content", "text", "body", "message", "note")
-ID_FIELDS = ("id", "_id", "trace_id", "doc_id")
+# A zip member inflating this much more than it weighs is refused even under the size cap:
+# text corpora compress 3–10×, a deflate bomb ~1000×.
+MAX_ZIP_RATIO = 100
+ZIP_RATIO_FLOOR = 16 * 1024 * 1024
 
 
-@dataclass
+@dataclass(frozen=True)
 class LineError:
     line: int
     reason: str
@@ -42,97 +61,10 @@ class LoadReport:
         return f"{len(self.traces)} trace(s) read from {self.source or 'input'}, {len(self.errors)} line(s) rejected"
 
 
-@dataclass(frozen=True)
-class FieldMap:
-    """Which input field feeds which trace field (`None` = look for the usual names)."""
-
-    id: str | None = None
-    content: str | None = None
-    title: str | None = None
-    created_at: str | None = None
-    scope_id: str | None = None
-    tags: str | None = None
-
-
-def parse_datetime(value: Any) -> datetime:
-    """ISO 8601 (`2025-03-01`, `2025-03-01T10:00:00+01:00`, trailing `Z`) or epoch seconds/ms.
-
-    A value without a timezone is read as UTC.
-    """
-    if isinstance(value, datetime):
-        dt = value
-    elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        secs = value / 1000.0 if value > 1e11 else float(value)
-        dt = datetime.fromtimestamp(secs, tz=timezone.utc)
-    elif isinstance(value, str) and value.strip():
-        text = value.strip().replace("Z", "+00:00") if value.strip().endswith("Z") else value.strip()
-        dt = datetime.fromisoformat(text)
-    else:
-        raise ValueError(f"date {value!r} is not ISO 8601 (e.g. 2025-03-01T10:00:00Z) or epoch seconds")
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
-
-
-def _auto_id(prefix: str, content: str) -> str:
-    return f"{prefix}-{hashlib.blake2b(content.encode(), digest_size=6).hexdigest()}"
-
-
-def trace_from_record(rec: Mapping[str, Any], *, scope: str = "user", scope_id: str = "default",
-                      fields: FieldMap = FieldMap(), id_prefix: str = "trace") -> MemoryTrace:
-    """Build and validate one trace from a dict; raises ValueError naming the problem."""
-    if not isinstance(rec, Mapping):
-        raise ValueError(f"expected a JSON object, got {type(rec).__name__}")
-    content = rec.get(fields.content) if fields.content else next(
-        (rec[f] for f in TEXT_FIELDS if isinstance(rec.get(f), str)), None)
-    title = rec.get(fields.title) if fields.title else rec.get("title")
-    if not isinstance(content, str) or not content.strip():
-        wanted = fields.content or "/".join(TEXT_FIELDS)
-        raise ValueError(f"no text: field '{wanted}' is missing or empty")
-    if isinstance(title, str) and title.strip():
-        content = f"{title.strip()}\n{content.strip()}"
-    raw_id = rec.get(fields.id) if fields.id else next((rec[f] for f in ID_FIELDS if rec.get(f) not in (None, "")), None)
-    tid = str(raw_id).strip() if raw_id not in (None, "") else _auto_id(id_prefix, content)
-    kw: dict[str, Any] = {"id": tid, "content": content.strip()}
-    kw["scope"] = str(rec.get("scope") or scope)
-    kw["scope_id"] = str(rec.get(fields.scope_id or "scope_id") or scope_id)
-    for name in ("type", "source_type"):
-        if rec.get(name):
-            kw[name] = str(rec[name])
-    for name in ("tags", "entities"):
-        key = (fields.tags if name == "tags" and fields.tags else name)
-        val = rec.get(key)
-        if isinstance(val, str):
-            val = [v.strip() for v in val.replace(";", ",").split(",") if v.strip()]
-        if val:
-            if not isinstance(val, (list, tuple)):
-                raise ValueError(f"field '{key}' must be a list of strings")
-            kw[name] = tuple(str(v) for v in val)
-    for name in ("confidence", "encoding_strength", "stability_ms", "valence", "arousal", "dominance"):
-        if rec.get(name) not in (None, ""):
-            try:
-                kw[name] = float(rec[name])
-            except (TypeError, ValueError):
-                raise ValueError(f"field '{name}' is {rec[name]!r}, not a number") from None
-    if rec.get("retrieval_count") not in (None, ""):
-        kw["retrieval_count"] = int(rec["retrieval_count"])
-    if rec.get("is_active") not in (None, ""):
-        v = rec["is_active"]
-        kw["is_active"] = v if isinstance(v, bool) else str(v).strip().lower() in ("1", "true", "yes")
-    created_key = fields.created_at or next((k for k in ("created_at", "timestamp", "date") if rec.get(k)), None)
-    for name, key in (("created_at", created_key), ("last_accessed_at", "last_accessed_at")):
-        if key and rec.get(key) not in (None, ""):
-            try:
-                kw[name] = parse_datetime(rec[key])
-            except (TypeError, ValueError, OverflowError) as exc:
-                raise ValueError(f"field '{key}': {exc}") from None
-    trace = MemoryTrace(**kw)
-    trace.validate()
-    return trace
-
-
 def _decode(data: bytes, source: str) -> str:
     if len(data) > MAX_FILE_BYTES:
         raise ValueError(f"{source} is {len(data) // 2**20} MB; the limit is {MAX_FILE_BYTES // 2**20} MB. "
-                         "Split it, or ingest it with `python -m retrieval ingest`.")
+                         "Split it into smaller files.")
     if b"\x00" in data[:4096]:
         raise ValueError(f"{source} looks binary, not text; upload .jsonl, .csv, .txt or a BEIR .zip")
     try:
@@ -141,24 +73,92 @@ def _decode(data: bytes, source: str) -> str:
         raise ValueError(f"{source} is not UTF-8 text (byte {exc.start}); re-save it as UTF-8") from None
 
 
+def _lines(text: str) -> list[str]:
+    """Split on \\n only: U+2028, U+0085 or a form feed inside a JSON string is not a line break."""
+    return text.split("\n")
+
+
 def load_jsonl(data: bytes | str, *, source: str = "input.jsonl", **kw) -> LoadReport:
     text = data if isinstance(data, str) else _decode(data, source)
     rep = LoadReport(source=source)
-    for n, line in enumerate(text.splitlines(), start=1):
+    stem = Path(source).stem
+    for n, line in enumerate(_lines(text), start=1):
+        line = line.removesuffix("\r")
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
+            rec = json.loads(line, strict=False)  # a raw tab or form feed inside a string is harmless
         except json.JSONDecodeError as exc:
             rep.errors.append(LineError(n, f"invalid JSON ({exc.msg} at column {exc.colno})"))
             continue
+        except RecursionError:
+            rep.errors.append(LineError(n, "invalid JSON (nested too deeply)"))
+            continue
+        except ValueError as exc:  # e.g. an integer over Python's 4,300-digit conversion limit
+            rep.errors.append(LineError(n, f"invalid JSON ({exc})"))
+            continue
         try:
-            rep.traces.append(trace_from_record(rec, id_prefix=Path(source).stem, **kw))
-        except (ValueError, TypeError) as exc:
+            rep.traces.append(trace_from_record(rec, id_prefix=stem, **kw))
+        except LINE_ERRORS as exc:
             rep.errors.append(LineError(n, str(exc)))
     if not rep.traces and not rep.errors:
         rep.errors.append(LineError(0, f"{source} is empty"))
     return rep
+
+
+def _csv_rows(lines: list[str]) -> Iterator[tuple[int, list[str] | None, str]]:
+    """(first line number, fields or None, error) per CSV record, resynchronising after an error.
+
+    Strict parsing turns an unclosed quote into an error ("unexpected end of data" or "',' expected
+    after '\"'") instead of a field that silently swallows the following rows; parsing restarts on
+    the line after the bad record's first line, so only that line is lost.
+    """
+    if csv.field_size_limit() < MAX_FILE_BYTES:  # one field can be as large as a file we accept
+        csv.field_size_limit(MAX_FILE_BYTES)
+    start = 0
+    reader = csv.reader(iter(lines), strict=True)
+    while True:
+        first = start + reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            yield first, None, f"malformed CSV ({exc}); check for an unclosed quote on this line"
+            start = first  # 1-based `first` is the 0-based index of the line after it
+            reader = csv.reader(iter(lines[start:]), strict=True)
+            continue
+        if row:
+            yield first, row, ""
+
+
+def _csv_lines(text: str) -> list[str]:
+    parts = _lines(text)
+    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+def csv_headers(data: bytes | str, limit: int = 20_000) -> list[str]:
+    """Column names of a CSV's header row (stripped, empty ones dropped); [] when there is none.
+
+    For the field-mapping picker: reads at most `limit` bytes and never raises.
+    """
+    text = data[:limit] if isinstance(data, str) else data[:limit].decode("utf-8-sig", errors="replace")
+    for _, row, _ in _csv_rows(_csv_lines(text)):
+        return list(dict.fromkeys(c.strip() for c in row or () if c.strip()))
+    return []
+
+
+def jsonl_fields(data: bytes | str, limit: int = 20_000, lines: int = 20) -> list[str]:
+    """Keys of the first JSON object among the first `lines` lines; [] when there is none. Never raises."""
+    text = data[:limit] if isinstance(data, str) else data[:limit].decode("utf-8-sig", errors="replace")
+    for line in _lines(text)[:lines]:
+        try:
+            rec = json.loads(line, strict=False)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(rec, dict):
+            return [k for k in rec if k.strip()]
+    return []
 
 
 def load_csv(data: bytes | str, *, source: str = "input.csv", **kw) -> LoadReport:
@@ -167,22 +167,36 @@ def load_csv(data: bytes | str, *, source: str = "input.csv", **kw) -> LoadRepor
     if not text.strip():
         rep.errors.append(LineError(0, f"{source} is empty"))
         return rep
-    reader = csv.DictReader(io.StringIO(text))
-    if not reader.fieldnames:
-        rep.errors.append(LineError(1, "no header row; the first line must name the columns (e.g. id,content)"))
-        return rep
-    for rec in reader:
+    stem = Path(source).stem
+    header: list[str] | None = None
+    for line, row, err in _csv_rows(_csv_lines(text)):
+        if header is None:
+            if row is None or not any(c.strip() for c in row):
+                rep.errors.append(LineError(line, f"no usable header row ({err or 'empty'}); the first line "
+                                                  "must name the columns (e.g. id,content)"))
+                return rep
+            header = [c.strip() for c in row]
+            continue
+        if row is None:
+            rep.errors.append(LineError(line, err))
+            continue
+        if len(row) > len(header) and any(c.strip() for c in row[len(header):]):
+            rep.errors.append(LineError(line, f"row has {len(row)} fields but the header names {len(header)}; "
+                                              "quote fields that contain commas"))
+            continue
+        rec = {k: v for k, v in zip(header, row) if k}
         try:
-            rep.traces.append(trace_from_record({k: v for k, v in rec.items() if k is not None},
-                                                id_prefix=Path(source).stem, **kw))
-        except (ValueError, TypeError) as exc:
-            rep.errors.append(LineError(reader.line_num, str(exc)))
+            rep.traces.append(trace_from_record(rec, id_prefix=stem, **kw))
+        except LINE_ERRORS as exc:
+            rep.errors.append(LineError(line, str(exc)))
+    if header is None:
+        rep.errors.append(LineError(1, "no header row; the first line must name the columns (e.g. id,content)"))
     return rep
 
 
 def load_text(data: bytes | str, *, source: str = "input.txt", scope: str = "user", scope_id: str = "default",
               **_: Any) -> LoadReport:
-    """One trace per paragraph (blank-line separated); ids `<file stem>-<n>`."""
+    """One trace per paragraph (blank-line separated); ids `<scope>:<scope_id>/<file stem>-<n>`."""
     text = data if isinstance(data, str) else _decode(data, source)
     rep = LoadReport(source=source)
     stem = Path(source).stem or "text"
@@ -192,10 +206,11 @@ def load_text(data: bytes | str, *, source: str = "input.txt", scope: str = "use
         if para.strip():
             n += 1
             try:
-                t = MemoryTrace(id=f"{stem}-{n}", content=para.strip(), scope=scope, scope_id=scope_id)
+                t = MemoryTrace(id=auto_id(scope, scope_id, stem, str(n)), content=para.strip(),
+                                scope=scope, scope_id=scope_id)
                 t.validate()
                 rep.traces.append(t)
-            except ValueError as exc:
+            except LINE_ERRORS as exc:
                 rep.errors.append(LineError(line, str(exc)))
         line += para.count("\n") + 2
     if not rep.traces and not rep.errors:
@@ -203,16 +218,56 @@ def load_text(data: bytes | str, *, source: str = "input.txt", scope: str = "use
     return rep
 
 
-def load_beir_zip(data: bytes, *, source: str = "corpus.zip", **kw) -> LoadReport:
-    """A BEIR folder zipped: uses its `corpus.jsonl` (title + text → content)."""
+def _corpus_member(zf: zipfile.ZipFile, source: str) -> zipfile.ZipInfo:
+    found = [i for i in zf.infolist() if PurePosixPath(i.filename).name == "corpus.jsonl"
+             and not i.filename.startswith("__MACOSX/") and not i.is_dir()]
+    if not found:
+        raise ValueError(f"{source} has no corpus.jsonl; zip a BEIR folder (corpus.jsonl, queries.jsonl, qrels/)")
+    return min(found, key=lambda i: len(i.filename))
+
+
+def _read_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, source: str, max_bytes: int) -> bytes:
+    """The member's bytes, refused from its declared sizes first, then streamed under a byte cap."""
+    name = f"{source}:{info.filename}"
+    fix = "unzip it and upload corpus.jsonl in parts, or zip it again without a password"
+    if info.flag_bits & 0x1:
+        raise ValueError(f"{name} is encrypted; zip it again without a password")
+    if info.file_size > max_bytes:
+        raise ValueError(f"{name} inflates to {info.file_size // 2**20} MB; the limit is "
+                         f"{max_bytes // 2**20} MB. Split the corpus, or {fix}")
+    if info.file_size > ZIP_RATIO_FLOOR and info.file_size > MAX_ZIP_RATIO * max(info.compress_size, 1):
+        raise ValueError(f"{name} inflates {info.file_size // max(info.compress_size, 1)}× (limit "
+                         f"{MAX_ZIP_RATIO}×); this looks like a zip bomb, not a text corpus")
+    chunks, total = [], 0
+    try:
+        with zf.open(info) as f:
+            # Declared sizes can lie: never hold more than the cap, whatever the stream says.
+            while chunk := f.read(min(1 << 20, max_bytes + 1 - total)):
+                total += len(chunk)
+                if total > max_bytes:
+                    break
+                chunks.append(chunk)
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, RuntimeError, NotImplementedError,
+            ValueError) as exc:
+        raise ValueError(f"{name} cannot be read ({exc}); the zip is damaged or uses an unsupported "
+                         f"feature: {fix}") from None
+    except _CODEC_ERRORS as exc:
+        raise ValueError(f"{name} cannot be read ({type(exc).__name__}: {exc}); re-create the zip") from None
+    if total > max_bytes:
+        raise ValueError(f"{name} inflates past {max_bytes // 2**20} MB; the limit. Split the corpus, or {fix}")
+    return b"".join(chunks)
+
+
+def load_beir_zip(data: bytes, *, source: str = "corpus.zip", max_bytes: int = MAX_FILE_BYTES, **kw) -> LoadReport:
+    """A BEIR folder zipped: uses its `corpus.jsonl` (title + text → content), read under `max_bytes`."""
+    if len(data) > max_bytes:
+        raise ValueError(f"{source} is {len(data) // 2**20} MB; the limit is {max_bytes // 2**20} MB")
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile:
-        raise ValueError(f"{source} is not a valid .zip archive") from None
-    names = [n for n in zf.namelist() if n.endswith("corpus.jsonl")]
-    if not names:
-        raise ValueError(f"{source} has no corpus.jsonl; zip a BEIR folder (corpus.jsonl, queries.jsonl, qrels/)")
-    rep = load_jsonl(zf.read(min(names, key=len)), source=f"{source}:{min(names, key=len)}", **kw)
+        info = _corpus_member(zf, source)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, NotImplementedError) as exc:
+        raise ValueError(f"{source} is not a valid .zip archive ({exc}); re-create it") from None
+    rep = load_jsonl(_read_member(zf, info, source, max_bytes), source=f"{source}:{info.filename}", **kw)
     rep.source = source
     return rep
 

@@ -6,6 +6,7 @@ earlier stage's list can never change after the fact.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
@@ -13,6 +14,49 @@ SCOPES = ("thread", "user", "persona", "organization")
 TRACE_TYPES = ("episodic", "semantic", "procedural", "prospective", "relational")
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+# Every datetime must survive conversion to UTC, to epoch ms and to a 64-bit *nanosecond* timestamp
+# (pandas, which the app's tables use: 1677-09-21 .. 2262-04-11). LanceDB's timestamp[us] holds more,
+# but a date the app cannot show or `astimezone` cannot convert (year 1 at +01:00) must fail here,
+# per trace, before anything is written.
+MIN_TIME = datetime(1678, 1, 1, tzinfo=timezone.utc)
+MAX_TIME = datetime(2262, 4, 11, tzinfo=timezone.utc)
+INT64_MAX = 2**63 - 1
+MAX_ID_CHARS = 1024
+MAX_SCOPE_ID_CHARS = 256
+# Ids and scope ids end up quoted inside LanceDB SQL filters and URLs: no control characters,
+# line separators or lone surrogates. Text fields may hold tabs and newlines but never NUL or a lone
+# surrogate (Arrow stores UTF-8; a lone surrogate cannot be encoded at all).
+_BAD_ID_CHARS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+_BAD_TEXT_CHARS = re.compile("[\x00\ud800-\udfff]")
+
+
+def _describe_char(ch: str) -> str:
+    return f"U+{ord(ch):04X}"
+
+
+def check_identifier(value: object, limit: int = MAX_ID_CHARS) -> str | None:
+    """Why `value` cannot be an id or scope id, as a predicate ("is empty"); None when it can."""
+    if not isinstance(value, str) or not value.strip():
+        return "must be a non-empty string"
+    if len(value) > limit:
+        return f"is {len(value)} characters long; the limit is {limit}"
+    bad = _BAD_ID_CHARS.search(value)
+    if bad:
+        return (f"contains {_describe_char(bad.group())} at position {bad.start()}; ids may not hold "
+                "control characters, line separators or lone surrogates")
+    return None
+
+
+def check_text(value: object) -> str | None:
+    """Why `value` cannot be stored as text, as a predicate; None when it can."""
+    if not isinstance(value, str):
+        return f"is {type(value).__name__}, expected a string"
+    bad = _BAD_TEXT_CHARS.search(value)
+    if bad:
+        kind = "NUL" if bad.group() == "\x00" else "a lone surrogate"
+        return (f"contains {kind} ({_describe_char(bad.group())}) at position {bad.start()}; "
+                "re-save the text as valid UTF-8")
+    return None
 
 
 def utcnow() -> datetime:
@@ -82,10 +126,17 @@ class MemoryTrace:
         return Scope(self.scope, self.scope_id)
 
     def validate(self) -> None:
-        """Raise `ValueError` naming the trace id and the bad field."""
-        tid = self.id if isinstance(self.id, str) else repr(self.id)
-        if not isinstance(self.id, str) or not self.id.strip():
-            raise ValueError("trace with an empty id: field 'id' must be a non-empty string")
+        """Raise `ValueError` naming the trace id and the bad field.
+
+        Checks everything the store needs to hold the trace and query it afterwards: ids without
+        control characters, text without NUL or lone surrogates, aware datetimes between MIN_TIME and
+        MAX_TIME, finite numbers in range, `retrieval_count` within int64.
+        """
+        why = check_identifier(self.id)
+        if why:
+            shown = ascii(self.id[:80]) if isinstance(self.id, str) else type(self.id).__name__
+            raise ValueError(f"trace {shown}: field 'id' {why}")
+        tid = self.id
 
         def bad(fieldname: str, why: str) -> ValueError:
             return ValueError(f"trace {tid!r}: field {fieldname!r} {why}")
@@ -94,16 +145,20 @@ class MemoryTrace:
             raise bad("content", "is empty or whitespace; every trace needs text")
         if self.scope not in SCOPES:
             raise bad("scope", f"is {self.scope!r}; allowed: {', '.join(SCOPES)}")
-        if not isinstance(self.scope_id, str) or not self.scope_id.strip():
-            raise bad("scope_id", "is empty")
+        why = check_identifier(self.scope_id, MAX_SCOPE_ID_CHARS)
+        if why:
+            raise bad("scope_id", why)
         if self.type not in TRACE_TYPES:
             raise bad("type", f"is {self.type!r}; allowed: {', '.join(TRACE_TYPES)}")
+        texts = [("content", self.content), ("source_type", self.source_type)]
+        texts += [(f"tags[{i}]", v) for i, v in enumerate(self.tags)]
+        texts += [(f"entities[{i}]", v) for i, v in enumerate(self.entities)]
+        for name, value in texts:
+            why = check_text(value)
+            if why:
+                raise bad(name, why)
         for name in ("created_at", "last_accessed_at"):
-            value = getattr(self, name)
-            if not isinstance(value, datetime):
-                raise bad(name, f"is {type(value).__name__}, expected a timezone-aware datetime")
-            if value.tzinfo is None or value.utcoffset() is None:
-                raise bad(name, "is a naive datetime; give it a timezone (e.g. UTC)")
+            self._check_time(name, bad)
         ranges = {
             "confidence": (0.0, 1.0),
             "encoding_strength": (0.0, 1.0),
@@ -113,12 +168,29 @@ class MemoryTrace:
         }
         for name, (lo, hi) in ranges.items():
             value = getattr(self, name)
-            if not isinstance(value, (int, float)) or math.isnan(value) or not lo <= value <= hi:
+            if not isinstance(value, (int, float)) or not lo <= value <= hi:  # NaN fails the comparison
                 raise bad(name, f"is {value!r}; must be between {lo:g} and {hi:g}")
-        if not isinstance(self.stability_ms, (int, float)) or not self.stability_ms > 0:
-            raise bad("stability_ms", f"is {self.stability_ms!r}; must be > 0")
-        if not isinstance(self.retrieval_count, int) or self.retrieval_count < 0:
-            raise bad("retrieval_count", f"is {self.retrieval_count!r}; must be an integer >= 0")
+        s_ms = self.stability_ms
+        if not isinstance(s_ms, (int, float)) or not 0 < s_ms < math.inf:
+            raise bad("stability_ms", f"is {s_ms!r}; must be a finite number > 0")
+        n = self.retrieval_count
+        if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= INT64_MAX:
+            shown = f"an integer of {n.bit_length()} bits" if isinstance(n, int) and n > INT64_MAX else repr(n)
+            raise bad("retrieval_count", f"is {shown}; must be an integer from 0 to {INT64_MAX} (int64)")
+
+    def _check_time(self, name: str, bad) -> None:
+        value = getattr(self, name)
+        if not isinstance(value, datetime):
+            raise bad(name, f"is {type(value).__name__}, expected a timezone-aware datetime")
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise bad(name, "is a naive datetime; give it a timezone (e.g. UTC)")
+        try:  # aware comparison works on offsets; it never builds an out-of-range datetime
+            inside = MIN_TIME <= value <= MAX_TIME
+        except (OverflowError, ValueError):
+            inside = False
+        if not inside:
+            raise bad(name, f"is {value.isoformat()}; the store holds dates from {MIN_TIME:%Y-%m-%d} to "
+                            f"{MAX_TIME:%Y-%m-%d} UTC (a 64-bit nanosecond timestamp)")
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,25 @@
 """File loaders are lenient (bad lines reported, good kept); the workspace keeps store/BM25/facts in step."""
+import hashlib
 import io
 import json
+import re
+import sys
+import tracemalloc
 import zipfile
+from pathlib import Path
 
 import pytest
 
-from retrieval.loaders import FieldMap, load_file, load_path, parse_datetime
+from retrieval.loaders import (FieldMap, auto_id, csv_headers, jsonl_fields, load_beir_zip, load_file, load_path,
+                               parse_datetime)
 from retrieval.models import HashingEmbedder
 from retrieval.types import Scope
 from retrieval.workspace import Workspace
 
 from conftest import NOW, make_trace
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from probe_loaders import MB, deflate_zeros, raw_zip  # noqa: E402  (zip builders that can lie about sizes)
 
 
 def test_jsonl_keeps_good_lines_and_reports_bad_ones():
@@ -27,7 +36,7 @@ def test_jsonl_keeps_good_lines_and_reports_bad_ones():
     ]).encode()
     rep = load_file("notes.jsonl", data, scope="user", scope_id="u9")
     assert [t.id for t in rep.traces][:2] == ["a", "b"]
-    assert rep.traces[2].id.startswith("notes-") and len(rep.traces) == 3
+    assert rep.traces[2].id == "user:u9/notes-69f2e3fe783e" and len(rep.traces) == 3
     assert rep.traces[0].tags == ("x",) and rep.traces[0].scope_id == "u9"
     assert rep.traces[0].created_at.tzinfo is not None
     errors = {e.line: e.reason for e in rep.errors}
@@ -48,7 +57,8 @@ def test_csv_with_field_mapping():
 
 def test_plain_text_is_one_trace_per_paragraph():
     rep = load_file("diary.txt", b"First para\nstill first.\n\nSecond.\n\n\n", scope="thread", scope_id="t1")
-    assert [(t.id, t.content) for t in rep.traces] == [("diary-1", "First para\nstill first."), ("diary-2", "Second.")]
+    assert [(t.id, t.content) for t in rep.traces] == [("thread:t1/diary-1", "First para\nstill first."),
+                                                       ("thread:t1/diary-2", "Second.")]
     assert rep.traces[0].scope == "thread"
 
 
@@ -128,7 +138,183 @@ def test_workspace_deactivates_and_reactivates(tmp_path):
     r = ws.retriever()
     res = r.retrieve("invoice 42", scope=Scope("user", "u1"))
     assert "a" not in res.diagnostics.stage_ids["dense"] and "a" not in res.diagnostics.stage_ids["sparse"]
-    assert res.diagnostics.explain("a").reason.endswith("never searched.")
+    assert "inactive" in res.diagnostics.explain("a").reason
     ws.set_active(["a"], True)
     assert ws.retriever().retrieve("invoice 42", scope=Scope("user", "u1")).ids[0] == "a"
     assert ws.status()["in_step"]
+
+
+# ---- issue #11 item 6: auto ids carry the scope -------------------------------------------------
+
+def test_auto_ids_name_the_scope_and_explicit_ids_are_kept():
+    txt = load_file("notes.txt", b"one\n\ntwo", scope="user", scope_id="u1")
+    assert [t.id for t in txt.traces] == ["user:u1/notes-1", "user:u1/notes-2"]
+    assert [t.id for t in load_file("notes.txt", b"one", scope="thread", scope_id="u1").traces] == ["thread:u1/notes-1"]
+    rows = load_file("notes.jsonl", b'{"content":"same"}\n{"content":"same","scope_id":"u2"}\n{"id":"keep me","content":"x"}',
+                     scope="user", scope_id="u1")
+    digest = hashlib.blake2b(b"same", digest_size=6).hexdigest()
+    assert [t.id for t in rows.traces[:2]] == [f"user:u1/notes-{digest}", f"user:u2/notes-{digest}"]
+    assert auto_id("user", "u2", "notes", digest) == rows.traces[1].id
+    assert rows.traces[2].id == "keep me"
+    csv_rep = load_file("notes.csv", b"content\nsame\n", scope="user", scope_id="u1")
+    assert [t.id for t in csv_rep.traces] == [rows.traces[0].id]
+
+
+def test_the_same_file_for_another_scope_never_moves_a_trace(tmp_path):
+    ws = Workspace(str(tmp_path / "db"), embedder=HashingEmbedder(32), clock=lambda: NOW)
+    ws.ingest(load_file("notes.txt", b"u1 private plan", scope="user", scope_id="u1").traces)
+    ws.ingest(load_file("notes.txt", b"u2 other words", scope="user", scope_id="u2").traces)
+    ws.ingest(load_file("notes.jsonl", b'{"content":"shared words"}', scope="user", scope_id="u1").traces)
+    ws.ingest(load_file("notes.jsonl", b'{"content":"shared words"}', scope="user", scope_id="u2").traces)
+    got = sorted((t.scope_id, t.content) for t in ws.store.all_traces())
+    assert got == [("u1", "shared words"), ("u1", "u1 private plan"), ("u2", "shared words"), ("u2", "u2 other words")]
+
+
+# ---- issue #11 item 7: a bad line is a LineError, never another exception -------------------------
+
+GOOD_LINES = ['{"id":"g1","content":"first good"}', '{"id":"g2","content":"second good"}']
+
+
+@pytest.mark.parametrize("bad,reason", [
+    ('{"id":"x","content":"c","retrieval_count":1e400}', "field 'retrieval_count' is inf, not a whole number"),
+    ('{"id":"x","content":"c","retrieval_count":1.5}', "field 'retrieval_count' is 1.5, not a whole number"),
+    ('{"id":"x","content":"c","retrieval_count":18446744073709551616}', "'retrieval_count' is an integer of 65 bits"),
+    ('{"id":"x","content":"c","created_at":1e20}', "field 'created_at': epoch time 1e\\+20 is outside 1678-01-01 .. 2262-04-11"),
+    ('{"id":"x","content":"c","created_at":"1e20"}', "field 'created_at': epoch time 1e\\+20 is outside"),
+    ('{"id":"x","content":"c","created_at":"0001-01-01T00:00:00+01:00"}', "'created_at' is 0001-01-01T00:00:00\\+01:00; the store holds"),
+    ('{"id":"x","content":"c","last_accessed_at":"9999-12-31T23:00-05:00"}', "'last_accessed_at' is 9999-12-31T23:00:00-05:00"),
+    ('{"id":"x","content":"c","confidence":1e400}', "field 'confidence' is inf; must be between 0 and 1"),
+    ('{"id":"x","content":"c","stability_ms":Infinity}', "field 'stability_ms' is inf; must be a finite number > 0"),
+    ("[" * 100_000, "invalid JSON \\(nested too deeply\\)"),
+    ('{"id":"x","content":"c","retrieval_count":' + "7" * 5000 + "}", "invalid JSON \\(Exceeds the limit \\(4300 digits\\)"),
+    ('{"id":' + "7" * 4000 + ',"content":"c"}', "field 'id' is an integer of about 400\\d digits; expected text"),
+    ('{"id":"x","content":"a\\ud800b"}', "field 'content' contains a lone surrogate"),
+    ('{"id":"a\\u0000b","content":"c"}', "field 'id' contains U\\+0000"),
+    ('{"id":{"a":1},"content":"c"}', "field 'id' is a JSON object; expected text"),
+    ('{"id":"x","content":"c","tags":[["deep"]]}', "field 'tags' is a list; expected text"),
+])
+def test_jsonl_rejects_the_line_and_keeps_the_rest(bad, reason):
+    rep = load_file("n.jsonl", "\n".join([GOOD_LINES[0], bad, GOOD_LINES[1]]).encode())
+    assert [t.id for t in rep.traces] == ["g1", "g2"]
+    assert [e.line for e in rep.errors] == [2]
+    assert re.search(reason, rep.errors[0].reason), rep.errors[0].reason
+
+
+@pytest.mark.parametrize("sep", ["\u2028", "\u2029", "\u0085", "\x0c", "\x0b", "\x1e"])
+def test_unicode_line_separators_inside_a_json_string_do_not_split_the_line(sep):
+    line = json.dumps({"id": "s", "content": f"before{sep}after"}, ensure_ascii=False)
+    rep = load_file("n.jsonl", "\r\n".join([GOOD_LINES[0], line, GOOD_LINES[1]]).encode())
+    assert [(t.id, t.content) for t in rep.traces] == [("g1", "first good"), ("s", f"before{sep}after"),
+                                                       ("g2", "second good")]
+    assert rep.errors == []
+
+
+def test_csv_fields_over_128_kib_are_read():
+    big = "word " * 60_000  # 300 KB, past the csv module's 131,072-character default
+    rep = load_file("c.csv", f'id,content\ng1,ok\nbig,"{big}"\nbig2,{big}\ng2,ok\n'.encode())
+    assert [(t.id, len(t.content)) for t in rep.traces] == [("g1", 2), ("big", len(big.strip())),
+                                                            ("big2", len(big.strip())), ("g2", 2)]
+    assert rep.errors == []
+
+
+@pytest.mark.parametrize("body,bad_line", [
+    ('g1,ok\nbad,"unclosed\ng2,ok\ng3,ok\n', 3),
+    ('g1,ok\ng2,ok\ng3,ok\nbad,"unclosed', 5),
+    ('g1,ok\nbad,"x"y\ng2,ok\ng3,ok\n', 3),
+    ('g1,ok\nbad,"unclosed\ng2,ok\ng3,"quoted"\n', 3),
+])
+def test_an_unclosed_csv_quote_is_reported_and_does_not_swallow_rows(body, bad_line):
+    rep = load_file("c.csv", ("id,content\n" + body).encode())
+    assert [t.id for t in rep.traces] == ["g1", "g2", "g3"]
+    assert [(e.line, e.reason.split(";")[0][:14]) for e in rep.errors] == [(bad_line, "malformed CSV ")]
+    assert "unclosed quote" in rep.errors[0].reason
+
+
+def test_csv_rows_with_extra_fields_or_huge_numbers_are_line_errors():
+    rep = load_file("c.csv", ("id,content,retrieval_count\ng1,ok,0\nb1,hello, world,0\nb2,x," + "9" * 5000
+                              + "\nb3,x,1e400\nb4,a\rb,0\ng2,ok,\n").encode())
+    assert [t.id for t in rep.traces] == ["g1", "g2"]
+    assert [e.line for e in rep.errors] == [3, 4, 5, 6]
+    assert rep.errors[0].reason.startswith("row has 4 fields but the header names 3")
+    assert "'retrieval_count' is '9999" in rep.errors[1].reason and "not a whole number" in rep.errors[2].reason
+
+
+@pytest.mark.parametrize("data,cols", [
+    (b'id,"body, with comma", when \n1,2,3\n', ["id", "body, with comma", "when"]),
+    ("\ufeffid,content\n".encode(), ["id", "content"]),
+    (b"\n\nid,,content,id\n", ["id", "content"]),
+    (b'id,"unclosed\n', []),
+    (b"", []),
+    (b"\xff\xfe\x00garbage", ["\ufffd\ufffd\x00garbage"]),
+])
+def test_csv_headers_parse_quotes_and_never_raise(data, cols):
+    assert csv_headers(data) == cols
+
+
+def test_jsonl_fields_come_from_the_first_object():
+    assert jsonl_fields(b'not json\n[1,2]\n{"id":1,"text":"x"," ":0}\n{"other":1}') == ["id", "text"]
+    assert jsonl_fields(b"[" * 5000) == [] and jsonl_fields(b"") == []
+
+
+# ---- issue #11 items 7 and 8: zips ---------------------------------------------------------------
+
+def _zip(files: dict[str, bytes], method=zipfile.ZIP_DEFLATED) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", method) as z:
+        for name, data in files.items():
+            z.writestr(name, data)
+    return buf.getvalue()
+
+
+def test_a_damaged_or_encrypted_zip_is_a_value_error_naming_the_fix():
+    good = _zip({"ds/corpus.jsonl": "\n".join(GOOD_LINES).encode()})
+    bad = bytearray(good)
+    bad[14:18] = b"\0\0\0\0"  # local header CRC
+    cd = bytes(bad).rfind(b"PK\x01\x02")
+    bad[cd + 16:cd + 20] = b"\0\0\0\0"  # central directory CRC
+    with pytest.raises(ValueError, match="ds/corpus.jsonl cannot be read \\(Bad CRC-32.*damaged"):
+        load_file("b.zip", bytes(bad))
+    with pytest.raises(ValueError, match="z.zip:corpus.jsonl is encrypted; zip it again without a password"):
+        load_file("z.zip", raw_zip("corpus.jsonl", b"x" * 40, 0, 40, method=0, flags=1))
+    with pytest.raises(ValueError, match="cannot be read \\(.*compression.*unsupported feature"):
+        load_file("z.zip", raw_zip("corpus.jsonl", b"x" * 40, 0, 40, method=99))
+    with pytest.raises(ValueError, match="not a valid .zip archive"):
+        load_file("z.zip", good[: len(good) // 2])
+
+
+def test_macosx_shadow_files_are_not_the_corpus():
+    data = _zip({"__MACOSX/._corpus.jsonl": b"\x00\x05\x16\x07", "ds/corpus.jsonl": "\n".join(GOOD_LINES).encode()})
+    assert [t.id for t in load_file("m.zip", data).traces] == ["g1", "g2"]
+
+
+def _peak(fn) -> tuple[int, str]:
+    tracemalloc.start()
+    try:
+        fn()
+        msg = ""
+    except ValueError as exc:
+        msg = str(exc)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak, msg
+
+
+def test_a_600mb_zip_bomb_is_refused_from_its_declared_size_without_inflating():
+    payload, crc = deflate_zeros(600 * MB)
+    bomb = raw_zip("ds/corpus.jsonl", payload, crc, 600 * MB)
+    assert len(bomb) < 700_000
+    peak, msg = _peak(lambda: load_file("bomb.zip", bomb))
+    assert msg.startswith("bomb.zip:ds/corpus.jsonl inflates to 600 MB; the limit is 200 MB")
+    assert peak < 8 * MB
+    # the same stream under a lying 1 KB header: streaming stops at the declared size, CRC fails
+    peak, msg = _peak(lambda: load_file("bomb.zip", raw_zip("ds/corpus.jsonl", payload, crc, 1000)))
+    assert "cannot be read (Bad CRC-32" in msg and peak < 8 * MB
+
+
+def test_a_high_ratio_member_under_the_cap_is_refused_and_the_stream_is_capped():
+    payload, crc = deflate_zeros(40 * MB)
+    peak, msg = _peak(lambda: load_file("r.zip", raw_zip("corpus.jsonl", payload, crc, 40 * MB)))
+    assert "inflates 1" in msg and "(limit 100×); this looks like a zip bomb" in msg and peak < 8 * MB
+    small, crc = deflate_zeros(4 * MB)
+    peak, msg = _peak(lambda: load_beir_zip(raw_zip("corpus.jsonl", small, crc, 3 * MB), max_bytes=3 * MB + 10))
+    assert "cannot be read" in msg and peak < 3 * MB + 4 * MB
