@@ -96,4 +96,4 @@ if target:
 with st.expander("Timings and settings"):
     if d.timings_ms:
         st.plotly_chart(timings_figure(d.timings_ms), key=f"{P}timings", config={"displayModeBar": False})
-    st.json(d.settings)
+    st.json(d.settings.as_dict())

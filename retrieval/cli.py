@@ -7,6 +7,9 @@ import os
 import sys
 import time
 
+from .config import PipelineConfig, generator_fields, reranker_fields
+from .factory import build_retriever
+from .fusion import FUSIONS, NORMALIZATIONS
 from .hybrid import PRESETS, STAGES
 from .models.registry import EMBEDDERS
 from .types import SCOPES, Mood, Scope
@@ -19,6 +22,27 @@ def _scope_arg(text: str) -> Scope:
         return Scope.parse(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def config_from_args(args) -> PipelineConfig:
+    """The `query` command's flags as the one `PipelineConfig` the app and evaluation also use."""
+
+    kw: dict = dict(top_k=args.top_k, over_fetch=args.over_fetch, facts=not args.no_facts,
+                    split_threshold=args.split or 0.0, multi_query_n=args.multi_query,
+                    valence=args.valence, arousal=args.arousal, dominance=args.dominance)
+    kw.update({k: v for k, v in (("dense_weight", args.dense_weight), ("sparse_weight", args.sparse_weight),
+                                 ("rrf_k", args.rrf_k), ("rerank_weight", args.rerank_weight),
+                                 ("fusion", args.fusion), ("normalization", args.normalization)) if v is not None})
+    kw.update(reranker_fields(args.reranker))
+    gens = {g for g in (args.hyde if args.hyde != "none" else None,
+                        args.multi_query_backend if args.multi_query else None) if g}
+    if len(gens) > 1:
+        raise ValueError(f"--hyde {args.hyde} and --multi-query-backend {args.multi_query_backend} differ; "
+                         "use one text generator for both")
+    if gens:
+        kw.update(generator_fields(gens.pop()))
+    kw["hyde"] = args.hyde != "none"
+    return PipelineConfig.for_preset(args.preset, **kw)
 
 
 def _workspace(args):
@@ -80,8 +104,6 @@ def print_stages(result, limit: int = 15, file=None) -> None:
 
 
 def cmd_query(args) -> int:
-    from .models.registry import make_generator, make_hyde, make_reranker
-
     ws = _workspace(args)
     if ws.store.count() == 0:
         print(f"error: the store at {args.db} is empty; run `python -m retrieval build-demo` or `ingest` first",
@@ -94,23 +116,13 @@ def cmd_query(args) -> int:
         if scope is not None:
             print(f"scope: {scope} (the first in the store; pass --scope or --all-scopes)")
     try:
-        reranker = make_reranker(args.reranker)
-        hyde = make_hyde(args.hyde)
-        mq = make_generator(args.multi_query_backend) if args.multi_query else None
+        cfg = config_from_args(args)
+        retriever = build_retriever(ws, cfg)
     except (ValueError, ImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    retriever = ws.retriever(
-        preset=args.preset, reranker=reranker, hyde=hyde, split_ambiguous_threshold=args.split,
-        multi_query_llm=mq, multi_query_n=args.multi_query,
-        fact_store=ws.facts if not args.no_facts else None,
-    )
-    mood = Mood(args.valence, args.arousal, args.dominance)
-    result = retriever.retrieve(
-        args.text, mood=mood, scope=scope, recall_top_k=args.top_k, over_fetch_multiplier=args.over_fetch,
-        dense_weight=args.dense_weight, sparse_weight=args.sparse_weight, rrf_k=args.rrf_k,
-        rerank_weight=args.rerank_weight,
-    )
+    result = retriever.retrieve(args.text, mood=Mood(cfg.valence, cfg.arousal, cfg.dominance), scope=scope,
+                                recall_top_k=cfg.top_k, over_fetch_multiplier=cfg.over_fetch)
     d = result.diagnostics
     if args.json:
         print(json.dumps({"final": [{"id": t.id, "score": t.retrieval_score, "content": t.content}
@@ -197,6 +209,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--sparse-weight", type=float)
     sp.add_argument("--rrf-k", type=float)
     sp.add_argument("--rerank-weight", type=float)
+    sp.add_argument("--fusion", choices=FUSIONS, help="rrf (default of both presets) | convex")
+    sp.add_argument("--normalization", choices=NORMALIZATIONS, help="for --fusion convex (default minmax)")
     sp.add_argument("--reranker", default="none", help="none | embedding | cohere | cross-encoder:PATH")
     sp.add_argument("--hyde", default="none", help="none | gemma | cohere | openai:BASE_URL[#MODEL]")
     sp.add_argument("--multi-query", type=int, default=0, metavar="N", help="N query variants (0 = off)")

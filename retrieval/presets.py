@@ -1,39 +1,74 @@
 """Presets: the only behavioural switch between the faithful and the improved pipeline (SPEC §6).
 
-`agentos` reproduces the AgentOS HybridRetriever. `hybrid` (the default) changes four things, each
+`agentos` reproduces the AgentOS HybridRetriever. `hybrid` (the default) changes five things, each
 chosen on development data (LoCoMo conversations 1–5 and the demo judgments; SciFact is only
 reported) — see docs/BENCHMARKS.md for the numbers behind every choice:
 
-- sparse-only ids are hydrated from the store (same scope, active only) and scored with their
-  real cosine, instead of being dropped;
-- rank completion: each pooled id gets a rank in both lists (a sparse-only hit is appended to the
-  dense list by its real score, a dense hit past the sparse top-N by its real BM25 score), so a
-  BM25 rank-1 identifier the embedding placed 31st is not capped below dense rank 30;
-- the rerank blend base is the fused score normalised to [0, 1], so fusion weights still matter
-  under a reranker;
-- fusion defaults: equal weights (plain RRF) and k = 10, the best region of the dev sweep;
-- a temporal question ("where did I live first?") injects the history of the asked predicates,
-  not every fact ever stored about the subject (which pushes every real trace out of the top k).
+1. sparse-only ids are hydrated from the store (same scope, active only) and scored with their
+   real cosine, instead of being dropped;
+2. rank completion: each pooled id gets a rank in both lists (a sparse-only hit is appended to the
+   dense list by its real score, a dense hit past the sparse top-N by its real BM25 score), so a
+   BM25 rank-1 identifier the embedding placed 31st is not capped below dense rank 30;
+3. the rerank blend base is the fused score normalised to [0, 1], so fusion weights still matter
+   under a reranker;
+4. fusion defaults: equal weights (plain RRF) and k = 10, the best region of the dev sweep;
+5. a temporal question ("where did I live first?") injects the history of the asked predicates,
+   not every fact ever stored about the subject (which pushes every real trace out of the top k).
+
+A preset is a frozen record; a variant for an experiment is `dataclasses.replace(HYBRID_PRESET, …)`
+passed to `HybridRetriever(preset=…)`, never an edit of a global.
 """
 from __future__ import annotations
+
+from dataclasses import asdict, dataclass
 
 AGENTOS = "agentos"
 HYBRID = "hybrid"
 PRESETS = (AGENTOS, HYBRID)
 
-PRESET_OPTIONS: dict[str, dict[str, object]] = {
-    AGENTOS: {"hydrate_sparse_only": False, "complete_ranks": False, "blend_base": "cognitive",
-              "temporal_facts": "subject"},
-    HYBRID: {"hydrate_sparse_only": True, "complete_ranks": True, "blend_base": "fused",
-             "temporal_facts": "predicates"},
-}
-PRESET_DEFAULTS: dict[str, dict[str, float]] = {
-    AGENTOS: {"dense_weight": 0.7, "sparse_weight": 0.3, "rrf_k": 60, "rerank_weight": 0.3},
-    HYBRID: {"dense_weight": 0.5, "sparse_weight": 0.5, "rrf_k": 10, "rerank_weight": 0.3},
-}
+
+@dataclass(frozen=True)
+class Preset:
+    """What a preset decides: pipeline behaviour plus its fusion defaults."""
+
+    name: str
+    hydrate_sparse_only: bool
+    complete_ranks: bool
+    blend_base: str  # "cognitive" (AgentOS) or "fused"
+    temporal_facts: str  # "subject" (AgentOS: every fact of the subject) or "predicates"
+    dense_weight: float
+    sparse_weight: float
+    rrf_k: float
+    rerank_weight: float
+    fusion: str = "rrf"
+    normalization: str = "minmax"
+
+    def defaults(self) -> dict[str, float | str]:
+        """The knobs a preset supplies when a call leaves them as None."""
+        d = asdict(self)
+        return {k: d[k] for k in ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight", "fusion",
+                                  "normalization")}
 
 
-def preset_defaults(preset: str) -> dict[str, float]:
-    if preset not in PRESETS:
+AGENTOS_PRESET = Preset(AGENTOS, hydrate_sparse_only=False, complete_ranks=False, blend_base="cognitive",
+                        temporal_facts="subject", dense_weight=0.7, sparse_weight=0.3, rrf_k=60, rerank_weight=0.3)
+HYBRID_PRESET = Preset(HYBRID, hydrate_sparse_only=True, complete_ranks=True, blend_base="fused",
+                       temporal_facts="predicates", dense_weight=0.5, sparse_weight=0.5, rrf_k=10, rerank_weight=0.3)
+_BY_NAME = {p.name: p for p in (AGENTOS_PRESET, HYBRID_PRESET)}
+
+
+def get_preset(preset: "str | Preset") -> Preset:
+    """The preset named (or the `Preset` given); ValueError naming the allowed names otherwise."""
+    if isinstance(preset, Preset):
+        return preset
+    if preset not in _BY_NAME:
         raise ValueError(f"preset {preset!r} is not one of {', '.join(PRESETS)}")
-    return dict(PRESET_DEFAULTS[preset])
+    return _BY_NAME[preset]
+
+
+def preset_defaults(preset: "str | Preset") -> dict[str, float | str]:
+    return get_preset(preset).defaults()
+
+
+# Kept for callers that read the defaults as plain data (the benchmark renderer, the app).
+PRESET_DEFAULTS: dict[str, dict[str, float | str]] = {name: p.defaults() for name, p in _BY_NAME.items()}

@@ -12,12 +12,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from retrieval import hybrid  # noqa: E402
+from retrieval.presets import AGENTOS_PRESET, HYBRID_PRESET  # noqa: E402
 from retrieval.eval.cli_eval import open_eval_workspace  # noqa: E402
 from retrieval.eval.datasets import load_dataset  # noqa: E402
 from retrieval.eval.metrics import evidence_recall_at_k, mean, ndcg_at_k  # noqa: E402
@@ -37,19 +38,16 @@ def grid(spec: str, metric_name: str, cache_dir: str) -> dict:
         return ndcg_at_k(ids, q.qrels, 10)
 
     out = {"dataset": spec, "metric": metric_name, "weights": WEIGHTS, "ks": KS, "grids": {}}
-    saved = dict(hybrid.PRESET_OPTIONS["hybrid"])
-    try:
-        for preset, complete in (("agentos", False), ("hybrid", False), ("hybrid", True)):
-            hybrid.PRESET_OPTIONS["hybrid"]["complete_ranks"] = complete
-            r = ws.retriever(preset=preset, fact_store=None)
-            runs = [(q, r.retrieve(q.query, scope=q.scope, recall_top_k=10)) for q in queries]
-            label = preset if preset == "agentos" else f"hybrid{'+completion' if complete else ''}"
-            out["grids"][label] = [[round(mean([metric(credited_ids(r.reweight(x, dense_weight=w, sparse_weight=1 - w,
-                                                                                rrf_k=k), "final"), q)
-                                                for q, x in runs]), 4) for k in KS] for w in WEIGHTS]
-            print(label, out["grids"][label], file=sys.stderr, flush=True)
-    finally:
-        hybrid.PRESET_OPTIONS["hybrid"].update(saved)
+    # Variants are new frozen presets passed to the retriever; nothing global changes.
+    variants = {"agentos": AGENTOS_PRESET, "hybrid": replace(HYBRID_PRESET, complete_ranks=False),
+                "hybrid+completion": replace(HYBRID_PRESET, complete_ranks=True)}
+    for label, preset in variants.items():
+        r = ws.retriever(preset=preset, fact_store=None)
+        runs = [(q, r.retrieve(q.query, scope=q.scope, recall_top_k=10)) for q in queries]
+        out["grids"][label] = [[round(mean([metric(credited_ids(r.reweight(x, dense_weight=w, sparse_weight=1 - w,
+                                                                            rrf_k=k), "final"), q)
+                                            for q, x in runs]), 4) for k in KS] for w in WEIGHTS]
+        print(label, out["grids"][label], file=sys.stderr, flush=True)
     return out
 
 

@@ -130,6 +130,8 @@ def test_reweight_recomputes_without_searching_or_reranking(id_world):
     rr = StubReranker(lambda q, t: 0.9 if "5512" in t else 0.1)
     r = build(store, traces, reranker=rr)
     res = r.retrieve(QUERY, scope=U1, recall_top_k=4, over_fetch_multiplier=2)
+    before = (res.ids, [t.retrieval_score for t in res.traces], {k: list(v) for k, v in res.diagnostics.stage_ids.items()},
+              dict(res.diagnostics.stage_scores["merged"]), res.diagnostics.settings)
     emb_calls, n_rerank = store.embedder.calls, len(rr.calls)
     counting_store, counting_bm25 = Counting(store), Counting(r.bm25)
     r.memory_store, r.bm25 = counting_store, counting_bm25
@@ -141,8 +143,10 @@ def test_reweight_recomputes_without_searching_or_reranking(id_world):
     fresh = r.retrieve(QUERY, scope=U1, recall_top_k=4, over_fetch_multiplier=2, dense_weight=1.0, sparse_weight=0.0)
     assert fresh.ids == moved.ids
     assert [t.retrieval_score for t in fresh.traces] == pytest.approx([t.retrieval_score for t in moved.traces])
-    # the earlier result is untouched (frozen stages)
-    assert res.ids[0] == "id1"
+    # the earlier result is untouched (frozen stages): every list, score and setting as before
+    assert (res.ids, [t.retrieval_score for t in res.traces], {k: list(v) for k, v in res.diagnostics.stage_ids.items()},
+            dict(res.diagnostics.stage_scores["merged"]), res.diagnostics.settings) == before
+    assert moved.diagnostics.settings.dense_weight == 1.0 and before[4].dense_weight == 0.5
 
 
 def test_rerank_blend_golden_in_both_presets(id_world):
@@ -193,7 +197,7 @@ def test_split_on_ambiguous_takes_the_better_half_with_the_gain(tmp_path):
     assert len(rr.calls) == 2 and rr.calls[1][1] == [LONG[:74].strip(), LONG[74:].strip()]
     long = next(t for t in res.traces if t.id == "long")
     assert long.content == "The lentil soup recipe needs cumin and lemon."
-    before = res.diagnostics._blend["long"]["blended"]
+    before = res.diagnostics.blend["long"].blended
     assert long.retrieval_score == pytest.approx(before + 0.3 * (0.9 - 0.4))
     ex = res.diagnostics.explain("long")
     assert ex.split["replaced"] and ex.split["chosen"] == "b"
@@ -261,7 +265,9 @@ def test_explain_why_not(retriever):
     cut = res.diagnostics.explain(res.diagnostics.stage_ids["merged"][1])
     assert cut.dropped_at == "truncate" and "top-1" in cut.reason
     other = res.diagnostics.explain("other")
-    assert other.dropped_at == "dense" and "user:u2" in other.reason
+    # another scope's trace: not visible, and nothing about it (not even its scope) is shown
+    assert other.dropped_at == "dense" and "not visible" in other.reason and "u2" not in other.reason
+    assert other.content is None and other.scope is None
     old = res.diagnostics.explain("old")
     assert old.dropped_at == "dense" and "inactive" in old.reason
     missing = res.diagnostics.explain("no-such-id")

@@ -12,6 +12,8 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..config import PipelineConfig, generator_fields, reranker_fields
+from ..factory import RegistryModels, build_retriever
 from ..hybrid import STAGES
 from .datasets import load_dataset
 from .metrics import evidence_recall_at_k, mean, mrr, ndcg_at_k, recall_at_k
@@ -87,8 +89,6 @@ def evaluate_config(retriever, queries, locomo: bool, deep_k: int | None, log=pr
 
 
 def run_eval_cli(args) -> int:
-    from ..models.registry import make_hyde, make_reranker
-
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     try:
         name, traces, queries = load_dataset(args.dataset)
@@ -104,14 +104,16 @@ def run_eval_cli(args) -> int:
         name += f"-{args.embedder}"  # never mix vectors of two embedders in one cached store
     ws = open_eval_workspace(name, traces, args.cache_dir, embedder=make_embedder(args.embedder), log=log)
     presets = args.preset or ["agentos", "hybrid"]
-    reranker = make_reranker(args.reranker)
-    hyde = make_hyde(args.hyde)
+    models = RegistryModels(ws.store.embedder)  # one reranker/generator for every preset
     log(f"{name}: {len(traces)} documents, {len(queries)} queries; presets {presets}; reranker {args.reranker}; "
         f"hyde {args.hyde}")
     out = {"dataset": args.dataset, "documents": len(traces), "queries": len(queries), "reranker": args.reranker,
            "hyde": args.hyde, "configs": {}}
     for preset in presets:
-        r = ws.retriever(preset=preset, reranker=reranker, hyde=hyde, fact_store=None)
+        hyde_fields = generator_fields(args.hyde) if args.hyde != "none" else {}
+        cfg = PipelineConfig.for_preset(preset, facts=False, hyde=bool(hyde_fields), **hyde_fields,
+                                        **reranker_fields(args.reranker))
+        r = build_retriever(ws, cfg, models)
         deep = (25 if locomo else 100) if args.reranker == "none" and args.hyde == "none" else None
         res = evaluate_config(r, queries, locomo, deep, log=log)
         runs = res.pop("_runs")
