@@ -5,7 +5,6 @@ for the operator's configured server and for a host named in a link.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest

@@ -5,8 +5,11 @@ from the parsed parts, so the host that was checked is the host that is contacte
 """
 from __future__ import annotations
 
+import base64
 import logging
+import os
 import urllib.request
+from unittest import mock
 from urllib.parse import quote, urlsplit
 
 import pytest
@@ -213,3 +216,38 @@ def test_tokens_in_a_base_url_are_scrubbed_but_still_reach_that_host(servers, ca
              dead.name, repr(dead), caplog.text]
     for secret in ("pw-TOKEN-7788", "QUERY-TOKEN-5566"):
         assert all(secret not in s for s in shown)
+
+
+def url_variants(url: str, decoy: str):
+    """Spellings of `url` an attacker or a careless user might produce, some dressed up as `decoy`."""
+    scheme, rest = url.split("://", 1)
+    host, port = rest.rsplit(":", 1)
+    d_host = decoy.split("://", 1)[1]
+    hosts = st.sampled_from([host, host.upper() if host.isalpha() else host])
+    return st.builds(
+        lambda sc, h, user, path, q: f"{sc}://{user}{h}:{port}{path}{q}",
+        st.sampled_from([scheme, scheme.upper()]), hosts,
+        st.sampled_from(["", f"{d_host}@", "x:y@", f"{d_host.replace(':', '%3A')}@"]),
+        st.sampled_from(["", "/", "/v1", "/v1/", f"/{d_host}", "/x/../v1"]),
+        st.sampled_from(["", f"?next={decoy}", f"?base={d_host}"]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_key_reaches_only_the_configured_origin_whatever_the_spelling(servers, data):
+    a, b = servers
+    for target, decoy in ((a, b), (b, a)):
+        url = data.draw(url_variants(target.url, decoy.url))
+        target.requests.clear()
+        with mock.patch.dict(os.environ, {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": a.url}):
+            gen = OpenAICompatibleGenerator(url, "m", timeout=2)
+        try:
+            gen.generate("s", "p")
+        except BackendError:
+            pass  # a path the fake does not serve is fine; only where the key went matters
+        assert len(target.requests) == 1, url
+        auth = target.requests[0]["auth"]
+        if target is a:
+            assert auth == f"Bearer {KEY}", url
+        else:  # nothing, or the URL's own userinfo as Basic: never the operator's key
+            assert auth is None or (auth.startswith("Basic ") and KEY not in base64.b64decode(auth[6:]).decode()), url

@@ -24,3 +24,17 @@ def test_hashing_embedder_is_deterministic_and_normalised():
     assert np.array_equal(va, vb)
     assert np.allclose(np.linalg.norm(va, axis=1), 1.0)
     assert a.embed([]).shape == (0, 32)
+
+
+def test_names_are_stable_identities_and_queries_embed_like_documents(tmp_path):
+    import pytest
+
+    assert SentenceTransformerEmbedder().name == "minilm" and SentenceTransformerEmbedder().dim == 384
+    folder = tmp_path / "my-model"
+    folder.mkdir()
+    assert SentenceTransformerEmbedder(str(folder)).name == f"st:{folder.resolve()}"
+    assert SentenceTransformerEmbedder(tmp_path / "." / "my-model").name == f"st:{folder.resolve()}"
+    with pytest.raises(ValueError, match="no such folder"):
+        SentenceTransformerEmbedder(tmp_path / "missing")
+    h = HashingEmbedder(32)
+    assert h.name == "hashing" and np.array_equal(h.embed_query(["a b"]), h.embed(["a b"]))

@@ -10,6 +10,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from typing import Callable
+from urllib.parse import unquote
 
 from .credentials import BaseURL, Credential, secret_values
 from .errors import BackendError, http_error, scrub
@@ -89,7 +90,7 @@ class JsonEndpoint:
             headers["Authorization"] = f"Bearer {key}"
         elif self.base.username or self.base.password:
             # Credentials written into the URL itself go to that URL's host only, as browsers do.
-            pair = f"{self.base.username}:{self.base.password}".encode()
+            pair = f"{unquote(self.base.username)}:{unquote(self.base.password)}".encode()
             headers["Authorization"] = "Basic " + base64.b64encode(pair).decode()
         return headers
 
