@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from retrieval.eval.runner import credited_ids, load_judgments, run_queries, score_ranking, summarize
-from ui.cache import ensure_model, get_generator, get_reranker, workspace
-from ui.state import PipelineConfig, build_retriever, run_config
+from retrieval.compare import compare_rankings, find_judgment
+from retrieval.eval.runner import credited_ids, run_queries, score_ranking, summarize
+from ui.cache import demo_judgments, ensure_model, get_generator, get_reranker, workspace
+from ui.state import PipelineConfig, build_retriever, cache_key, run_config
 from ui.widgets import config_panel, nav, scope_picker
 
 P = "cmp_"
@@ -29,33 +30,28 @@ mode = st.radio("Compare on", ["one query", "the labelled demo set"], horizontal
 
 
 def render_lists(res_a, res_b, qrels: dict | None) -> None:
-    a, b = res_a.ids, res_b.ids
-    k = max(len(a), len(b))
-    overlap = len(set(a) & set(b))
+    cmp = compare_rankings(res_a.ids, res_b.ids)
     c = st.columns(4)
-    c[0].metric("Overlap", f"{overlap}/{k}")
-    c[1].metric("Jaccard", f"{overlap / max(1, len(set(a) | set(b))):.2f}")
+    c[0].metric("Overlap", f"{cmp.overlap}/{cmp.k}")
+    c[1].metric("Jaccard", f"{cmp.jaccard:.2f}")
     if qrels:
         ma, mb = score_ranking(credited_ids(res_a, "final"), qrels), score_ranking(credited_ids(res_b, "final"), qrels)
         c[2].metric("nDCG@10 B", f"{mb['ndcg@10']:.3f}", f"{mb['ndcg@10'] - ma['ndcg@10']:+.3f} vs A")
         c[3].metric("Recall@10 B", f"{mb['recall@10']:.3f}", f"{mb['recall@10'] - ma['recall@10']:+.3f} vs A")
     left, right = st.columns(2)
     texts = {t.id: t.content for t in res_a.traces + res_b.traces}
+    grade = (lambda t: "—" if not qrels or t not in qrels else f"{qrels[t]:g}")
     with left:
         st.markdown(f"**A** · {cfg_a.preset}")
-        st.dataframe([{"rank": i + 1, "id": t, "left top-k": "✗" if t not in b else "", "grade": (qrels or {}).get(t),
-                       "content": texts[t][:140]} for i, t in enumerate(a)], hide_index=True, width="stretch")
+        st.dataframe([{"rank": i + 1, "id": t, "left top-k": "✗" if t in cmp.left else "", "grade": grade(t),
+                       "content": texts[t]} for i, t in enumerate(cmp.a)], hide_index=True, width="stretch",
+                     column_config={"content": st.column_config.TextColumn(width="large")})
     with right:
         st.markdown(f"**B** · {cfg_b.preset}")
-        rows = []
-        for i, t in enumerate(b):
-            delta = "new" if t not in a else (a.index(t) - i)
-            rows.append({"rank": i + 1, "id": t, "Δ rank": f"▲{delta}" if isinstance(delta, int) and delta > 0 else
-                         (f"▼{-delta}" if isinstance(delta, int) and delta < 0 else ("=" if delta == 0 else "entered")),
-                         "grade": (qrels or {}).get(t), "content": texts[t][:140]})
-        st.dataframe(rows, hide_index=True, width="stretch")
-    entered, left_ = [t for t in b if t not in a], [t for t in a if t not in b]
-    st.caption(f"Entered B's top-k: {', '.join(entered) or 'none'} · left: {', '.join(left_) or 'none'}")
+        st.dataframe([{"rank": d.rank_b, "id": d.id, "Δ rank": d.label, "grade": grade(d.id), "content": texts[d.id]}
+                      for d in cmp.deltas], hide_index=True, width="stretch",
+                     column_config={"content": st.column_config.TextColumn(width="large")})
+    st.caption(f"Entered B's top-k: {', '.join(cmp.entered) or 'none'} · left: {', '.join(cmp.left) or 'none'}")
 
 
 ensure_model()
@@ -66,15 +62,13 @@ try:
         with c2:
             scope = scope_picker(ws, f"{P}scope", bind=False)
         if query.strip():
-            res_a, _ = run_config(ws, cfg_a, query, scope, get_reranker, get_generator)
-            res_b, _ = run_config(ws, cfg_b, query, scope, get_reranker, get_generator)
-            from retrieval.demo import JUDGMENTS
-
-            qrels = None
-            if JUDGMENTS.is_file():
-                match = [j for j in load_judgments(JUDGMENTS)
-                         if j.query.strip().lower() == query.strip().lower() and str(j.scope) == str(scope)]
-                qrels = match[0].qrels if match else None
+            # Each side keeps its searched result: a rerun re-fuses it instead of searching again.
+            res_a, _ = run_config(ws, cfg_a, query, scope, get_reranker, get_generator, st.session_state.get(f"{P}ra"))
+            res_b, _ = run_config(ws, cfg_b, query, scope, get_reranker, get_generator, st.session_state.get(f"{P}rb"))
+            st.session_state[f"{P}ra"] = (cache_key(query, scope, cfg_a), res_a)
+            st.session_state[f"{P}rb"] = (cache_key(query, scope, cfg_b), res_b)
+            match = find_judgment(demo_judgments(), query, scope)
+            qrels = match.qrels if match else None
             render_lists(res_a, res_b, qrels)
         else:
             st.caption("Type a query to compare A and B.")
@@ -84,7 +78,7 @@ try:
         if not JUDGMENTS.is_file():
             st.error("No labelled set found (data/demo/judgments.jsonl).")
             st.stop()
-        queries = load_judgments(JUDGMENTS)
+        queries = demo_judgments()
         known = ws.store.get(sorted({i for q in queries for i in q.qrels}))
         if not known:
             st.warning("None of the judged traces are in this store: load the demo corpus first.")

@@ -4,8 +4,8 @@ from __future__ import annotations
 import streamlit as st
 
 from retrieval.eval.datasets import beir_judgments, judgments_from_bytes
-from retrieval.eval.runner import METRICS, load_judgments, per_query_deltas, run_queries, summarize, sweep
-from ui.cache import ensure_model, get_generator, get_reranker, workspace
+from retrieval.eval.runner import METRICS, per_query_deltas, run_queries, summarize, sweep
+from ui.cache import demo_judgments, ensure_model, get_generator, get_reranker, workspace
 from ui.charts import heatmap_figure, metrics_figure
 from ui.state import PipelineConfig, build_retriever
 from ui.widgets import config_panel, nav, scope_picker
@@ -28,9 +28,7 @@ src = st.radio("Judgments", SOURCES, horizontal=True, key=f"{P}src")
 queries = []
 try:
     if src == SOURCES[0]:
-        from retrieval.demo import JUDGMENTS
-
-        queries = load_judgments(JUDGMENTS) if JUDGMENTS.is_file() else []
+        queries = demo_judgments()
     elif src == SOURCES[1]:
         st.caption("Load the BEIR corpus on the Corpus page first (a zipped BEIR folder), into the scope chosen here.")
         c1, c2, c3 = st.columns(3)

@@ -76,3 +76,17 @@ def get_generator(spec: str):
     from retrieval.models.registry import make_generator
 
     return make_generator(spec, secrets=operator_secrets())
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def _judgments(path: str, mtime: float):
+    from retrieval.eval.runner import load_judgments
+
+    return load_judgments(path)
+
+
+def demo_judgments():
+    """The demo's labelled queries, parsed once per file version (not on every rerun)."""
+    from retrieval.demo import JUDGMENTS
+
+    return _judgments(str(JUDGMENTS), JUDGMENTS.stat().st_mtime) if JUDGMENTS.is_file() else []

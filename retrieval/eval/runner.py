@@ -1,4 +1,4 @@
-"""Per-stage evaluation of a retriever on labelled queries, weight sweeps, and the `eval` CLI."""
+"""Per-stage evaluation of a retriever on labelled queries and weight sweeps (the CLI is `cli_eval.py`)."""
 from __future__ import annotations
 
 import hashlib

@@ -1,0 +1,39 @@
+"""Pure comparisons behind the Compare page: overlap, Jaccard, rank deltas, entered/left, judgment matching."""
+from hypothesis import given, strategies as st
+
+from retrieval.compare import compare_rankings, find_judgment
+from retrieval.eval.runner import LabelledQuery
+from retrieval.types import Scope
+
+
+def test_golden_comparison():
+    c = compare_rankings(["a", "b", "c", "d"], ["c", "a", "e", "b"])
+    assert (c.overlap, c.k, c.entered, c.left) == (3, 4, ("e",), ("d",))
+    assert c.jaccard == 3 / 5
+    assert [(d.id, d.rank_a, d.delta, d.label) for d in c.deltas] == [
+        ("c", 3, 2, "▲2"), ("a", 1, -1, "▼1"), ("e", None, None, "entered"), ("b", 2, -2, "▼2")]
+
+
+def test_identical_and_empty_lists():
+    same = compare_rankings(["x", "y"], ["x", "y"])
+    assert same.jaccard == 1.0 and [d.label for d in same.deltas] == ["=", "="]
+    empty = compare_rankings([], [])
+    assert (empty.overlap, empty.jaccard, empty.k) == (0, 1.0, 0)
+
+
+@given(st.lists(st.sampled_from("abcdefgh"), max_size=8), st.lists(st.sampled_from("abcdefgh"), max_size=8))
+def test_comparison_properties(a, b):
+    c = compare_rankings(a, b)
+    ua, ub = list(dict.fromkeys(a)), list(dict.fromkeys(b))
+    assert c.overlap + len(c.entered) == len(ub) and c.overlap + len(c.left) == len(ua)
+    assert 0.0 <= c.jaccard <= 1.0
+    for d in c.deltas:
+        assert ub[d.rank_b - 1] == d.id and (d.rank_a is None or ua[d.rank_a - 1] == d.id)
+
+
+def test_find_judgment_prefers_the_query_id_then_text_in_the_same_scope():
+    u1, u2 = Scope("user", "u1"), Scope("user", "u2")
+    js = [LabelledQuery("q1", "Where do I live?", {"a": 1}, u1), LabelledQuery("q2", "where do i live?", {"b": 2}, u2)]
+    assert find_judgment(js, "anything", u1, qid="q2").qid == "q2"
+    assert find_judgment(js, "  WHERE do I live?  ", u2).qid == "q2"
+    assert find_judgment(js, "where do I live?", Scope("user", "u3")) is None
