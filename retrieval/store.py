@@ -5,10 +5,14 @@ converted to a similarity in exactly one place (`_similarity`).
 """
 from __future__ import annotations
 
+import fcntl
 import logging
 import math
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -58,6 +62,41 @@ def scope_filter(scopes: Sequence[Scope] | None) -> str | None:
             raise ValueError(f"scope {s.scope!r} is not one of {', '.join(SCOPES)}")
         parts.append(f"(scope = {sql_quote(s.scope)} AND scope_id = {sql_quote(s.scope_id)})")
     return " OR ".join(parts) if parts else "false"
+
+
+class _FileLock:
+    """A re-entrant thread lock plus, when `path` is given, an fcntl lock on that file."""
+
+    def __init__(self, path: Path | None):
+        self.path = path
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._fh = None
+
+    def __enter__(self):
+        self._lock.acquire()
+        self._depth += 1
+        if self._depth == 1 and self.path is not None:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._fh = open(self.path, "a+b")
+                fcntl.flock(self._fh, fcntl.LOCK_EX)
+            except OSError as exc:  # read-only store: nothing can be written, so nothing to serialise
+                log.debug("no file lock at %s: %s", self.path, exc)
+                self._fh = None
+        return self
+
+    def __exit__(self, *exc):
+        self._depth -= 1
+        if self._depth == 0 and self._fh is not None:
+            fcntl.flock(self._fh, fcntl.LOCK_UN)
+            self._fh.close()
+            self._fh = None
+        self._lock.release()
+
+
+_LOCKS: dict[tuple[str, str], _FileLock] = {}
+_LOCKS_GUARD = threading.Lock()
 
 
 def ids_filter(ids: Iterable[str]) -> str:
@@ -121,6 +160,8 @@ class MemoryStore:
 
     def _table(self, create: bool = False):
         if self._tbl is None:
+            if not create and self.is_local and not self.local_path.exists():
+                return None  # reading a mistyped path must not create it
             if self.table_name in self.db.table_names():
                 self._tbl = self.db.open_table(self.table_name)
                 dim = self._tbl.schema.field("vector").type.list_size
@@ -130,9 +171,52 @@ class MemoryStore:
                         f"store {self.uri!r} holds {dim}-d vectors but the embedder makes {edim}-d ones; "
                         "use the embedder the store was built with, or a new store URI")
             elif create:
-                self._tbl = self.db.create_table(self.table_name, schema=self._schema(self.embedder.dim))
-                self._tbl.create_scalar_index("id", index_type="BTREE")
+                self._tbl = self._create_table()
         return self._tbl
+
+    def _create_table(self):
+        """Create the table, or open it when another thread or process created it first."""
+        try:
+            tbl = self.db.create_table(self.table_name, schema=self._schema(self.embedder.dim), exist_ok=True)
+        except Exception as exc:  # a create racing another process's create: open theirs
+            if "already exists" not in str(exc):
+                raise
+            tbl = self.db.open_table(self.table_name)
+        if not any("id" in list(getattr(i, "columns", [])) for i in tbl.list_indices()):
+            try:
+                tbl.create_scalar_index("id", index_type="BTREE")
+            except Exception as exc:  # an index is an optimisation; a concurrent creator may have won
+                log.warning("could not index id: %s", exc)
+        return tbl
+
+    @property
+    def is_local(self) -> bool:
+        return "://" not in self.uri or self.uri.startswith("file://")
+
+    @property
+    def local_path(self) -> Path:
+        return Path(self.uri.removeprefix("file://"))
+
+    @contextmanager
+    def write_lock(self):
+        """Serialise writers: a lock per store inside the process and, for a local store, an
+        advisory file lock across processes (a read-only store has none and cannot be written).
+
+        Re-entrant per thread, so a Workspace can hold it around a whole ingest."""
+        key = (str(self.local_path.resolve()) if self.is_local else self.uri, self.table_name)
+        with _LOCKS_GUARD:
+            lock = _LOCKS.setdefault(key, _FileLock(self.local_path / f".{self.table_name}.write.lock"
+                                                    if self.is_local else None))
+        with lock:
+            yield
+
+    def version(self) -> int:
+        """The latest committed LanceDB table version (0 without a table); sees other writers' commits."""
+        tbl = self._table()
+        if tbl is None:
+            return 0
+        tbl.checkout_latest()
+        return int(tbl.version)
 
     @property
     def dim(self) -> int:
@@ -207,13 +291,12 @@ class MemoryStore:
                 progress(min(start + batch_size, total), total)
         vecs = np.concatenate(vecs)
         rows = [self._to_row(t, v) for t, v in zip(batch, vecs)]
-        tbl = self._table(create=True)
-        if tbl.count_rows() == 0:
-            tbl.add(rows)
-        else:
+        with self.write_lock():
+            tbl = self._table(create=True)
+            # Always an upsert, also into an empty table: two writers of one id leave one row.
             tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(rows)
-        self.last_add_report.written = len(rows)
-        self._maintain_index()
+            self.last_add_report.written = len(rows)
+            self._maintain_index()
         return len(rows)
 
     def _maintain_index(self) -> None:
@@ -232,15 +315,17 @@ class MemoryStore:
         tbl = self._table()
         if tbl is None or not ids:
             return 0
-        before = tbl.count_rows()
-        tbl.delete(ids_filter(ids))
-        return before - tbl.count_rows()
+        with self.write_lock():
+            before = tbl.count_rows()
+            tbl.delete(ids_filter(ids))
+            return before - tbl.count_rows()
 
     def set_active(self, ids: Iterable[str], active: bool) -> None:
         tbl = self._table()
         ids = list(ids)
         if tbl is not None and ids:
-            tbl.update(where=ids_filter(ids), values={"is_active": bool(active)})
+            with self.write_lock():
+                tbl.update(where=ids_filter(ids), values={"is_active": bool(active)})
 
     # ------------------------------------------------------------------ reading
     def count(self, scope: Scope | None = None, active_only: bool = False) -> int:
