@@ -29,11 +29,8 @@ _last_seq = 0
 
 
 def next_sequence(n: int = 1) -> int:
-    """The first of `n` consecutive write numbers, increasing within a process and across processes.
-
-    Wall-clock nanoseconds so another process's later write still sorts later without a shared
-    counter; bumped past the last one handed out so a coarse or stepped-back clock never repeats.
-    """
+    """The first of `n` consecutive write numbers. Wall-clock nanoseconds, so a later write by another
+    process sorts later without a shared counter; never repeats even if the clock steps back."""
     global _last_seq
     with _SEQ_GUARD:
         first = max(time.time_ns(), _last_seq + 1)
@@ -52,7 +49,7 @@ class FactStore:
         self.uri = str(uri)
         self.table_name = table
         self.path = os.path.join(self.uri, f"{table}.lance")
-        self._tbl = None
+        self._db = self._tbl = None
         self._open_lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -74,7 +71,7 @@ class FactStore:
 
                     # Every read checks for a newer version, so a fact deleted by another process
                     # (the CLI while the app runs) is not served from a stale snapshot.
-                    db = lancedb.connect(self.uri, read_consistency_interval=timedelta(0))
+                    self._db = db = self._db or lancedb.connect(self.uri, read_consistency_interval=timedelta(0))
                     if self.table_name in db.table_names():
                         # Never create over a table that is listed but will not open: that would
                         # hide the damage and drop whatever is still there.
