@@ -12,20 +12,11 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from . import bm25_scoring as scoring
+from .bm25_arena import UNSCOPED, Arena
 from .bm25_tokenizer import Tokenizer
 from .types import Scope
 
-_UNSCOPED = -1
 _EMPTY_I = np.zeros(0, dtype=np.int64)
-
-
-def _grow(arr: np.ndarray, need: int, fill=0) -> np.ndarray:
-    """`arr` itself when it holds `need` entries, else a geometrically larger copy (same prefix)."""
-    if need <= len(arr):
-        return arr
-    out = np.full(max(need, 2 * len(arr), 1024), fill, dtype=arr.dtype)
-    out[: len(arr)] = arr
-    return out
 
 
 def _pad(arr: np.ndarray, n: int, fill=0) -> np.ndarray:
@@ -33,80 +24,6 @@ def _pad(arr: np.ndarray, n: int, fill=0) -> np.ndarray:
     out = np.full(n, fill, dtype=arr.dtype)
     out[: min(n, len(arr))] = arr[:n]
     return out
-
-
-class Arena:
-    """Append-only storage shared by the versions of one index. Nothing any published version can
-    read (postings below its lengths, slots below its slot count) is ever overwritten."""
-
-    def __init__(self, terms: list[str], scope_list: list[Scope]):
-        self.terms = terms
-        self.vocab = {t: i for i, t in enumerate(terms)}
-        self.post_docs: list[np.ndarray] = [np.zeros(0, np.int32) for _ in terms]
-        self.post_tf: list[np.ndarray] = [np.zeros(0, np.float64) for _ in terms]
-        self.scope_list = scope_list
-        self.scopes = {s: i for i, s in enumerate(scope_list)}
-        self.ids: list[str] = []  # slot -> id, never cleared (liveness is per version)
-        self.latest: dict[str, int] = {}  # id -> newest slot; older slots chain through `prev`
-        self.prev = np.zeros(0, np.int64)
-        self.doc_len = np.zeros(0, np.float64)
-        self.scope_code = np.zeros(0, np.int32)
-        self.doc_terms: list[np.ndarray] = []  # slot -> unique term ids (removal, explain, save)
-        self.doc_tfs: list[np.ndarray] = []
-
-    def term_id(self, term: str) -> int:
-        tid = self.vocab.get(term)
-        if tid is None:
-            tid = len(self.terms)
-            self.post_docs.append(np.zeros(0, np.int32))
-            self.post_tf.append(np.zeros(0, np.float64))
-            self.terms.append(term)
-            self.vocab[term] = tid  # last: a reader that finds the id finds its posting arrays
-        return tid
-
-    def scope_id(self, scope: Scope | None) -> int:
-        if scope is None:
-            return _UNSCOPED
-        code = self.scopes.get(scope)
-        if code is None:
-            self.scope_list.append(scope)
-            code = self.scopes[scope] = len(self.scope_list) - 1
-        return code
-
-    def new_slot(self, doc_id: str, tids: np.ndarray, tfs: np.ndarray, code: int) -> int:
-        slot = len(self.ids)
-        self.prev = _grow(self.prev, slot + 1, -1)
-        self.doc_len = _grow(self.doc_len, slot + 1)
-        self.scope_code = _grow(self.scope_code, slot + 1, _UNSCOPED)
-        self.prev[slot] = self.latest.get(doc_id, -1)
-        self.doc_len[slot] = float(tfs.sum())
-        self.scope_code[slot] = code
-        self.doc_terms.append(tids)
-        self.doc_tfs.append(tfs)
-        self.ids.append(doc_id)
-        self.latest[doc_id] = slot  # last: the chain through `prev` is complete before it is found
-        return slot
-
-    def append_postings(self, plen: np.ndarray, t: np.ndarray, d: np.ndarray, f: np.ndarray) -> None:
-        """Append (term, slot, tf) triples past each term's length in `plen` (updated in place)."""
-        if len(t) == 0:
-            return
-        order = np.argsort(t, kind="stable")
-        t, d, f = t[order], d[order], f[order]
-        starts = np.flatnonzero(np.r_[True, t[1:] != t[:-1]])
-        ends = np.r_[starts[1:], len(t)]
-        for s, e in zip(starts.tolist(), ends.tolist()):
-            tid = int(t[s])
-            n, add = int(plen[tid]), e - s
-            docs, tfs = self.post_docs[tid], self.post_tf[tid]
-            if n + add > len(docs):  # grow geometrically into new arrays; old readers keep the old ones
-                cap = max(n + add, 2 * len(docs), 4)
-                docs = np.concatenate([docs[:n], np.empty(cap - n, np.int32)])
-                tfs = np.concatenate([tfs[:n], np.empty(cap - n, np.float64)])
-                self.post_docs[tid], self.post_tf[tid] = docs, tfs
-            docs[n:n + add] = d[s:e]
-            tfs[n:n + add] = f[s:e]
-            plen[tid] = n + add
 
 
 class BM25Snapshot:
@@ -238,6 +155,32 @@ class BM25Snapshot:
                 qtf, self._n_docs, int(self._df[tid]), tf, a.doc_len[slot], avgdl, self.k1, self.b))
         return out
 
+    def explain_terms(self, query: str, id: str) -> list[dict[str, float | str]]:
+        """Each query term's score tree for `id`, as Elasticsearch's explain shows it.
+
+        Per term: `qtf` (times in the query), `tf`, `df`, `idf`, `doc_len`, `avgdl`, `k1`, `b`, the
+        length norm `1 − b + b·dl/avgdl`, `saturation` and `score = qtf·idf·saturation`. The scores sum
+        to the document's BM25 score. Unknown id → KeyError.
+        """
+        slot = self._slot_of(id) if isinstance(id, str) else None
+        if slot is None:
+            raise KeyError(f"document {id!r} is not in the BM25 index")
+        a = self._a
+        doc_tf = dict(zip(a.doc_terms[slot].tolist(), a.doc_tfs[slot].tolist()))
+        avgdl = scoring.safe_avgdl(self._total_len, self._n_docs)
+        dl = float(a.doc_len[slot])
+        rows = []
+        for term, qtf in Counter(self.tokenizer(query or "")).items():
+            tid = self._tid(term)
+            tf = float(doc_tf.get(tid, 0.0)) if tid is not None else 0.0
+            df = int(self._df[tid]) if tid is not None else 0
+            idf = float(scoring.idf(self._n_docs, df))
+            sat = float(scoring.saturation(tf, dl, avgdl, self.k1, self.b)) if tf else 0.0
+            rows.append({"term": term, "qtf": qtf, "tf": tf, "df": df, "idf": idf, "doc_len": dl, "avgdl": avgdl,
+                         "k1": self.k1, "b": self.b, "norm": 1.0 - self.b + self.b * dl / avgdl,
+                         "saturation": sat, "score": qtf * idf * sat})
+        return rows
+
     def stats(self) -> dict[str, float | int]:
         return {
             "documents": self._n_docs,
@@ -256,7 +199,7 @@ class BM25Snapshot:
         for s in np.flatnonzero(self._live).tolist():
             code = int(a.scope_code[s])
             yield a.ids[s], a.doc_terms[s], a.doc_tfs[s], float(a.doc_len[s]), (
-                None if code == _UNSCOPED else a.scope_list[code])
+                None if code == UNSCOPED else a.scope_list[code])
 
     @property
     def terms(self) -> list[str]:

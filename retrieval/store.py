@@ -5,103 +5,31 @@ converted to a similarity in exactly one place (`_similarity`).
 """
 from __future__ import annotations
 
-import fcntl
 import logging
 import math
-import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from .scoring import cognitive_score, resolve_weights
-from .types import SCOPES, MemoryTrace, Mood, Scope, ScoredMemoryTrace, utcnow
+from .store_ann import ANN_MIN_ROWS, ANN_PROBE_FRACTION, AnnIndex
+from .store_rows import SCALAR_COLUMNS, from_row, ids_filter, schema, scope_filter, sql_quote, to_row  # noqa: F401
+from .types import MemoryTrace, Mood, Scope, ScoredMemoryTrace, utcnow
+from .write_lock import lock_for
 
 log = logging.getLogger(__name__)
 
-# Below this many rows an exact (flat) scan is both exact and fast enough; above it we build an
-# IVF-FLAT cosine index (docs/BENCHMARKS.md: recall@30 vs exact and latency at 100k rows).
-ANN_MIN_ROWS = 50_000
 # A scoped query whose scopes hold at most this many rows is searched exactly even when an index
 # exists: a selective prefilter starves an IVF index of candidates (recall 0.54 at 1% selectivity),
 # while an exact scan of the scope's rows (scalar-indexed) stays fast.
 EXACT_SCOPE_ROWS = 50_000
-ANN_PROBE_FRACTION = 0.75
 ADD_BATCH = 256
 
 Progress = Callable[[int, int], None]
-
-_SCALAR_COLUMNS = (
-    "id", "content", "scope", "scope_id", "type", "source_type", "confidence", "created_at",
-    "last_accessed_at", "encoding_strength", "stability_ms", "retrieval_count", "valence",
-    "arousal", "dominance", "is_active", "tags", "entities",
-)
-
-
-def sql_quote(value: str) -> str:
-    """Quote a string literal for a LanceDB (DataFusion SQL) filter: ' doubles to ''."""
-    if not isinstance(value, str):
-        raise ValueError(f"expected a string for a filter value, got {type(value).__name__}")
-    if "\x00" in value:
-        raise ValueError("filter values may not contain NUL characters")
-    return "'" + value.replace("'", "''") + "'"
-
-
-def scope_filter(scopes: Sequence[Scope] | None) -> str | None:
-    """`(scope = 'user' AND scope_id = 'u1') OR …`; scope kinds validated, ids quoted."""
-    if scopes is None:
-        return None
-    parts = []
-    for s in scopes:
-        if not isinstance(s, Scope):
-            raise ValueError(f"scopes must be Scope objects, got {s!r}")
-        if s.scope not in SCOPES:  # Scope validates too; this keeps the filter safe on its own
-            raise ValueError(f"scope {s.scope!r} is not one of {', '.join(SCOPES)}")
-        parts.append(f"(scope = {sql_quote(s.scope)} AND scope_id = {sql_quote(s.scope_id)})")
-    return " OR ".join(parts) if parts else "false"
-
-
-class _FileLock:
-    """A re-entrant thread lock plus, when `path` is given, an fcntl lock on that file."""
-
-    def __init__(self, path: Path | None):
-        self.path = path
-        self._lock = threading.RLock()
-        self._depth = 0
-        self._fh = None
-
-    def __enter__(self):
-        self._lock.acquire()
-        self._depth += 1
-        if self._depth == 1 and self.path is not None:
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._fh = open(self.path, "a+b")
-                fcntl.flock(self._fh, fcntl.LOCK_EX)
-            except OSError as exc:  # read-only store: nothing can be written, so nothing to serialise
-                log.debug("no file lock at %s: %s", self.path, exc)
-                self._fh = None
-        return self
-
-    def __exit__(self, *exc):
-        self._depth -= 1
-        if self._depth == 0 and self._fh is not None:
-            fcntl.flock(self._fh, fcntl.LOCK_UN)
-            self._fh.close()
-            self._fh = None
-        self._lock.release()
-
-
-_LOCKS: dict[tuple[str, str], _FileLock] = {}
-_LOCKS_GUARD = threading.Lock()
-
-
-def ids_filter(ids: Iterable[str]) -> str:
-    return "id IN (" + ", ".join(sql_quote(i) for i in ids) + ")"
-
 
 @dataclass
 class AddReport:
@@ -109,7 +37,7 @@ class AddReport:
     duplicates: list[str] = field(default_factory=list)  # ids repeated in one batch (last kept)
 
 
-class MemoryStore:
+class MemoryStore(AnnIndex):
     """Traces in a LanceDB table; vector search + cognitive scoring."""
 
     def __init__(self, uri: str = "data/lancedb", embedder=None, table: str = "traces",
@@ -143,21 +71,6 @@ class MemoryStore:
             self._db = lancedb.connect(self.uri)
         return self._db
 
-    def _schema(self, dim: int):
-        import pyarrow as pa
-
-        ts = pa.timestamp("us", tz="UTC")
-        return pa.schema([
-            ("id", pa.string()), ("content", pa.string()), ("scope", pa.string()),
-            ("scope_id", pa.string()), ("type", pa.string()), ("tags", pa.list_(pa.string())),
-            ("entities", pa.list_(pa.string())), ("source_type", pa.string()),
-            ("confidence", pa.float64()), ("created_at", ts), ("last_accessed_at", ts),
-            ("encoding_strength", pa.float64()), ("stability_ms", pa.float64()),
-            ("retrieval_count", pa.int64()), ("valence", pa.float64()), ("arousal", pa.float64()),
-            ("dominance", pa.float64()), ("is_active", pa.bool_()),
-            ("vector", pa.list_(pa.float32(), dim)),
-        ])
-
     def _table(self, create: bool = False):
         if self._tbl is None:
             if not create and self.is_local and not self.local_path.exists():
@@ -177,7 +90,7 @@ class MemoryStore:
     def _create_table(self):
         """Create the table, or open it when another thread or process created it first."""
         try:
-            tbl = self.db.create_table(self.table_name, schema=self._schema(self.embedder.dim), exist_ok=True)
+            tbl = self.db.create_table(self.table_name, schema=schema(self.embedder.dim), exist_ok=True)
         except Exception as exc:  # a create racing another process's create: open theirs
             if "already exists" not in str(exc):
                 raise
@@ -204,10 +117,7 @@ class MemoryStore:
 
         Re-entrant per thread, so a Workspace can hold it around a whole ingest."""
         key = (str(self.local_path.resolve()) if self.is_local else self.uri, self.table_name)
-        with _LOCKS_GUARD:
-            lock = _LOCKS.setdefault(key, _FileLock(self.local_path / f".{self.table_name}.write.lock"
-                                                    if self.is_local else None))
-        with lock:
+        with lock_for(key, self.local_path / f".{self.table_name}.write.lock" if self.is_local else None):
             yield
 
     def version(self) -> int:
@@ -224,34 +134,6 @@ class MemoryStore:
         return tbl.schema.field("vector").type.list_size if tbl is not None else self.embedder.dim
 
     # ------------------------------------------------------------------ rows
-    @staticmethod
-    def _to_row(t: MemoryTrace, vec: np.ndarray) -> dict:
-        return {
-            "id": t.id, "content": t.content, "scope": t.scope, "scope_id": t.scope_id, "type": t.type,
-            "tags": list(t.tags), "entities": list(t.entities), "source_type": t.source_type,
-            "confidence": float(t.confidence), "created_at": t.created_at.astimezone(timezone.utc),
-            "last_accessed_at": t.last_accessed_at.astimezone(timezone.utc),
-            "encoding_strength": float(t.encoding_strength), "stability_ms": float(t.stability_ms),
-            "retrieval_count": int(t.retrieval_count), "valence": float(t.valence),
-            "arousal": float(t.arousal), "dominance": float(t.dominance), "is_active": bool(t.is_active),
-            "vector": vec.astype(np.float32),
-        }
-
-    @staticmethod
-    def _from_row(row: Mapping) -> MemoryTrace:
-        def aware(dt: datetime) -> datetime:
-            return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
-
-        return MemoryTrace(
-            id=row["id"], content=row["content"], scope=row["scope"], scope_id=row["scope_id"],
-            type=row["type"], tags=tuple(row["tags"] or ()), entities=tuple(row["entities"] or ()),
-            source_type=row["source_type"], confidence=row["confidence"],
-            created_at=aware(row["created_at"]), last_accessed_at=aware(row["last_accessed_at"]),
-            encoding_strength=row["encoding_strength"], stability_ms=row["stability_ms"],
-            retrieval_count=row["retrieval_count"], valence=row["valence"], arousal=row["arousal"],
-            dominance=row["dominance"], is_active=row["is_active"],
-        )
-
     # ------------------------------------------------------------------ writing
     def add(self, traces: Iterable[MemoryTrace], progress: Progress | None = None,
             batch_size: int = ADD_BATCH) -> int:
@@ -290,7 +172,7 @@ class MemoryStore:
             if progress:
                 progress(min(start + batch_size, total), total)
         vecs = np.concatenate(vecs)
-        rows = [self._to_row(t, v) for t, v in zip(batch, vecs)]
+        rows = [to_row(t, v) for t, v in zip(batch, vecs)]
         with self.write_lock():
             tbl = self._table(create=True)
             # Always an upsert, also into an empty table: two writers of one id leave one row.
@@ -360,7 +242,7 @@ class MemoryStore:
         tbl = self._table()
         if tbl is None:
             return []
-        cols = list(_SCALAR_COLUMNS) + (["vector"] if with_vectors else [])
+        cols = list(SCALAR_COLUMNS) + (["vector"] if with_vectors else [])
         q = tbl.search().select(cols)
         if where:
             q = q.where(where)
@@ -371,7 +253,7 @@ class MemoryStore:
         ids = [i for i in dict.fromkeys(ids) if isinstance(i, str)]
         if not ids:
             return []
-        found = {r["id"]: self._from_row(r) for r in self._fetch_rows(ids_filter(ids), False)}
+        found = {r["id"]: from_row(r) for r in self._fetch_rows(ids_filter(ids), False)}
         return [found[i] for i in ids if i in found]
 
     def get_with_vectors(self, ids: Sequence[str], scopes: Sequence[Scope] | None = None,
@@ -386,7 +268,7 @@ class MemoryStore:
         if active_only:
             where.append("is_active = true")
         rows = self._fetch_rows(" AND ".join(where), True)
-        return {r["id"]: (self._from_row(r), np.asarray(r["vector"], dtype=np.float32)) for r in rows}
+        return {r["id"]: (from_row(r), np.asarray(r["vector"], dtype=np.float32)) for r in rows}
 
     def browse(self, scope: Scope | None = None, contains: str | None = None, limit: int = 200,
                offset: int = 0) -> list[MemoryTrace]:
@@ -399,10 +281,10 @@ class MemoryStore:
             needle = contains.lower()
             rows = [r for r in rows if needle in r["content"].lower() or needle in r["id"].lower()]
         rows.sort(key=lambda r: r["id"])
-        return [self._from_row(r) for r in rows[offset:offset + limit]]
+        return [from_row(r) for r in rows[offset:offset + limit]]
 
     def all_traces(self) -> list[MemoryTrace]:
-        return [self._from_row(r) for r in self._fetch_rows(None, False)]
+        return [from_row(r) for r in self._fetch_rows(None, False)]
 
     # ------------------------------------------------------------------ search
     def embed_query(self, text: str) -> np.ndarray:
@@ -429,7 +311,7 @@ class MemoryStore:
             where.append(f"({sf})")
         q = (tbl.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
              .distance_type("cosine").where(" AND ".join(where), prefilter=True)
-             .select(list(_SCALAR_COLUMNS) + ["_distance"]).limit(2 * top_k))
+             .select(list(SCALAR_COLUMNS) + ["_distance"]).limit(2 * top_k))
         partitions = self._ann_partitions()
         if partitions:
             if scopes is not None and self._scoped_rows(scopes) <= EXACT_SCOPE_ROWS:
@@ -438,7 +320,7 @@ class MemoryStore:
                 q = q.nprobes(max(1, math.ceil(partitions * ANN_PROBE_FRACTION)))
         rows = q.to_arrow().to_pylist()
         now = self.clock()
-        scored = [self._score(self._from_row(r), _similarity(r["_distance"]), now, mood, neutral_mood, weights)
+        scored = [self._score(from_row(r), _similarity(r["_distance"]), now, mood, neutral_mood, weights)
                   for r in rows]
         scored.sort(key=lambda s: (-s.retrieval_score, s.id))
         return scored[:top_k]
@@ -458,84 +340,12 @@ class MemoryStore:
         score, parts = cognitive_score(trace, cosine, now, mood, neutral_mood, weights)
         return ScoredMemoryTrace(trace, score, parts)
 
-    # ------------------------------------------------------------------ indexes
-    def _has_ann(self) -> bool:
-        return bool(self._ann_partitions())
-
-    def _ann_partitions(self) -> int:
-        """Partitions to plan probes for (0 without an index); cached per table version.
-
-        LanceDB does not report an IVF index's partition count, so it is estimated from the row count
-        the same way it was chosen at build time. Rows only grow after a build, so the estimate can
-        over-probe (slower, never less recall); `ensure_ann_index(force=True)` rebuilds for the new size.
-        """
-        tbl = self._table()
-        if tbl is None:
-            return 0
-        key = ("ann", tbl.version)
-        if key not in self._plan_cache:
-            parts = 0
-            for idx in tbl.list_indices():
-                if "vector" in list(getattr(idx, "columns", [])):
-                    parts = _partitions_for(tbl.count_rows())
-            self._plan_cache = {k: v for k, v in self._plan_cache.items() if k[1] == tbl.version}
-            self._plan_cache[key] = parts
-        return self._plan_cache[key]
-
     def _scoped_rows(self, scopes: Sequence[Scope]) -> int:
         tbl = self._table()
         key = ("scoped", tbl.version, tuple(sorted(str(s) for s in scopes)))
         if key not in self._plan_cache:
             self._plan_cache[key] = tbl.count_rows(scope_filter(scopes))
         return self._plan_cache[key]
-
-    def index_state(self) -> dict:
-        """What the Home page shows: rows, whether an ANN index exists and how many rows it lacks."""
-        tbl = self._table()
-        if tbl is None:
-            return {"rows": 0, "ann_index": False, "unindexed_rows": 0}
-        state = {"rows": tbl.count_rows(), "ann_index": False, "unindexed_rows": 0}
-        for idx in tbl.list_indices():
-            if "vector" in list(getattr(idx, "columns", [])):
-                stats = tbl.index_stats(idx.name)
-                state["ann_index"] = True
-                state["unindexed_rows"] = int(getattr(stats, "num_unindexed_rows", 0) or 0)
-        return state
-
-    def ensure_ann_index(self, min_rows: int = ANN_MIN_ROWS, force: bool = False) -> bool:
-        """Build an IVF-FLAT cosine index once the table passes `min_rows`; fold new rows in after.
-
-        `force=True` (re)builds now, whatever the size. Returns True when an index exists afterwards.
-        Exact search is kept for small tables: it is exact and, below the threshold, no slower.
-        IVF-FLAT (not HNSW/PQ): on this machine it built fastest and gave the best recall per
-        millisecond (docs/BENCHMARKS.md).
-        """
-        tbl = self._table()
-        if tbl is None:
-            return False
-        rows = tbl.count_rows()
-        if self._has_ann() and not force:
-            if self.index_state()["unindexed_rows"] > 0:
-                tbl.optimize()
-            return True
-        if rows < min_rows and not force:
-            return False
-        from lancedb.index import IvfFlat
-
-        tbl.create_index("vector", config=IvfFlat(distance_type="cosine", num_partitions=_partitions_for(rows)),
-                         replace=True)
-        for col in ("scope_id",):
-            try:
-                tbl.create_scalar_index(col, index_type="BTREE")
-            except Exception as exc:  # an index is an optimisation; searching works without it
-                log.warning("could not index %s: %s", col, exc)
-        return True
-
-
-def _partitions_for(rows: int) -> int:
-    """IVF partitions: about sqrt(rows)/5 (64 at 100k), probed at 75% — recall 0.99 vs exact there."""
-    return max(8, round(math.sqrt(rows) / 5))
-
 
 def _similarity(distance: float) -> float:
     """LanceDB cosine distance is 1 − cos; the one place it becomes a similarity."""
