@@ -79,6 +79,9 @@ class BM25Index:
     def explain(self, query: str, id: str) -> dict[str, float]:
         return self._snap.explain(query, id)
 
+    def explain_terms(self, query: str, id: str) -> list[dict[str, float | str]]:
+        return self.snapshot().explain_terms(query, id)
+
     def stats(self) -> dict[str, float | int]:
         return self._snap.stats()
 

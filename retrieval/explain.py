@@ -24,7 +24,9 @@ class Explanation:
     reason: str
     dense_breakdown: dict[str, float] | None = None
     dense_similarity: float | None = None
-    bm25_terms: dict[str, float] | None = None
+    bm25_terms: dict[str, float] | None = None  # term -> its score (the sum of bm25_tree's rows per term)
+    bm25_tree: list[dict[str, Any]] | None = None  # per term: tf, df, idf, doc_len, avgdl, norm, saturation, score
+    dense_terms: list[dict[str, float]] | None = None  # per cognitive term: weight, value, points = weight·value
     rrf: dict[str, Any] | None = None
     fact: dict[str, Any] | None = None
     rerank_score: float | None = None
@@ -63,7 +65,9 @@ def explain(diag: Any, trace_id: str, lookup: Any = None) -> Explanation:
 
     touched = trace_id in diag.pool or any(out["stages"].values()) or trace_id in diag.dropped_at_hydrate
     if lookup is not None and rec.search_queries and touched:
-        out["bm25_terms"] = lookup.bm25_terms(rec.searched_query, trace_id)
+        out.update(_bm25(lookup.bm25_terms(rec.searched_query, trace_id)))
+    if out.get("dense_breakdown") is not None:
+        out["dense_terms"] = dense_terms(out["dense_breakdown"])
 
     fused = diag.fused.get(trace_id)
     if fused is not None:
@@ -94,6 +98,20 @@ def explain(diag: Any, trace_id: str, lookup: Any = None) -> Explanation:
     return Explanation(dropped_at=dropped_at, reason=reason, **out)
 
 
+def dense_terms(breakdown: dict[str, float]) -> list[dict[str, float]]:
+    """The cognitive score as weight × value per term (SPEC §2); the points sum to the dense score."""
+    from .scoring import DEFAULT_SCORING_WEIGHTS
+
+    return [{"term": k, "weight": w, "value": breakdown[k], "points": w * breakdown[k]}
+            for k, w in DEFAULT_SCORING_WEIGHTS.items()]
+
+
+def _bm25(tree: list[dict] | None) -> dict[str, Any]:
+    if tree is None:
+        return {"bm25_tree": None, "bm25_terms": None}
+    return {"bm25_tree": tree, "bm25_terms": {r["term"]: float(r["score"]) for r in tree}}
+
+
 def _stage(diag: Any, stage: str, trace_id: str) -> tuple[int, float] | None:
     ids = diag.stage_ids.get(stage, [])
     if trace_id not in ids:
@@ -116,23 +134,25 @@ def _verdict(diag: Any, trace_id: str, ex: dict[str, Any]) -> tuple[str | None, 
     st = ex["stages"]
     if st["final"] is not None:
         rank = st["final"][0]
-        if ex.get("fact") is not None:
-            f = ex["fact"]
-            return None, (f"Rank {rank}: a fact-graph trace ({f['predicate']} from "
-                          f"{', '.join(f['source_trace_ids']) or 'no source'}), injected first with score 1.0.")
         found = [f"dense #{st['dense'][0]}"] if st["dense"] else []
         found += [f"BM25 #{st['sparse'][0]}"] if st["sparse"] else []
         how = " and ".join(found) or "the pool"
         fusion = "RRF" if diag.settings.fusion == "rrf" else "fusion"
         merged = f", {fusion} #{st['merged'][0]}" if st["merged"] else ""
+        if ex.get("fact") is not None:
+            f = ex["fact"]
+            how = (f"the fact graph ({f['predicate']} from {', '.join(f['source_trace_ids']) or 'no source'}), "
+                   "injected ahead of the searched traces with score 1.0")
         tail = ""
         if ex.get("blend") is not None:
             b = ex["blend"]
-            tail = f"; reranker scored it {_fmt(b['rerank'])}, blended to {_fmt(b['blended'])}"
+            tail = (f"; reranker scored it {_fmt(b['rerank'])}, and (1 − {_fmt(b['weight'])}) × {_fmt(b['base'])} + "
+                    f"{_fmt(b['weight'])} × {_fmt(b['rerank'])} = {_fmt(b['blended'])}")
         if ex.get("split") and ex["split"]["replaced"]:
             sp = ex["split"]
-            tail += f"; its half '{sp['chosen']}' beat the whole (+{_fmt(sp['gain'])})"
-        return None, f"Rank {rank} of {top_k}: found by {how}{merged}{tail}."
+            tail += (f"; its half '{sp['chosen']}' scored {_fmt(max(sp['half_scores']))} against the whole's "
+                     f"{_fmt(sp['whole'])}, adding {_fmt(sp['gain'])}")
+        return None, f"Rank {rank} of {top_k} with score {_fmt(st['final'][1])}: found by {how}{merged}{tail}."
 
     if not diag.record.search_queries:
         return "dense", "The query was empty, so nothing was searched."
@@ -149,8 +169,11 @@ def _verdict(diag: Any, trace_id: str, ex: dict[str, Any]) -> tuple[str | None, 
     kth_score = diag.stage_scores["final"].get(final[-1]) if final else None
     if trace_id in diag.cut_by_rerank:
         b = ex.get("blend") or {}
+        sp = ex.get("split") or {}
+        score = st["reranked"][1] if st["reranked"] else b.get("blended")
+        split = f" (its half added {_fmt(sp['gain'])})" if sp.get("replaced") else ""
         return "rerank", (f"It was in the top {top_k} before reranking, but the reranker scored it "
-                          f"{_fmt(b.get('rerank'))} and its blended score {_fmt(b.get('blended'))} "
+                          f"{_fmt(b.get('rerank'))} and its reranked score {_fmt(score)}{split} "
                           f"fell below the last kept trace ({_fmt(kth_score)}).")
     stage = "reranked" if st["reranked"] else ("merged" if st["merged"] else "dense")
     pos = st[stage]
@@ -180,12 +203,13 @@ def _not_found(diag: Any, trace_id: str, lookup: Any, out: dict[str, Any]) -> di
         scored = lookup.score(trace, vec, np.asarray(rec.qvec, dtype=np.float32), rec.mood)
         res["dense_breakdown"] = scored.score_breakdown.as_dict()
         res["dense_similarity"] = scored.score_breakdown.similarity
+        res["dense_terms"] = dense_terms(res["dense_breakdown"])
         dense = diag.stage_ids["dense"]
         cut = diag.stage_scores["dense"].get(dense[-1]) if dense else None
         parts.append(f"its dense score {_fmt(scored.retrieval_score)} (cosine {_fmt(float(np.dot(vec, np.asarray(rec.qvec, dtype=np.float32))))}) "
                      f"is below the {len(dense)}th dense hit ({_fmt(cut)})")
-    terms = lookup.bm25_terms(rec.searched_query, trace_id) or {}
-    res["bm25_terms"] = terms or None
+    res.update(_bm25(lookup.bm25_terms(rec.searched_query, trace_id)))
+    terms = res["bm25_terms"] or {}
     if any(v > 0 for v in terms.values()):
         matched = ", ".join(t for t, v in terms.items() if v > 0)
         parts.append(f"it matches {matched} but its BM25 score {_fmt(sum(terms.values()))} is outside the sparse "

@@ -59,10 +59,11 @@ class StoreLookup:
     store: Any
     bm25: Any
 
-    def bm25_terms(self, query: str, trace_id: str) -> dict[str, float] | None:
+    def bm25_terms(self, query: str, trace_id: str) -> list[dict] | None:
+        """Each query term's BM25 score tree for the id (tf, idf, length norm → score), or None."""
         if not query or trace_id not in self.bm25:
             return None
-        return {t: float(v) for t, v in self.bm25.explain(query, trace_id).items()}
+        return self.bm25.explain_terms(query, trace_id)
 
     def row(self, trace_id: str):
         """`(trace, vector)` for any stored id (any scope, active or not), or None."""

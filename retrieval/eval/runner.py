@@ -58,10 +58,9 @@ def credited_ids(result, stage: str) -> list[str]:
     Judgments label stored traces; an injected fact carries that trace's information, so it counts
     as retrieving its source (the first time it appears; later duplicates are dropped).
     """
-    from ..facts import fact_trace_id
-
     d = result.diagnostics
-    facts = {fact_trace_id(f): f.source_trace_ids[0] for f in d.facts if f.source_trace_ids}
+    rec = d.record  # the injected trace and its fact side by side (ids may carry a #2 suffix)
+    facts = {t.id: f.source_trace_ids[0] for t, f in zip(rec.fact_traces, rec.facts) if f.source_trace_ids}
     return list(dict.fromkeys(facts.get(i, i) for i in d.stage_ids[stage]))
 
 
