@@ -126,7 +126,7 @@ def _csv_rows(lines: list[str]) -> Iterator[tuple[int, list[str] | None, str]]:
         except csv.Error as exc:
             yield first, None, f"malformed CSV ({exc}); check for an unclosed quote on this line"
             start = first  # 1-based `first` is the 0-based index of the line after it
-            reader = csv.reader(iter(lines[start:]), strict=True)
+            reader = csv.reader((lines[i] for i in range(start, len(lines))), strict=True)  # no O(n) slice
             continue
         if row:
             yield first, row, ""

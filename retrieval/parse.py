@@ -134,7 +134,7 @@ def trace_from_record(rec: Mapping[str, Any], *, scope: str = "user", scope_id: 
     if raw_id in (None, ""):
         kw["id"] = auto_id(kw["scope"], kw["scope_id"], id_prefix, _content_suffix(kw["content"]))
     else:
-        kw["id"] = _scalar_text(id_key, raw_id).strip()
+        kw["id"] = _scalar_text(id_key, raw_id).strip(" \t")  # padding only: a separator must reach validate()
     for name in ("type", "source_type"):
         if rec.get(name):
             kw[name] = _scalar_text(name, rec[name])
