@@ -50,3 +50,54 @@ def tokenizer_id(tokenizer: Tokenizer) -> str:
         return f"default-v{TOKENIZER_VERSION}"
     name = getattr(tokenizer, "name", None)
     return str(name) if name else f"{getattr(tokenizer, '__module__', '?')}.{getattr(tokenizer, '__qualname__', repr(tokenizer))}"
+
+
+# Store-level analysers: "plain" is SPEC §3's default; "english-stem" adds the Snowball English
+# stemmer (PyStemmer, the Porter2 algorithm Lucene's English analyzer also uses) after it.
+ANALYZERS = ("plain", "english-stem")
+
+
+class StemmingTokenizer:
+    """`default_tokenizer`, then Snowball English stems: "invoices" → "invoic", "studies" → "studi"."""
+
+    name = f"english-stem-v{TOKENIZER_VERSION}"
+
+    def __init__(self):
+        import threading
+
+        self._local = threading.local()  # a Stemmer object keeps a cache and is not thread-safe
+
+    def _stemmer(self):
+        stemmer = getattr(self._local, "stemmer", None)
+        if stemmer is None:
+            try:
+                import Stemmer
+            except ImportError:  # pragma: no cover - pinned in requirements.txt
+                raise ImportError("the english-stem analyzer needs PyStemmer: pip install PyStemmer==3.1.0") from None
+            stemmer = self._local.stemmer = Stemmer.Stemmer("english")
+        return stemmer
+
+    def __call__(self, text: str) -> list[str]:
+        return self._stemmer().stemWords(default_tokenizer(text))
+
+    def __repr__(self) -> str:
+        return f"StemmingTokenizer({self.name})"
+
+
+_STEMMING = None
+
+
+def make_tokenizer(analyzer: str | None) -> Tokenizer:
+    """The tokenizer of a store-level analyzer (`plain` or `english-stem`); ValueError otherwise."""
+    global _STEMMING
+    if analyzer in (None, "plain"):
+        return default_tokenizer
+    if analyzer == "english-stem":
+        if _STEMMING is None:
+            _STEMMING = StemmingTokenizer()
+        return _STEMMING
+    raise ValueError(f"analyzer {analyzer!r} is not one of {', '.join(ANALYZERS)}")
+
+
+def analyzer_of(tokenizer: Tokenizer) -> str:
+    return "english-stem" if isinstance(tokenizer, StemmingTokenizer) else "plain"

@@ -239,6 +239,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--preset", action="append", choices=PRESETS,
                     help="repeatable; default both. Dense-only and BM25-only rows are the dense and sparse stages")
     sp.add_argument("--sweep", action="store_true")
+    sp.add_argument("--lab", action="store_true", help="fusion lab: every fusion function × normalisation × weight")
+    sp.add_argument("--fusion", choices=FUSIONS, help="evaluate the presets with this fusion (default: the preset's)")
+    sp.add_argument("--normalization", choices=NORMALIZATIONS)
+    sp.add_argument("--dense-weight", type=float)
+    sp.add_argument("--rrf-k", type=float)
     sp.add_argument("--reranker", default="none")
     sp.add_argument("--hyde", default="none")
     sp.add_argument("--max-queries", type=int)

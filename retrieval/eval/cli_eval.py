@@ -111,8 +111,14 @@ def run_eval_cli(args) -> int:
            "hyde": args.hyde, "configs": {}}
     for preset in presets:
         hyde_fields = generator_fields(args.hyde) if args.hyde != "none" else {}
+        knobs = {k: v for k, v in (("fusion", getattr(args, "fusion", None)),
+                                   ("normalization", getattr(args, "normalization", None)),
+                                   ("dense_weight", getattr(args, "dense_weight", None)),
+                                   ("rrf_k", getattr(args, "rrf_k", None))) if v is not None and preset != "agentos"}
+        if "dense_weight" in knobs:
+            knobs["sparse_weight"] = round(1 - knobs["dense_weight"], 6)
         cfg = PipelineConfig.for_preset(preset, facts=False, hyde=bool(hyde_fields), **hyde_fields,
-                                        **reranker_fields(args.reranker))
+                                        **reranker_fields(args.reranker), **knobs)
         r = build_retriever(ws, cfg, models)
         deep = (25 if locomo else 100) if args.reranker == "none" and args.hyde == "none" else None
         res = evaluate_config(r, queries, locomo, deep, log=log)
@@ -121,6 +127,8 @@ def run_eval_cli(args) -> int:
             sw = sweep(r, runs, DENSE_WEIGHTS, KS, metric="recall@10" if locomo else "ndcg@10")
             res["sweep"] = {"dense_weights": sw.dense_weights, "ks": sw.ks, "tune": sw.tune, "held_out": sw.held_out,
                             "best": sw.best_params}
+        if getattr(args, "lab", False):
+            res["lab"] = run_lab(runs, locomo)
         out["configs"][preset] = res
         log(f"  {preset}: {res['ms_per_query']} ms/query")
     print(format_table(out, locomo))
@@ -130,6 +138,26 @@ def run_eval_cli(args) -> int:
     return 0
 
 
+def run_lab(runs, locomo: bool) -> dict:
+    """Every fusion function's best on the tune half, its held-out score and the whole set (`--lab`)."""
+    from .lab import fusion_grid, search_fusions
+
+    metric = "recall@10" if locomo else "ndcg@10"
+    scorer = (lambda ranked, q: {metric: evidence_recall_at_k(ranked, list(q.qrels), 10)}) if locomo else \
+        (lambda ranked, q: {metric: ndcg_at_k(ranked, q.qrels, 10)})
+    lab = search_fusions(runs, fusion_grid(), metric=metric, scorer=scorer)
+    best = {}
+    for fusion, norm in (("rrf", None), ("convex", "minmax"), ("convex", "theoretical"), ("convex", "zscore")):
+        if any(s.candidate.fusion == fusion for s in lab.scores):
+            b = lab.best_of(fusion, norm)
+            best[b.candidate.label.split(",")[0] if fusion == "convex" else "RRF"] = {
+                "label": b.candidate.label, "tune": round(b.tune, 4), "held_out": round(b.held_out, 4),
+                "all": round(b.all, 4)}
+    out = lab.to_dict()
+    out["per_function"] = best
+    return out
+
+
 def format_table(out: dict, locomo: bool) -> str:
     cols = ["recall@5", "recall@10", "recall@25"] if locomo else ["ndcg@10", "recall@10", "recall@100", "mrr"]
     lines = [f"| configuration | stage | {' | '.join(cols)} |", "|" + "---|" * (len(cols) + 2)]
@@ -137,6 +165,9 @@ def format_table(out: dict, locomo: bool) -> str:
         for stage, m in res["stages"].items():
             label = {"dense": "dense only (MiniLM)", "sparse": "BM25 only"}.get(stage, stage)
             lines.append(f"| {preset} | {label} | " + " | ".join(f"{m[c]:.4f}" if c in m else "—" for c in cols) + " |")
+        for fn, b in (res.get("lab") or {}).get("per_function", {}).items():
+            lines.append(f"| {preset} lab: {b['label']} (tune {b['tune']:.4f}, held-out {b['held_out']:.4f}) | final | "
+                         f"all {b['all']:.4f} |")
         if res.get("sweep"):
             b = res["sweep"]["best"]
             lines.append(f"| {preset} sweep best (dense {b['dense_weight']}, k {b['rrf_k']}) | final | tune "

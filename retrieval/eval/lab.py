@@ -1,0 +1,124 @@
+"""The fusion lab: search fusion function × normalisation × weight (× k for RRF) on cached runs.
+
+Every candidate is a re-fusion of the same searched records (`retrieval.assemble.reweight`): no
+embedding, search or model call. The best candidate is chosen on the 'tune' half of the queries
+and reported on the 'held-out' half (what OpenSearch's hybrid optimizer leaves out), with
+per-query wins and losses against the configuration the runs were made with.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Sequence
+
+from ..assemble import reweight
+from ..fusion import NORMALIZATIONS
+from .metrics import mean
+from .runner import QueryRun, credited_ids, held_out_split, score_ranking
+
+DENSE_WEIGHTS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+RRF_KS = (5, 10, 20, 60)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One fusion setting (sparse weight = 1 − dense weight)."""
+
+    fusion: str
+    dense_weight: float
+    rrf_k: float = 60
+    normalization: str = "minmax"
+
+    @property
+    def label(self) -> str:
+        if self.fusion == "rrf":
+            return f"RRF k={self.rrf_k:g}, dense {self.dense_weight:g}"
+        return f"convex {self.normalization}, dense {self.dense_weight:g}"
+
+    def knobs(self) -> dict[str, Any]:
+        return {"fusion": self.fusion, "dense_weight": self.dense_weight,
+                "sparse_weight": round(1.0 - self.dense_weight, 6), "rrf_k": self.rrf_k,
+                "normalization": self.normalization}
+
+
+def fusion_grid(dense_weights: Sequence[float] = DENSE_WEIGHTS, ks: Sequence[float] = RRF_KS,
+                normalizations: Sequence[str] = NORMALIZATIONS, convex: bool = True) -> list[Candidate]:
+    grid = [Candidate("rrf", w, k) for w in dense_weights for k in ks]
+    if convex:
+        grid += [Candidate("convex", w, normalization=n) for n in normalizations for w in dense_weights]
+    return grid
+
+
+@dataclass(frozen=True)
+class CandidateScore:
+    candidate: Candidate
+    tune: float
+    held_out: float
+    all: float
+
+
+@dataclass(frozen=True)
+class LabResult:
+    metric: str
+    scores: tuple[CandidateScore, ...]  # in grid order
+    best: CandidateScore  # best on the tune half
+    baseline: CandidateScore  # the runs' own configuration
+    per_query: tuple[dict[str, Any], ...]  # best vs baseline, every query (qid, query, half, baseline, best, delta)
+
+    def best_of(self, fusion: str, normalization: str | None = None) -> CandidateScore:
+        """The tune-best candidate of one fusion function (and normalisation)."""
+        pool = [s for s in self.scores if s.candidate.fusion == fusion
+                and (normalization is None or s.candidate.normalization == normalization)]
+        return max(pool, key=lambda s: s.tune)
+
+    def to_dict(self) -> dict[str, Any]:
+        row = lambda s: {**asdict(s.candidate), "label": s.candidate.label, "tune": s.tune,  # noqa: E731
+                         "held_out": s.held_out, "all": s.all}
+        return {"metric": self.metric, "best": row(self.best), "baseline": row(self.baseline),
+                "scores": [row(s) for s in self.scores], "per_query": list(self.per_query)}
+
+
+def _score(run: QueryRun, knobs: dict[str, Any] | None, metric: str, scorer) -> float:
+    res = run.result if knobs is None else reweight(run.result, **knobs)
+    return scorer(credited_ids(res, "final"), run.q)[metric]
+
+
+def default_scorer(ranked: list[str], q) -> dict[str, float]:
+    return score_ranking(ranked, q.qrels)
+
+
+def search_fusions(runs: Sequence[QueryRun], candidates: Sequence[Candidate], metric: str = "ndcg@10",
+                   scorer: Callable[[list[str], Any], dict[str, float]] = default_scorer,
+                   progress: Callable[[int, int], None] | None = None) -> LabResult:
+    """Score every candidate on both halves; choose on 'tune', report 'held-out'.
+
+    Ties on the tune half prefer RRF, then the dense weight nearest 0.5 (the most conservative setting).
+    """
+    if not runs:
+        raise ValueError("the fusion lab needs at least one labelled query; load judgments first")
+    agentos = runs[0].result.diagnostics.settings.preset.name == "agentos"
+    candidates = [c for c in candidates if not (agentos and c.fusion != "rrf")]
+    if not candidates:
+        raise ValueError("no candidate to search: the agentos preset is always RRF; give RRF candidates")
+    half = [held_out_split(r.q.qid) for r in runs]
+    base_vals = [_score(r, None, metric, scorer) for r in runs]
+
+    def summary(c: Candidate | None, vals: list[float]) -> CandidateScore:
+        pick = lambda h: [v for v, x in zip(vals, half) if x == h]  # noqa: E731
+        s = runs[0].result.diagnostics.settings
+        cand = c or Candidate(s.fusion, s.dense_weight, s.rrf_k, s.normalization)
+        return CandidateScore(cand, mean(pick("tune")), mean(pick("held-out")), mean(vals))
+
+    scores, per_candidate = [], []
+    for n, c in enumerate(candidates):
+        vals = [_score(r, c.knobs(), metric, scorer) for r in runs]
+        scores.append(summary(c, vals))
+        per_candidate.append(vals)
+        if progress:
+            progress(n + 1, len(candidates))
+    order = sorted(range(len(scores)), key=lambda i: (-scores[i].tune, scores[i].candidate.fusion != "rrf",
+                                                       abs(scores[i].candidate.dense_weight - 0.5), i))
+    b = order[0]
+    per_query = tuple({"qid": r.q.qid, "query": r.q.query, "scope": str(r.q.scope), "half": h,
+                       "baseline": bv, "best": v, "delta": v - bv}
+                      for r, h, bv, v in zip(runs, half, base_vals, per_candidate[b]))
+    return LabResult(metric, tuple(scores), scores[b], summary(None, base_vals), per_query)

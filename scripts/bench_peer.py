@@ -1,0 +1,129 @@
+"""Side by side in one run: LanceDB's own hybrid search vs this inspector's `hybrid` preset.
+
+The peer a user would pick instead is LanceDB's `query_type="hybrid"` (native stemmed full-text
+search + vector search, fused by `RRFReranker`, or `LinearCombinationReranker`), over the very
+same table and the same MiniLM vectors. Ours runs the `hybrid` preset with its defaults, plus any
+extra configurations given with --config (JSON knobs, e.g. '{"fusion": "convex"}').
+
+Run: .venv/bin/python scripts/bench_peer.py --beir ../shared/eval/scifact \
+        --locomo ../shared/eval/locomo-dev/locomo-dev.json --demo [--out docs/bench_peer.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from retrieval.config import PipelineConfig  # noqa: E402
+from retrieval.eval.cli_eval import open_eval_workspace  # noqa: E402
+from retrieval.eval.datasets import load_dataset  # noqa: E402
+from retrieval.eval.metrics import evidence_recall_at_k, mean, ndcg_at_k  # noqa: E402
+from retrieval.eval.runner import credited_ids  # noqa: E402
+from retrieval.factory import build_retriever  # noqa: E402
+from retrieval.store import scope_filter  # noqa: E402
+
+
+def peer_search(tbl, reranker, qvec, text: str, scope, k: int = 10) -> list[str]:
+    from lancedb.rerankers import RRFReranker  # noqa: F401 (imported by the caller)
+
+    q = (tbl.search(query_type="hybrid", vector_column_name="vector", fts_columns="content")
+         .vector(qvec).text(text).rerank(reranker).limit(k).select(["id"]))
+    where = ["is_active = true"] + ([f"({scope_filter([scope])})"] if scope is not None else [])
+    q = q.where(" AND ".join(where), prefilter=True)
+    return [r["id"] for r in q.to_list()]
+
+
+def run(spec: str, metric: str, configs: dict[str, dict], cache_dir: str) -> dict:
+    from lancedb.index import FTS
+    from lancedb.rerankers import LinearCombinationReranker, RRFReranker
+
+    from retrieval.models.registry import make_embedder
+
+    name, traces, queries = load_dataset(spec)
+    ws = open_eval_workspace(name, traces, cache_dir, embedder=make_embedder("minilm"),
+                             log=lambda m: print(m, file=sys.stderr))
+    tbl = ws.store._table()
+    if not any(getattr(ix, "name", "") == "content_idx" for ix in tbl.list_indices()):
+        tbl.create_index("content", config=FTS(), replace=True)  # LanceDB defaults: stem, stopwords, ascii-fold
+    tbl.optimize()
+
+    def score(ids, q):
+        return evidence_recall_at_k(ids, list(q.qrels), 10) if metric == "recall@10" else ndcg_at_k(ids, q.qrels, 10)
+
+    embedder = ws.store.embedder
+    qvecs = embedder.embed([q.query for q in queries])
+    out = {"dataset": spec, "metric": metric, "queries": len(queries), "systems": {}}
+    peers = {"LanceDB hybrid (native FTS + vector, RRFReranker)": RRFReranker(),
+             "LanceDB hybrid (native FTS + vector, LinearCombinationReranker)": LinearCombinationReranker()}
+    per_query: dict[str, list[float]] = {}
+    for label, rr in peers.items():
+        vals, times = [], []
+        for q, v in zip(queries, qvecs):
+            t0 = time.perf_counter()
+            ids = peer_search(tbl, rr, v, q.query, q.scope)
+            times.append((time.perf_counter() - t0) * 1000)
+            vals.append(score(ids, q))
+        per_query[label] = vals
+        out["systems"][label] = {"score": round(mean(vals), 4), "ms_p50": round(statistics.median(times), 1)}
+        print(f"{label}: {mean(vals):.4f}", file=sys.stderr, flush=True)
+    for label, knobs in configs.items():
+        r = build_retriever(ws, PipelineConfig.for_preset("hybrid", facts=False, **knobs))
+        vals, times = [], []
+        for q in queries:
+            t0 = time.perf_counter()
+            res = r.retrieve(q.query, scope=q.scope, recall_top_k=10)
+            times.append((time.perf_counter() - t0) * 1000)
+            vals.append(score(credited_ids(res, "final"), q))
+        per_query[label] = vals
+        out["systems"][label] = {"score": round(mean(vals), 4), "ms_p50": round(statistics.median(times), 1),
+                                 "knobs": knobs}
+        print(f"{label}: {mean(vals):.4f}", file=sys.stderr, flush=True)
+    peer = per_query["LanceDB hybrid (native FTS + vector, RRFReranker)"]
+    for label in configs:
+        wins = sum(a > b + 1e-12 for a, b in zip(per_query[label], peer))
+        losses = sum(a + 1e-12 < b for a, b in zip(per_query[label], peer))
+        out["systems"][label]["vs_lancedb_rrf"] = {"wins": wins, "losses": losses,
+                                                   "ties": len(peer) - wins - losses}
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--beir", help="a BEIR folder (SciFact)")
+    ap.add_argument("--locomo", help="locomo-dev.json")
+    ap.add_argument("--demo", action="store_true", help="the bundled demo judgments")
+    ap.add_argument("--config", action="append", default=[], metavar="LABEL=JSON",
+                    help="extra configuration of ours, e.g. 'convex=" + '{"fusion": "convex"}' + "'")
+    ap.add_argument("--cache-dir", default=".cache/eval")
+    ap.add_argument("--out", default="docs/bench_peer.json")
+    args = ap.parse_args()
+    configs = {"ours: hybrid preset (defaults)": {}}
+    for item in args.config:
+        label, _, knobs = item.partition("=")
+        configs[f"ours: {label}"] = json.loads(knobs)
+    results = []
+    if args.beir:
+        results.append(run(f"beir:{args.beir}", "ndcg@10", configs, args.cache_dir))
+    if args.locomo:
+        results.append(run(f"locomo:{args.locomo}", "recall@10", configs, args.cache_dir))
+    if args.demo:
+        results.append(run("demo", "ndcg@10", configs, args.cache_dir))
+    cmd = "scripts/bench_peer.py " + " ".join(sys.argv[1:])
+    Path(args.out).write_text(json.dumps({"command": cmd, "results": results}, indent=2) + "\n")
+    for r in results:
+        print(f"\n{r['dataset']} ({r['metric']}, {r['queries']} queries)")
+        for label, s in r["systems"].items():
+            print(f"  {s['score']:.4f}  {s['ms_p50']:>6.1f} ms  {label}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
