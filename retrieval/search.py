@@ -10,11 +10,12 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from .assemble import pool_for_rerank
+from .models.rerankers import Reranker  # the one Reranker protocol (models/rerankers.py)
 from .records import (ESC_EMPTY, ESC_FACTS, ESC_HYDE, ESC_MULTI, ESC_TRUNCATED, RerankRecord, SearchRecord, frozen,
                       as_vector)
 from .settings import Settings
@@ -25,13 +26,6 @@ MAX_QUERY_CHARS = 2000
 
 # Dense search (LanceDB releases the GIL) runs beside BM25 and the hydration look-up.
 _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hybrid-dense")
-
-
-@runtime_checkable
-class Reranker(Protocol):
-    name: str
-
-    def score(self, query: str, texts: Sequence[str]) -> list[float]: ...
 
 
 @runtime_checkable

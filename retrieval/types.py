@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 SCOPES = ("thread", "user", "persona", "organization")
@@ -219,9 +219,6 @@ class ScoredMemoryTrace:
     @property
     def content(self) -> str:
         return self.trace.content
-
-    def with_score(self, score: float) -> "ScoredMemoryTrace":
-        return replace(self, retrieval_score=score)
 
 
 def epoch_ms(dt: datetime) -> int:
