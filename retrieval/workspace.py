@@ -114,6 +114,15 @@ class Workspace:
         with self.store.write_lock():
             return self._catch_up()
 
+    def refresh_if_stale(self) -> bool:
+        """`refresh` only when needed: one table-version read and one directory listing, no lock.
+
+        What the app calls on every rerun, so a trace the CLI wrote is searchable without a restart.
+        """
+        if self._bm25 is not None and self.store.version() == self._bm25_version and not self._journal_files():
+            return False
+        return self.refresh()
+
     def _catch_up(self) -> bool:
         """Call with the write lock held."""
         bm25 = self.bm25

@@ -243,3 +243,15 @@ def test_a_rejected_batch_writes_nothing_anywhere(tmp_path):
     with pytest.raises(ValueError, match="'bad'.*content"):
         ws.ingest([make_trace("c", "fine"), make_trace("bad", " ")])
     assert ws.store.version() == v and len(ws.bm25) == 1 and ws.status()["facts_pending"] == 0
+
+
+def test_refresh_if_stale_catches_up_with_another_writer_and_is_cheap_otherwise(tmp_path):
+    app = ws_at(tmp_path / "db")
+    app.ingest([make_trace("a", "refund approved for invoice 100")])
+    assert app.refresh_if_stale() is False  # nothing changed: no re-sync
+    cli = ws_at(tmp_path / "db")  # another process's Workspace (the CLI while the app runs)
+    cli.ingest([make_trace("b", "parcel lost by the courier")])
+    assert "b" not in app.bm25
+    assert app.refresh_if_stale() is True
+    assert [i for i, _ in app.bm25.search("courier parcel", scopes=[U1])] == ["b"]
+    assert app.refresh_if_stale() is False and app.status()["in_step"]

@@ -46,7 +46,10 @@ def ensure_model() -> None:
 
 
 def workspace():
-    return get_workspace(db_uri(), embedder_kind())
+    """The shared Workspace, caught up with writes another process (the CLI) made since the last rerun."""
+    ws = get_workspace(db_uri(), embedder_kind())
+    ws.refresh_if_stale()
+    return ws
 
 
 SECRET_NAMES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "COHERE_API_KEY", "CO_API_KEY", "COHERE_BASE_URL", "CO_API_URL")
