@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
+from .access import ReadOnlyError, demo_mode_from_env
+from .audit import AuditLog, scopes_of
 from .bm25 import BM25Index
 from .store import MemoryStore
 from .types import MemoryTrace
@@ -54,6 +56,8 @@ class Workspace:
         self._open_lock = threading.Lock()
         self._facts = None
         self.read_only = False  # set when the sidecar cannot be written; the index lives in memory
+        self.demo_mode = demo_mode_from_env()  # read-only demo (RETRIEVAL_MODE=demo): every write refuses
+        self.audit = AuditLog(self.uri)  # who wrote what, beside the traces (retrieval.audit)
 
     def __repr__(self) -> str:
         return f"Workspace(uri={self.uri!r})"
@@ -228,12 +232,13 @@ class Workspace:
 
     # ------------------------------------------------------------------ writing
     def ingest(self, traces: Iterable[MemoryTrace], progress: Callable[[int, int], None] | None = None,
-               extract_facts: bool = True) -> IngestReport:
+               extract_facts: bool = True, *, actor: str = "local") -> IngestReport:
         """Store, index and extract facts from traces. Validation failure writes nothing anywhere.
 
         Once the traces are committed the call does not raise for a facts failure: it is reported in
         `fact_warnings` and retried on the next open.
         """
+        self._check_writable("ingest")
         traces = list(traces)
         for t in traces:
             if isinstance(t, MemoryTrace):
@@ -253,21 +258,26 @@ class Workspace:
             self.bm25.sync(latest.values())
             self._mark_in_step()
             n_facts, warnings = self._sync_facts(list(latest), journal) if want_facts else (0, [])
+            self.audit.record(actor, "ingest", written, scopes_of(latest.values()), list(latest))
         return IngestReport(written=written, duplicates=dups, facts=n_facts, fact_warnings=tuple(warnings))
 
-    def delete(self, ids: Iterable[str]) -> int:
+    def delete(self, ids: Iterable[str], *, actor: str = "local") -> int:
+        self._check_writable("delete")
         ids = [i for i in dict.fromkeys(ids) if isinstance(i, str)]
         with self.store.write_lock():
             self._catch_up()
             journal = self._journal(ids)
+            gone = self.store.get(ids)
             n = self.store.delete(ids)
             self.bm25.remove_documents(ids)
             self._mark_in_step()
             self._sync_facts(ids, journal)
+            self.audit.record(actor, "delete", n, scopes_of(gone), [t.id for t in gone])
         return n
 
-    def set_active(self, ids: Iterable[str], active: bool) -> int:
+    def set_active(self, ids: Iterable[str], active: bool, *, actor: str = "local") -> int:
         """Activate or deactivate traces: inactive ones leave BM25 and the facts; active ones return."""
+        self._check_writable("activate" if active else "deactivate")
         ids = [i for i in dict.fromkeys(ids) if isinstance(i, str)]
         with self.store.write_lock():
             self._catch_up()
@@ -277,7 +287,13 @@ class Workspace:
             self.bm25.sync(traces)
             self._mark_in_step()
             self._sync_facts(ids, journal)
+            self.audit.record(actor, "activate" if active else "deactivate", len(traces), scopes_of(traces),
+                              [t.id for t in traces])
         return len(traces)
+
+    def _check_writable(self, action: str) -> None:
+        if self.demo_mode:
+            raise ReadOnlyError(f"{action} refused: the app runs read-only (demo mode, RETRIEVAL_MODE=demo)")
 
     def _mark_in_step(self) -> None:
         """After our own commit (write lock held, so no other writer's commit is in between)."""

@@ -1,0 +1,310 @@
+"""Who may see which scopes and who may change anything (issue #17): the one access check.
+
+Pure functions over a parsed `Policy` and an `AccessConfig`; every page reaches them through
+`ui.access`. Failure is closed: a malformed policy raises `PolicyError`, an unknown user
+`AccessDenied` — never a fallback to full access.
+
+Policy file (TOML, or the same shape as JSON), users by e-mail (case-insensitive):
+
+    [users."alice@example.com"]
+    scopes = ["user:alice"]        # "kind:id" labels, or "*" for every scope
+    write = true                   # upload, delete, (de)activate, fact edits
+    groups = ["viewers"]           # optional: also gets these groups' grants
+
+    [groups.viewers]
+    scopes = ["user:maya"]
+    members = ["bob@example.com", "@example.com"]   # "@domain": anyone of that domain; "*": anyone signed in
+
+Grants add up: a user sees the union of their own and their groups' scopes and may write when any
+grant says so. Read-only (demo) mode refuses every write whatever the policy says.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from .types import Scope
+
+MODES = ("normal", "demo")  # demo: read-only
+AUTHS = ("none", "oidc", "proxy")  # none: no sign-in (local use); oidc: st.login; proxy: an identity header
+ALL_SCOPES = "*"
+LOCAL_USER = "local"
+DEFAULT_HEADER = "X-Forwarded-Email"
+MAX_POLICY_BYTES = 1 << 20
+ENV = {"mode": "RETRIEVAL_MODE", "allow_grading": "RETRIEVAL_ALLOW_GRADING", "auth": "RETRIEVAL_AUTH",
+       "header": "RETRIEVAL_AUTH_HEADER", "policy": "RETRIEVAL_POLICY"}
+_USER_KEYS = {"scopes", "write", "groups"}
+_GROUP_KEYS = {"scopes", "write", "members"}
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
+
+
+class PolicyError(ValueError):
+    """The access policy (or the access configuration) cannot be used; nobody gets access."""
+
+
+class AccessDenied(PermissionError):
+    """This visitor may not see that (unknown user, scope outside their grant)."""
+
+
+class ReadOnlyError(PermissionError):
+    """A write was attempted while the app runs read-only (demo mode) or by a user without write."""
+
+
+@dataclass(frozen=True)
+class Grant:
+    scopes: frozenset[str] = frozenset()  # scope labels ("user:alice") or {"*"}
+    write: bool = False
+
+
+@dataclass(frozen=True)
+class Policy:
+    users: Mapping[str, Grant]
+    groups: Mapping[str, Grant]
+    user_groups: Mapping[str, tuple[str, ...]]  # user -> groups named in their entry
+    members: Mapping[str, tuple[str, ...]]  # group -> members ("a@x.org", "@x.org", "*")
+
+
+@dataclass(frozen=True)
+class AccessConfig:
+    """How the app is served: mode, sign-in, policy file. Env vars win over the config section."""
+    mode: str = "normal"
+    allow_grading: bool = False  # in demo mode: may visitors grade (judgments)? Outside demo: write decides
+    auth: str = "none"
+    header: str = DEFAULT_HEADER
+    policy: str | None = None  # path of the policy file
+
+    @property
+    def read_only(self) -> bool:
+        return self.mode == "demo"
+
+
+@dataclass(frozen=True)
+class Access:
+    """What one visitor may do. `scopes is None` means every scope; `denied` says why nothing at all."""
+    user: str
+    scopes: frozenset[str] | None = None
+    write: bool = False
+    grade: bool = False
+    read_only: bool = False
+    denied: str | None = None
+
+    @property
+    def limited(self) -> bool:
+        """Only some scopes: the pipeline searches one scope, so "all scopes" is not offered."""
+        return self.scopes is not None
+
+    def sees(self, scope: Scope | str | None) -> bool:
+        if self.denied:
+            return False
+        if scope is None:  # every scope
+            return self.scopes is None
+        return self.scopes is None or str(scope) in self.scopes
+
+
+def _flag(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
+        return value.strip().lower() in _TRUE
+    raise PolicyError(f"{name} must be true or false, got {str(value)[:40]!r}")
+
+
+def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
+    text = str(value).strip().lower()
+    if text not in allowed:
+        raise PolicyError(f"{name} is {str(value)[:40]!r}; use one of {', '.join(allowed)}")
+    return text
+
+
+def load_config(env: Mapping[str, str] | None = None, section: Mapping[str, Any] | None = None) -> AccessConfig:
+    """`AccessConfig` from the environment (`RETRIEVAL_MODE`, `RETRIEVAL_ALLOW_GRADING`, `RETRIEVAL_AUTH`,
+    `RETRIEVAL_AUTH_HEADER`, `RETRIEVAL_POLICY`) over a config section (keys `mode`, `allow_grading`,
+    `auth`, `header`, `policy`: the `[access]` table of `.streamlit/secrets.toml`). A bad value raises
+    `PolicyError` naming it. `auth` defaults to "oidc" when `oidc_configured`, else "none"."""
+    env = os.environ if env is None else env
+    section = dict(section or {})
+    unknown = sorted(set(section) - set(ENV) - {"oidc_configured"})
+    if unknown:
+        raise PolicyError(f"unknown access setting(s) {', '.join(unknown)}; known: {', '.join(ENV)}")
+    raw = {k: section[k] for k in ENV if k in section}
+    raw.update({k: env[v] for k, v in ENV.items() if env.get(v, "").strip()})
+    auth_default = "oidc" if section.get("oidc_configured") else "none"
+    header = str(raw.get("header", DEFAULT_HEADER)).strip()
+    if not header or not all(c.isalnum() or c == "-" for c in header):
+        raise PolicyError(f"header {header[:40]!r} is not an HTTP header name")
+    return AccessConfig(mode=_choice("mode", raw.get("mode", "normal"), MODES),
+                        allow_grading=_flag("allow_grading", raw.get("allow_grading", False)),
+                        auth=_choice("auth", raw.get("auth", auth_default), AUTHS), header=header,
+                        policy=str(raw["policy"]).strip() or None if "policy" in raw else None)
+
+
+def demo_mode_from_env(env: Mapping[str, str] | None = None) -> bool:
+    """True when `RETRIEVAL_MODE=demo`: the Workspace then refuses every write. An unknown mode
+    counts as demo (refusing writes is the safe reading of a typo)."""
+    value = (os.environ if env is None else env).get(ENV["mode"], "").strip().lower()
+    return bool(value) and value != "normal"
+
+
+def _scopes(where: str, value: Any) -> frozenset[str]:
+    if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
+        raise PolicyError(f"{where}: scopes must be a list of strings like \"user:alice\" or \"*\"")
+    out = set()
+    for s in value:
+        if s.strip() == ALL_SCOPES:
+            out.add(ALL_SCOPES)
+            continue
+        try:
+            out.add(str(Scope.parse(s)))
+        except ValueError as exc:
+            raise PolicyError(f"{where}: {exc}") from None
+    return frozenset(out)
+
+
+def _names(where: str, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(s, str) and s.strip() for s in value):
+        raise PolicyError(f"{where} must be a list of non-empty strings")
+    return tuple(s.strip().lower() for s in value)
+
+
+def _entries(doc: Mapping, kind: str, keys: set[str]) -> dict[str, dict]:
+    table = doc.get(kind, {})
+    if not isinstance(table, Mapping):
+        raise PolicyError(f"'{kind}' must be a table of entries")
+    out = {}
+    for name, entry in table.items():
+        where = f"{kind[:-1]} {name!r}"
+        if not isinstance(entry, Mapping):
+            raise PolicyError(f"{where} must be a table with {', '.join(sorted(keys))}")
+        extra = sorted(set(entry) - keys)
+        if extra:
+            raise PolicyError(f"{where}: unknown key(s) {', '.join(extra)}; allowed: {', '.join(sorted(keys))}")
+        key = name.strip().lower()
+        if not key or key in out:
+            raise PolicyError(f"{where} is empty or listed twice")
+        out[key] = dict(entry)
+    return out
+
+
+def parse_policy(doc: Mapping[str, Any]) -> Policy:
+    """A decoded policy document → `Policy`; anything unexpected raises `PolicyError` naming it."""
+    if not isinstance(doc, Mapping):
+        raise PolicyError("the policy must be a table with 'users' and/or 'groups'")
+    extra = sorted(set(doc) - {"users", "groups"})
+    if extra:
+        raise PolicyError(f"unknown top-level key(s) {', '.join(extra)}; a policy has 'users' and 'groups'")
+    users, groups = _entries(doc, "users", _USER_KEYS), _entries(doc, "groups", _GROUP_KEYS)
+    if not users and not groups:
+        raise PolicyError("the policy names no users and no groups, so it grants nothing")
+
+    def grant(where: str, e: dict) -> Grant:
+        return Grant(_scopes(where, e.get("scopes", [])), _flag(f"{where}: write", e.get("write", False)))
+
+    user_groups = {u: _names(f"user {u!r}: groups", e.get("groups", [])) for u, e in users.items()}
+    for u, gs in user_groups.items():
+        missing = [g for g in gs if g not in groups]
+        if missing:
+            raise PolicyError(f"user {u!r} names group(s) {', '.join(missing)} that the policy does not define")
+    return Policy(users={u: grant(f"user {u!r}", e) for u, e in users.items()},
+                  groups={g: grant(f"group {g!r}", e) for g, e in groups.items()}, user_groups=user_groups,
+                  members={g: _names(f"group {g!r}: members", e.get("members", [])) for g, e in groups.items()})
+
+
+def load_policy(path: str | Path) -> Policy:
+    """Read a policy file: `.json` as JSON, anything else as TOML. Raises `PolicyError` (no access)."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise PolicyError(f"cannot read the access policy {p.name}: {exc.strerror or exc}") from None
+    if len(data) > MAX_POLICY_BYTES:
+        raise PolicyError(f"the access policy {p.name} is over {MAX_POLICY_BYTES >> 20} MB")
+    try:
+        if p.suffix.lower() == ".json":
+            doc = json.loads(data.decode("utf-8"))
+        else:
+            import tomllib
+
+            doc = tomllib.loads(data.decode("utf-8"))
+    except (ValueError, UnicodeError) as exc:
+        raise PolicyError(f"the access policy {p.name} is not valid {'JSON' if p.suffix == '.json' else 'TOML'}: "
+                          f"{exc}") from None
+    return parse_policy(doc)
+
+
+def _member(user: str, members: Iterable[str]) -> bool:
+    return any(m == "*" or m == user or (m.startswith("@") and user.endswith(m)) for m in members)
+
+
+def _grants(policy: Policy, user: str) -> list[Grant]:
+    u = (user or "").strip().lower()
+    if not u:
+        raise AccessDenied("no user: sign in first")
+    names = set(policy.user_groups.get(u, ())) | {g for g, ms in policy.members.items() if _member(u, ms)}
+    grants = ([policy.users[u]] if u in policy.users else []) + [policy.groups[g] for g in sorted(names)]
+    if not grants:
+        raise AccessDenied(f"{user} is not in the access policy; ask the operator to add you")
+    return grants
+
+
+def allowed_scopes(policy: Policy, user: str) -> frozenset[str] | None:
+    """The scope labels `user` may see; None means every scope. Unknown user: `AccessDenied`."""
+    scopes = frozenset().union(*(g.scopes for g in _grants(policy, user)))
+    return None if ALL_SCOPES in scopes else scopes
+
+
+def can_write(policy: Policy, user: str) -> bool:
+    """May `user` upload, delete, (de)activate or edit facts (outside demo mode)? Unknown: `AccessDenied`."""
+    return any(g.write for g in _grants(policy, user))
+
+
+def check_scope(policy: Policy, user: str, scope: Scope | str | None) -> None:
+    """Raise `AccessDenied` unless `user` may see `scope` (None = all scopes: only for a "*" grant)."""
+    allowed = allowed_scopes(policy, user)
+    if allowed is None:
+        return
+    if scope is None:
+        raise AccessDenied(f"{user} may see only {', '.join(sorted(allowed)) or 'no scope'}, not all scopes")
+    if str(scope) not in allowed:
+        raise AccessDenied(f"scope {scope} is not visible to {user}")
+
+
+def resolve(config: AccessConfig, user: str | None, policy: Policy | None) -> Access:
+    """One visitor's `Access`. No sign-in configured: today's local behaviour (every scope; writes
+    unless read-only). Signed in: the policy decides; no policy, unknown user or no user: denied."""
+    def denied(why: str) -> Access:
+        return Access(user=user or "", scopes=frozenset(), read_only=config.read_only, denied=why)
+
+    if config.auth == "none":
+        return Access(LOCAL_USER, None, write=not config.read_only, grade=config.allow_grading or not config.read_only,
+                      read_only=config.read_only)
+    if not user:
+        return denied("not signed in")
+    if policy is None:
+        return denied("sign-in is configured but no access policy is (set RETRIEVAL_POLICY); nobody has access")
+    try:
+        scopes, write = allowed_scopes(policy, user), can_write(policy, user)
+    except AccessDenied as exc:
+        return denied(str(exc))
+    grade = config.allow_grading if config.read_only else write
+    return Access(user.strip().lower(), scopes, write=write and not config.read_only, grade=grade,
+                  read_only=config.read_only)
+
+
+def query_scope(access: Access, scope: Scope | None) -> Scope | None:
+    """The scope a query may search for this visitor: `scope` itself, or `AccessDenied`
+    (a scope outside the grant, or "all scopes" for a visitor limited to some)."""
+    if access.denied:
+        raise AccessDenied(access.denied)
+    if not access.sees(scope):
+        if scope is None:
+            raise AccessDenied("searching all scopes is not available to you: pick one of your scopes")
+        raise AccessDenied(f"scope {scope} is not visible to {access.user}")
+    return scope
+
+
+def visible(access: Access, scopes: Iterable[Scope | str]) -> list:
+    """The members of `scopes` this visitor may see, in order."""
+    return [s for s in scopes if access.sees(s)]
