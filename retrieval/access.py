@@ -32,6 +32,7 @@ MODES = ("normal", "demo")  # demo: read-only
 AUTHS = ("none", "oidc", "proxy")  # none: no sign-in (local use); oidc: st.login; proxy: an identity header
 ALL_SCOPES = "*"
 LOCAL_USER = "local"
+NOT_SIGNED_IN = "not signed in"
 DEFAULT_HEADER = "X-Forwarded-Email"
 MAX_POLICY_BYTES = 1 << 20
 ENV = {"mode": "RETRIEVAL_MODE", "allow_grading": "RETRIEVAL_ALLOW_GRADING", "auth": "RETRIEVAL_AUTH",
@@ -135,10 +136,13 @@ def load_config(env: Mapping[str, str] | None = None, section: Mapping[str, Any]
     header = str(raw.get("header", DEFAULT_HEADER)).strip()
     if not header or not all(c.isalnum() or c == "-" for c in header):
         raise PolicyError(f"header {header[:40]!r} is not an HTTP header name")
-    return AccessConfig(mode=_choice("mode", raw.get("mode", "normal"), MODES),
-                        allow_grading=_flag("allow_grading", raw.get("allow_grading", False)),
-                        auth=_choice("auth", raw.get("auth", auth_default), AUTHS), header=header,
-                        policy=str(raw["policy"]).strip() or None if "policy" in raw else None)
+    cfg = AccessConfig(mode=_choice("mode", raw.get("mode", "normal"), MODES),
+                       allow_grading=_flag("allow_grading", raw.get("allow_grading", False)),
+                       auth=_choice("auth", raw.get("auth", auth_default), AUTHS), header=header,
+                       policy=(str(raw["policy"]).strip() or None) if "policy" in raw else None)
+    if cfg.policy and cfg.auth == "none":  # a policy nobody is checked against would grant everyone everything
+        raise PolicyError("an access policy is set but no sign-in: set auth (RETRIEVAL_AUTH) to oidc or proxy")
+    return cfg
 
 
 def demo_mode_from_env(env: Mapping[str, str] | None = None) -> bool:
@@ -281,7 +285,7 @@ def resolve(config: AccessConfig, user: str | None, policy: Policy | None) -> Ac
         return Access(LOCAL_USER, None, write=not config.read_only, grade=config.allow_grading or not config.read_only,
                       read_only=config.read_only)
     if not user:
-        return denied("not signed in")
+        return denied(NOT_SIGNED_IN)
     if policy is None:
         return denied("sign-in is configured but no access policy is (set RETRIEVAL_POLICY); nobody has access")
     try:
