@@ -78,12 +78,19 @@ def stage_column(stage: str, diag, pool: dict, query: str, rows: int, store_get)
 
 
 def scope_picker(ws, key: str, label: str = "Scope", allow_all: bool = True, bind: bool = True) -> Scope | None:
-    """Pick one scope (default: the one with most traces) or, optionally, all of them."""
-    counts = ws.store.scope_counts()
+    """Pick one scope (default: the one with most traces) or, optionally, all of them. Only the scopes
+    this visitor may see are offered (`ui.access`); a visitor limited to some cannot pick all of them."""
+    from .access import session_access
+
+    acc = session_access()  # issue #17: the check itself is retrieval.access
+    counts = {s: n for s, n in ws.store.scope_counts().items() if acc.sees(s)}
+    allow_all = allow_all and acc.sees(None)
     scopes = [str(s) for s in counts]
     options = (["(all scopes)"] if allow_all else []) + scopes
     if not options or not scopes:
-        st.caption("No scopes yet.")
+        st.caption("No scope you may see has traces yet." if acc.limited else "No scopes yet.")
+        if acc.limited:
+            st.stop()  # None would mean "every scope" to the pipeline
         return None
     biggest = str(max(counts, key=lambda s: (counts[s], str(s))))
     if key in st.session_state and st.session_state[key] not in options:
