@@ -9,6 +9,7 @@ from ui.widgets import nav
 
 st.set_page_config(page_title="Hybrid retrieval inspector", page_icon="🔎", layout="wide")
 nav()
+from ui.access import page_guard; page_guard(home=True)  # sign-in, allowed scopes, read-only (issue #17)
 
 st.title("Hybrid retrieval inspector")
 st.markdown(

@@ -16,6 +16,7 @@ ROWS = 10
 
 st.set_page_config(page_title="Inspect · Hybrid retrieval inspector", page_icon="🔎", layout="wide")
 nav()
+from ui.access import page_guard; page_guard()  # sign-in, allowed scopes, read-only (issue #17)
 st.session_state.setdefault(f"{P}result", None)
 
 ws = workspace()

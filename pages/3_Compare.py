@@ -12,6 +12,7 @@ from ui.widgets import config_panel, nav, scope_picker
 P = "cmp_"
 st.set_page_config(page_title="Compare · Hybrid retrieval inspector", page_icon="⚖️", layout="wide")
 nav()
+from ui.access import page_guard; page_guard()  # sign-in, allowed scopes, read-only (issue #17)
 ws = workspace()
 st.title("Compare two configurations")
 if ws.store.count() == 0:

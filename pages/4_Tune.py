@@ -16,6 +16,7 @@ KS = [1, 5, 10, 20, 40, 60, 100]
 
 st.set_page_config(page_title="Tune · Hybrid retrieval inspector", page_icon="🎛️", layout="wide")
 nav()
+from ui.access import page_guard; page_guard()  # sign-in, allowed scopes, read-only (issue #17)
 ws = workspace()
 st.title("Tune")
 
