@@ -7,6 +7,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 DB ?= data/lancedb
 PORT ?= 8501
+# `make run MODE=demo`: read-only (no upload, delete, deactivate or fact edit); see README "Deploy for a team".
+MODE ?=
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 # This machine's pip config names local mirrors that may be absent; hide that noise only.
@@ -45,7 +47,7 @@ $(DB)/traces.lance: | $(VENV)/.installed
 demo: $(DB)/traces.lance
 
 run: $(VENV)/.installed $(DB)/traces.lance
-	RETRIEVAL_DB=$(DB) $(VENV)/bin/streamlit run app.py --server.headless true --server.port $(PORT) \
+	RETRIEVAL_DB=$(DB) $(if $(MODE),RETRIEVAL_MODE=$(MODE)) $(VENV)/bin/streamlit run app.py --server.headless true --server.port $(PORT) \
 	  --browser.gatherUsageStats false
 
 test: $(VENV)/.installed-test chromium

@@ -1,19 +1,43 @@
-"""Corpus: load the demo corpus or your own file, see rejected lines, browse, search and delete traces."""
+"""Corpus: load the demo corpus or your own file, see rejected lines, browse, search and delete traces,
+and the audit log of every write. Read-only visitors (demo mode, or no write grant) only browse."""
 from __future__ import annotations
 
 import streamlit as st
 
+from retrieval.access import check_write
+from retrieval.audit import scopes_of
 from retrieval.loaders import FieldMap, csv_headers, jsonl_fields, load_file
+from retrieval.parse import ID_FIELDS, TEXT_FIELDS
 from retrieval.types import SCOPES
+from ui.access import audit_rows, page_guard
 from ui.cache import ensure_model, workspace
 from ui.widgets import nav, scope_picker
 
 P = "c_"
 PAGE_ROWS = 200
+AUDIT_ROWS = 200
 UPLOAD_TYPES = ["jsonl", "ndjson", "csv", "txt", "md", "zip"]
+MISSING = "—"
+ACCEPTED_FIELDS = f"""
+**JSONL / CSV** — one trace per line or row; only the text is required, other fields are optional:
+
+| trace field | read from |
+|---|---|
+| text | `{"` / `".join(TEXT_FIELDS)}` (the first present); a `title` is put in front |
+| id | `{"` / `".join(ID_FIELDS)}`; none → made from the scope and a hash of the text (re-uploading replaces) |
+| scope | `scope` ({", ".join(SCOPES)}) and `scope_id`; none → the defaults chosen below |
+| created | `created_at` / `timestamp` / `date`: ISO 8601 (`2025-03-01T10:00:00Z`) or epoch seconds/ms |
+| labels | `type`, `source_type`, `tags` and `entities` (a list, or comma-separated text) |
+| numbers | `confidence`, `encoding_strength`, `stability_ms`, `valence` (−1…1), `arousal` (0…1), `dominance` (−1…1), `retrieval_count` |
+| state | `is_active` (true/false), `last_accessed_at` |
+
+**Plain text** (.txt, .md) — one trace per paragraph (blank-line separated). **BEIR** — a .zip holding
+`corpus.jsonl` (`_id`, `title`, `text`). The field mapping below overrides the usual names.
+"""
 
 st.set_page_config(page_title="Corpus · Hybrid retrieval inspector", page_icon="📚", layout="wide")
 nav()
+access = page_guard()
 st.session_state.setdefault(f"{P}report", None)
 ws = workspace()
 st.title("Corpus")
@@ -28,32 +52,52 @@ def progress_bar(label: str):
     return bar, update
 
 
+def existing(ids: list[str]) -> set[str]:
+    """Which of `ids` the store already holds (so a re-upload can say it replaced them)."""
+    found: set[str] = set()
+    for n in range(0, len(ids), 500):
+        found.update(t.id for t in ws.store.get(ids[n:n + 500]))
+    return found
+
+
 def ingest(traces, label: str) -> None:
+    traces = list(traces)
+    try:
+        check_write(access, scopes_of(traces))
+    except PermissionError as exc:
+        st.error(str(exc).capitalize())
+        return
     ensure_model()
+    replaced = existing(list(dict.fromkeys(t.id for t in traces)))
     bar, update = progress_bar(label)
     try:
-        rep = ws.ingest(traces, progress=update)
+        rep = ws.ingest(traces, progress=update, actor=access.user)
     except ValueError as exc:  # the store validates the whole batch; nothing was written
         bar.empty()
         st.error(f"Nothing was written: {exc}")
         return
     bar.empty()
-    msg = f"Stored {rep.written} trace(s), {rep.facts} new fact(s)."
+    msg = f"Stored {rep.written} trace(s)" + (f" (replaced {len(replaced)} existing)" if replaced else "")
+    msg += f", {rep.facts} fact(s) extracted."
     if rep.duplicates:
-        msg += f" {len(rep.duplicates)} id(s) appeared more than once; the last copy was kept: {', '.join(rep.duplicates[:10])}"
+        msg += (f" {len(rep.duplicates)} id(s) appeared more than once in the file; the last copy was kept: "
+                f"{', '.join(rep.duplicates[:10])}")
     st.success(msg)
     for w in rep.fact_warnings[:5]:
         st.caption(f"fact extraction: {w}")
+    scopes = scopes_of(traces)
+    if len(scopes) == 1:  # Browse opens on what was just loaded
+        st.session_state[f"{P}bscope"] = scopes[0]
 
 
-tab_load, tab_browse = st.tabs(["Load", "Browse"])
-with tab_load:
+def load_tab() -> None:
     st.subheader("Demo corpus")
     st.caption("Three users' memories over 18 months: identifiers, paraphrases, changing facts, emotional "
                "episodes, long notes. Written for this project.")
     if st.button("Load the demo corpus", key=f"{P}demo", type="primary"):
         from retrieval.demo import load_demo_traces
 
+        st.session_state[f"{P}report"] = None
         try:
             ingest(load_demo_traces(), "Embedding the demo corpus…")
         except (FileNotFoundError, ValueError) as exc:
@@ -61,6 +105,8 @@ with tab_load:
 
     st.subheader("Upload")
     st.caption("JSONL or CSV (one trace per line/row), plain text (one trace per paragraph), or a BEIR folder as .zip.")
+    with st.expander("Accepted fields"):
+        st.markdown(ACCEPTED_FIELDS)
     up = st.file_uploader("File", type=UPLOAD_TYPES, key=f"{P}file")
     c1, c2 = st.columns(2)
     kind = c1.selectbox("Default scope", SCOPES, index=1, key=f"{P}kind",
@@ -76,6 +122,7 @@ with tab_load:
                     for i, name in enumerate(("id", "content", "title", "created_at"))}
             fields = FieldMap(**{k: (None if v == "(auto)" else v) for k, v in pick.items()})
     if st.button("Ingest file", key=f"{P}ingest", disabled=up is None):
+        st.session_state[f"{P}report"] = None  # a new attempt: the previous file's rejected lines go
         if not sid.strip():
             st.error("The scope id is empty: type one (e.g. the user's id).")
         else:
@@ -85,37 +132,79 @@ with tab_load:
                 st.error(f"{exc}")
                 rep = None
             if rep is not None:
-                st.session_state[f"{P}report"] = {"source": rep.source, "ok": len(rep.traces),
+                st.session_state[f"{P}report"] = {"file": up.file_id, "source": rep.source, "ok": len(rep.traces),
                                                   "errors": [e.__dict__ for e in rep.errors]}
                 if rep.traces:
                     ingest(rep.traces, f"Embedding {up.name}…")
                 else:
                     st.error(f"No valid trace in {up.name}; nothing was written. See the rejected lines below.")
     report = st.session_state[f"{P}report"]
-    if report and report["errors"]:
+    if report and report["errors"] and up is not None and report["file"] == up.file_id:
         st.markdown(f"**{len(report['errors'])} rejected line(s)** in {report['source']} "
                     f"({report['ok']} good line(s) kept)")
         st.dataframe(report["errors"], hide_index=True, width="stretch", key=f"{P}errors")
 
-with tab_browse:
-    n = ws.store.count()
-    st.caption(f"{n} trace(s) in `{ws.uri}`")
+
+def browse_tab() -> None:
+    visible = [s for s in ws.store.scope_counts() if access.sees(s)]
+    if not visible:
+        st.info("Nothing to browse yet: load the demo corpus or a file on the **Load** tab."
+                if access.write else "There are no traces you may see yet.")
+        return
     c1, c2 = st.columns([1, 2])
     with c1:
         scope = scope_picker(ws, f"{P}bscope", bind=False)
     needle = c2.text_input("Search text or id", key=f"{P}needle")
     rows = ws.store.browse(scope=scope, contains=needle or None, limit=PAGE_ROWS)
-    table = [{"id": t.id, "scope": f"{t.scope}:{t.scope_id}", "created": t.created_at.date().isoformat(),
-              "active": t.is_active, "valence": t.valence, "content": t.content} for t in rows]
-    sel = st.dataframe(table, hide_index=True, width="stretch", key=f"{P}table", on_select="rerun",
-                       selection_mode="multi-row",
-                       column_config={"content": st.column_config.TextColumn(width="large")})
+    where = "all scopes" if scope is None else str(scope)
+    if not rows:
+        st.info(f"No trace in {where} contains “{needle}”: clear the search or pick another scope." if needle else
+                f"{where} has no traces: pick another scope" + (", or load a file on the **Load** tab."
+                                                                if access.write else "."))
+        return
+    st.caption(f"{len(rows)}{'+' if len(rows) == PAGE_ROWS else ''} trace(s) in {where}")
+    table = [{"id": t.id, "scope": f"{t.scope}:{t.scope_id}",
+              "created": t.created_at.date().isoformat() if t.created_at else MISSING,
+              "active": "yes" if t.is_active else "no", "type": t.type or MISSING,
+              "tags": ", ".join(t.tags) or MISSING, "valence": f"{t.valence:+.2f}" if t.valence is not None else MISSING,
+              "content": t.content or MISSING} for t in rows]
+    kw = {"on_select": "rerun", "selection_mode": "multi-row"} if access.write else {}
+    sel = st.dataframe(table, hide_index=True, width="stretch", key=f"{P}table",
+                       column_config={"content": st.column_config.TextColumn(width="large")}, **kw)
     if len(rows) == PAGE_ROWS:
         st.caption(f"Showing the first {PAGE_ROWS}; narrow the search to see others.")
+    if not access.write:
+        return
     chosen = [table[i]["id"] for i in (sel.selection.rows if sel else [])]
     if chosen:
         confirm = st.checkbox(f"Yes, delete {len(chosen)} trace(s) and their facts", key=f"{P}confirm")
         if st.button("Delete selected", key=f"{P}delete", disabled=not confirm):
-            removed = ws.delete(chosen)
+            removed = ws.delete(chosen, actor=access.user)
             st.success(f"Deleted {removed} trace(s).")
             st.rerun()
+    else:
+        st.caption("Select rows (the boxes at the left) to delete them.")
+
+
+def audit_tab() -> None:
+    st.caption("Every write — who, when, what, how many traces — kept in the store's `audit` table"
+               + ("." if access.scopes is None else ", limited to writes within your scopes."))
+    entries = ws.audit.entries(limit=AUDIT_ROWS, scopes=access.scopes)
+    if not entries:
+        st.info("No writes recorded yet.")
+        return
+    st.dataframe(audit_rows(entries), hide_index=True, width="stretch", key=f"{P}audit")
+
+
+if access.write:
+    tab_load, tab_browse, tab_audit = st.tabs(["Load", "Browse", "Audit log"])
+    with tab_load:
+        load_tab()
+else:
+    st.info("Read-only: this app runs in demo mode, so loading and deleting are off." if access.read_only else
+            f"Read-only: {access.user} may browse but not change the store.")
+    tab_browse, tab_audit = st.tabs(["Browse", "Audit log"])
+with tab_browse:
+    browse_tab()
+with tab_audit:
+    audit_tab()

@@ -4,13 +4,16 @@ from __future__ import annotations
 import streamlit as st
 
 from retrieval.facts import PREDICATES, Fact
+from ui.access import page_guard
 from ui.cache import workspace
 from ui.charts import facts_timeline_figure
 from ui.widgets import nav, scope_picker
 
 P = "f_"
+MISSING = "—"
 st.set_page_config(page_title="Facts · Hybrid retrieval inspector", page_icon="🧩", layout="wide")
 nav()
+page_guard()  # sign-in; the scope picker offers only the visitor's scopes (issue #17)
 ws = workspace()
 st.title("Fact graph")
 st.caption("Literal (subject, predicate, object) facts extracted from first-person statements at ingest. "
@@ -35,8 +38,9 @@ last = st.session_state.get("last_injected_facts")
 injected = set()
 if last and last.get("scope") == str(scope):
     injected = {Fact(**f).key for f in last["facts"]}
-rows = [{"key": f.key, "timestamp": f.timestamp, "subject": f.subject, "predicate": f.predicate, "object": f.object,
-         "source": ", ".join(f.source_trace_ids), "span": f.source_span} for f in shown]
+rows = [{"key": f.key, "timestamp": f.timestamp, "subject": f.subject or MISSING, "predicate": f.predicate,
+         "object": f.object or MISSING, "source": ", ".join(f.source_trace_ids) or MISSING,
+         "span": f.source_span or MISSING} for f in shown]
 st.plotly_chart(facts_timeline_figure(rows, sorted(injected)), key=f"{P}timeline", config={"displayModeBar": False})
 st.dataframe([{k: v for k, v in r.items() if k != "key"} | {"injected": r["key"] in injected} for r in rows],
              hide_index=True, width="stretch")

@@ -312,3 +312,15 @@ def query_scope(access: Access, scope: Scope | None) -> Scope | None:
 def visible(access: Access, scopes: Iterable[Scope | str]) -> list:
     """The members of `scopes` this visitor may see, in order."""
     return [s for s in scopes if access.sees(s)]
+
+
+def check_write(access: Access, scopes: Iterable[Scope | str]) -> None:
+    """Raise `ReadOnlyError` unless this visitor may write, and `AccessDenied` if the write would
+    touch a scope they may not see (an upload whose lines name another user's scope)."""
+    if access.denied or access.read_only or not access.write:
+        why = access.denied or ("the app runs read-only (demo mode)" if access.read_only
+                                else f"{access.user} may not change the store")
+        raise ReadOnlyError(f"nothing was written: {why}")
+    hidden = sorted({str(s) for s in scopes if not access.sees(s)})
+    if hidden:
+        raise AccessDenied(f"nothing was written: scope(s) {', '.join(hidden)} are not yours to write to")
