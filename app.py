@@ -13,9 +13,10 @@ from ui.access import page_guard; page_guard(home=True)  # sign-in, allowed scop
 
 st.title("Hybrid retrieval inspector")
 st.markdown(
-    "Dense (embedding) and sparse (BM25) search over memory traces, fused with weighted reciprocal rank fusion, "
-    "optionally reranked. Type a query and see the **dense, sparse, merged, reranked and final** lists side by "
-    "side — and *why* each trace landed where it did."
+    "Dense (embedding) and sparse (BM25) search over memory traces, fused (weighted reciprocal rank fusion, or a "
+    "convex sum of normalised scores), optionally reranked. Type a query and see the **dense, sparse, merged, "
+    "reranked and final** lists side by side — click any row to see *why* that trace landed where it did, "
+    "with every number of its score."
 )
 
 ws = workspace()

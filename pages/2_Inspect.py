@@ -1,4 +1,9 @@
-"""Inspect: one query through the pipeline — five stage columns, rank flow, and why each trace is where it is."""
+"""Inspect: one query through the pipeline — five stage columns, the rank flow, and why each trace is where it is.
+
+Click a row in any column, or a point in the rank flow, to explain that trace (or type any id).
+The address holds the whole view — query, scope, every setting (defaults too), the explained id and
+the store's version — so a copied link reproduces it, and says so when it cannot.
+"""
 from __future__ import annotations
 
 import time
@@ -6,13 +11,20 @@ import time
 import streamlit as st
 
 from retrieval.hybrid import STAGES
+from ui import view
+from ui.access import session_access
 from ui.cache import ensure_model, get_generator, get_reranker, workspace
-from ui.charts import rank_flow_figure, timings_figure
+from ui.charts import TOP_N, rank_flow_figure, timings_figure
+from ui.links import DEPTHS, write_link
 from ui.state import cache_key, run_config
-from ui.widgets import config_io, config_panel, explanation_view, nav, scope_picker, stage_column
+from ui.widgets import (config_io, config_panel, escalation_view, explanation_details, explanation_summary,
+                        link_popover, nav, plotly_pick, scope_picker, seed_from_link, share_link, stage_column,
+                        usable_config, write_params)
 
 P = "i_"  # widget key (and URL parameter) prefix for this page
+TARGET = f"{P}typed"  # the explained id: typed, or set by a click
 ROWS = 10
+PLACEHOLDER = "e.g. status of ticket FX-209847 (scope user:priya)"
 
 st.set_page_config(page_title="Inspect · Hybrid retrieval inspector", page_icon="🔎", layout="wide")
 nav()
@@ -20,6 +32,12 @@ from ui.access import page_guard; page_guard()  # sign-in, allowed scopes, read-
 st.session_state.setdefault(f"{P}result", None)
 
 ws = workspace()
+access = session_access()  # a link may name only scopes this visitor may see (issue #17)
+scopes = [str(s) for s in ws.store.scope_counts() if access.sees(s)]
+version = ws.store.version()
+seed_from_link(P, scopes, version, {"q": f"{P}q", "scope": f"{P}scope", "id": TARGET, "depth": f"{P}depth"},
+               allow_all=access.sees(None))
+
 with st.sidebar:
     st.header("Settings")
     cfg = config_panel(P)
@@ -32,69 +50,95 @@ if ws.store.count() == 0:
     st.page_link("pages/1_Corpus.py", label="Go to Corpus", icon="📚")
     st.stop()
 
-c1, c2 = st.columns([3, 1])
-query = c1.text_input("Query", key=f"{P}q", bind="query-params",
-                      placeholder="e.g. what happened with invoice INV-20931?")
+c1, c2, c3 = st.columns([6, 2, 1], vertical_alignment="bottom")
+query = c1.text_input("Query", key=f"{P}q", placeholder=PLACEHOLDER)
 with c2:
     scope = scope_picker(ws, f"{P}scope")
+target_typed = (st.session_state.get(TARGET) or "").strip()
+depth = st.session_state.get(f"{P}depth", TOP_N)
+params = write_link(P, cfg, query, st.session_state.get(f"{P}scope"), target_typed or None, depth, version)
+write_params(P, params)
+with c3:
+    link_popover(share_link(params), f"{P}share")
+if st.session_state.get(f"{P}notes_for") is None:
+    st.session_state[f"{P}notes_for"] = params
+if st.session_state[f"{P}notes_for"] == params:  # a link's notes stay until the view is changed
+    for note in st.session_state.get(f"{P}link_notes", []):
+        st.warning(note, icon="🔗")
 
 if not query.strip():
     st.caption("Type a query, or open one of the examples on the Home page.")
     st.stop()
 
-ensure_model()
+with st.spinner("Loading the embedding model (all-MiniLM-L6-v2)…"):
+    ensure_model()
+run_cfg, backend_notes = usable_config(cfg, get_reranker, get_generator)
+for note in backend_notes:
+    st.warning(note)
+cached = st.session_state[f"{P}result"]
 t0 = time.perf_counter()
 try:
-    result, refused = run_config(ws, cfg, query, scope, get_reranker, get_generator, st.session_state[f"{P}result"])
+    if cached is None or cached[0] != cache_key(query, scope, run_cfg):
+        steps = view.run_steps(run_cfg)
+        with st.status("Searching: " + " → ".join(steps) + "…", expanded=False) as status:
+            result, refused = run_config(ws, run_cfg, query, scope, get_reranker, get_generator, cached)
+            status.update(label=f"Searched in {(time.perf_counter() - t0) * 1000:.0f} ms: " + " → ".join(steps),
+                          state="complete")
+    else:
+        result, refused = run_config(ws, run_cfg, query, scope, get_reranker, get_generator, cached)
 except (ValueError, ImportError) as exc:
     st.error(f"{exc}")
     st.stop()
-elapsed = (time.perf_counter() - t0) * 1000
 if not refused:  # keep the searched result: every slider move re-fuses from it
-    st.session_state[f"{P}result"] = (cache_key(query, scope, cfg), result)
+    st.session_state[f"{P}result"] = (cache_key(query, scope, run_cfg), result)
 st.session_state["last_injected_facts"] = {
     "scope": str(scope), "query": query, "facts": [f.__dict__ for f in result.diagnostics.facts]}
 d = result.diagnostics
 
 if refused:
-    st.caption(f"⚡ Re-fused from cached stage lists in {d.timings_ms.get('refuse', elapsed):.2f} ms — "
+    st.caption(f"⚡ Re-fused from cached stage lists in {d.timings_ms.get('refuse', 0):.2f} ms — "
                "no embedding, search or reranker call.")
 else:
-    st.caption(f"Searched in {d.timings_ms.get('total', elapsed):.0f} ms · {d.candidates_scanned} candidates in the pool")
-for e in d.escalations:
-    code, _, why = e.partition(": ")
-    st.warning(f"`{code}` {why}")
+    st.caption(f"{d.candidates_scanned} candidates in the pool")
+escalation_view(d.escalations)
 if d.hyde:
     st.info(f"**HyDE hypothesis** (searched instead of the query): {d.hyde}")
 if d.multi_query:
     st.info("**Multi-query variants**: " + " · ".join(f"“{v}”" for v in d.multi_query))
-if d.split_on_ambiguous:
-    s = d.split_on_ambiguous
-    st.caption(f"Split-on-ambiguous: threshold {s['threshold']}, {s['candidate_count']} candidates, "
-               f"replaced {', '.join(s['replaced_ids']) or 'none'}")
+split = view.split_summary(d)
+if split:
+    st.info(split, icon="✂️")
 
-cols = st.columns(5)
-pool = d.pool
-for col, stage in zip(cols, STAGES):
+shown = [i for s in STAGES for i in d.stage_ids[s][:ROWS]]
+whole = view.whole_texts(d, ws.store.get, shown)
+fusion = "RRF" if d.settings.fusion == "rrf" else f"convex, {d.settings.normalization}"
+labels = {"merged": f"Merged ({fusion})"}
+for col, stage in zip(st.columns(5), STAGES):
     with col:
-        stage_column(stage, d, pool, d.searched_query or query, ROWS,
-                     ws.store.get)
+        stage_column(stage, d, whole, d.searched_query or query, ROWS, f"{P}col_{stage}", TARGET, labels.get(stage))
+st.caption(view.ORIGIN_LEGEND + ". Click a row to explain it.")
 
-touched = list(dict.fromkeys(i for s in ("final",) + STAGES for i in d.stage_ids[s]))
 st.divider()
 left, right = st.columns([3, 2])
 with right:
     st.subheader("Why is it here?")
-    pick = st.selectbox("Trace", ["(type an id below)"] + touched, index=1 if touched else 0, key=f"{P}pick")
-    typed = st.text_input("…or any trace id", key=f"{P}typed", placeholder="e.g. an id that did not show up")
-    target = typed.strip() or (pick if pick != "(type an id below)" else "")
+    st.text_input("Trace id to explain", key=TARGET, placeholder="click a row or a point, or type any id")
+    target = (st.session_state.get(TARGET) or "").strip()
+    if not target and d.stage_ids["final"]:
+        target = d.stage_ids["final"][0]
+        st.caption("Showing the final #1. Click any row or rank-flow point, or type an id.")
+    ex = d.explain(target) if target else None
+    shown_ex = ex is not None and explanation_summary(ex, query, f"{P}x")
 with left:
-    st.plotly_chart(rank_flow_figure(d.stage_ids, d.fact_ids, top=ROWS, highlight=target or None),
-                    key=f"{P}flow", config={"displayModeBar": False})
-if target:
-    explanation_view(d.explain(target), query)
+    depth = st.select_slider("Ranks shown in the rank flow", DEPTHS, value=TOP_N, key=f"{P}depth",
+                             help="Ranks deeper than this sit on one row at the bottom.")
+    plotly_pick(rank_flow_figure(d.stage_ids, d.fact_ids, top=depth, highlight=target or None), f"{P}flow", TARGET)
+if shown_ex:
+    explanation_details(ex, f"{P}x")
 
 with st.expander("Timings and settings"):
     if d.timings_ms:
         st.plotly_chart(timings_figure(d.timings_ms), key=f"{P}timings", config={"displayModeBar": False})
-    st.json(d.settings.as_dict())
+        st.caption("Dense search runs beside BM25 and hydration, so the bars add up to more than the total. "
+                   "After a slider move the search times are the cached search's, plus the re-fusion.")
+    st.json(view.clean(d.settings.as_dict()))

@@ -1,4 +1,8 @@
-"""Compare: two configurations on one query (or the labelled set) — rank deltas, entered/left, overlap, metric deltas."""
+"""Compare: two configurations on one query (or the labelled set) — rank deltas, entered/left, overlap, metric deltas.
+
+Each side has the full settings panel (RRF and convex fusion can sit side by side). Click a row to
+open that query in Inspect with that side's configuration.
+"""
 from __future__ import annotations
 
 import streamlit as st
@@ -7,7 +11,8 @@ from retrieval.compare import compare_rankings, find_judgment
 from retrieval.eval.runner import credited_ids, run_queries, score_ranking, summarize
 from ui.cache import demo_judgments, ensure_model, get_generator, get_reranker, workspace
 from ui.state import PipelineConfig, build_retriever, cache_key, run_config
-from ui.widgets import config_panel, nav, scope_picker
+from ui import view
+from ui.widgets import config_panel, nav, open_in_inspect, scope_picker, selected_row, usable_config
 
 P = "cmp_"
 st.set_page_config(page_title="Compare · Hybrid retrieval inspector", page_icon="⚖️", layout="wide")
@@ -30,7 +35,7 @@ with st.sidebar:
 mode = st.radio("Compare on", ["one query", "the labelled demo set"], horizontal=True, key=f"{P}mode")
 
 
-def render_lists(res_a, res_b, qrels: dict | None) -> None:
+def render_lists(res_a, res_b, qrels: dict | None) -> list:
     cmp = compare_rankings(res_a.ids, res_b.ids)
     c = st.columns(4)
     c[0].metric("Overlap", f"{cmp.overlap}/{cmp.k}")
@@ -40,19 +45,27 @@ def render_lists(res_a, res_b, qrels: dict | None) -> None:
         c[2].metric("nDCG@10 B", f"{mb['ndcg@10']:.3f}", f"{mb['ndcg@10'] - ma['ndcg@10']:+.3f} vs A")
         c[3].metric("Recall@10 B", f"{mb['recall@10']:.3f}", f"{mb['recall@10'] - ma['recall@10']:+.3f} vs A")
     left, right = st.columns(2)
+    # The stored (whole) text: a split half is an Inspect detail, not what the trace says.
     texts = {t.id: t.content for t in res_a.traces + res_b.traces}
+    for res in (res_a, res_b):
+        texts.update(view.whole_texts(res.diagnostics, ws.store.get, res.ids))
     grade = (lambda t: "—" if not qrels or t not in qrels else f"{qrels[t]:g}")
     with left:
         st.markdown(f"**A** · {cfg_a.preset}")
-        st.dataframe([{"rank": i + 1, "id": t, "left top-k": "✗" if t in cmp.left else "", "grade": grade(t),
-                       "content": texts[t]} for i, t in enumerate(cmp.a)], hide_index=True, width="stretch",
-                     column_config={"content": st.column_config.TextColumn(width="large")})
+        ev_a = st.dataframe([{"rank": i + 1, "id": t, "left top-k": "✗" if t in cmp.left else "", "grade": grade(t),
+                              "content": texts[t]} for i, t in enumerate(cmp.a)], hide_index=True, width="stretch",
+                            column_config={"content": st.column_config.TextColumn(width="large")},
+                            on_select="rerun", selection_mode="single-row", key=f"{P}list_a")
     with right:
         st.markdown(f"**B** · {cfg_b.preset}")
-        st.dataframe([{"rank": d.rank_b, "id": d.id, "Δ rank": d.label, "grade": grade(d.id), "content": texts[d.id]}
-                      for d in cmp.deltas], hide_index=True, width="stretch",
-                     column_config={"content": st.column_config.TextColumn(width="large")})
-    st.caption(f"Entered B's top-k: {', '.join(cmp.entered) or 'none'} · left: {', '.join(cmp.left) or 'none'}")
+        ev_b = st.dataframe([{"rank": d.rank_b, "id": d.id, "Δ rank": d.label, "grade": grade(d.id),
+                              "content": texts[d.id]} for d in cmp.deltas], hide_index=True, width="stretch",
+                            column_config={"content": st.column_config.TextColumn(width="large")},
+                            on_select="rerun", selection_mode="single-row", key=f"{P}list_b")
+    st.caption(f"Entered B's top-k: {', '.join(cmp.entered) or 'none'} · left: {', '.join(cmp.left) or 'none'}"
+               " · click a row to explain it in Inspect with that side's settings")
+    return [(cfg_a, cmp.a[n]) for n in [selected_row(ev_a)] if n is not None] + \
+        [(cfg_b, cmp.deltas[n].id) for n in [selected_row(ev_b)] if n is not None]
 
 
 ensure_model()
@@ -64,13 +77,23 @@ try:
             scope = scope_picker(ws, f"{P}scope", bind=False)
         if query.strip():
             # Each side keeps its searched result: a rerun re-fuses it instead of searching again.
-            res_a, _ = run_config(ws, cfg_a, query, scope, get_reranker, get_generator, st.session_state.get(f"{P}ra"))
-            res_b, _ = run_config(ws, cfg_b, query, scope, get_reranker, get_generator, st.session_state.get(f"{P}rb"))
+            cfg_a, notes_a = usable_config(cfg_a, get_reranker, get_generator)
+            cfg_b, notes_b = usable_config(cfg_b, get_reranker, get_generator)
+            for side, note in [("A", n) for n in notes_a] + [("B", n) for n in notes_b]:
+                st.warning(f"{side}: {note}")
+            with st.status(f"Running A ({cfg_a.preset}, {cfg_a.fusion}) and B ({cfg_b.preset}, {cfg_b.fusion})…",
+                           expanded=False) as status:
+                res_a, _ = run_config(ws, cfg_a, query, scope, get_reranker, get_generator, st.session_state.get(f"{P}ra"))
+                res_b, _ = run_config(ws, cfg_b, query, scope, get_reranker, get_generator, st.session_state.get(f"{P}rb"))
+                status.update(label=f"Ran A ({cfg_a.preset}, {cfg_a.fusion}) and B ({cfg_b.preset}, {cfg_b.fusion})",
+                              state="complete")
             st.session_state[f"{P}ra"] = (cache_key(query, scope, cfg_a), res_a)
             st.session_state[f"{P}rb"] = (cache_key(query, scope, cfg_b), res_b)
             match = find_judgment(demo_judgments(), query, scope)
             qrels = match.qrels if match else None
-            render_lists(res_a, res_b, qrels)
+            picked = render_lists(res_a, res_b, qrels)
+            if picked:
+                open_in_inspect(picked[0][0], query, scope, picked[0][1], ws.store.version())
         else:
             st.caption("Type a query to compare A and B.")
     else:
@@ -85,12 +108,14 @@ try:
             st.warning("None of the judged traces are in this store: load the demo corpus first.")
             st.stop()
         if st.button(f"Run A and B on {len(queries)} labelled queries", key=f"{P}run", type="primary"):
-            bar = st.progress(0.0, text="A…")
+            cfg_a, _ = usable_config(cfg_a, get_reranker, get_generator)
+            cfg_b, _ = usable_config(cfg_b, get_reranker, get_generator)
+            bar = st.progress(0.0, text=f"Running A ({cfg_a.preset}, {cfg_a.fusion}) on {len(queries)} queries…")
             ra = run_queries(build_retriever(ws, cfg_a, get_reranker, get_generator), queries,
-                             progress=lambda d, t: bar.progress(d / t / 2, text=f"A {d}/{t}"),
+                             progress=lambda d, t: bar.progress(d / t / 2, text=f"A ({cfg_a.preset}): query {d} of {t}"),
                              recall_top_k=cfg_a.top_k, over_fetch_multiplier=cfg_a.over_fetch)
             rb = run_queries(build_retriever(ws, cfg_b, get_reranker, get_generator), queries,
-                             progress=lambda d, t: bar.progress(0.5 + d / t / 2, text=f"B {d}/{t}"),
+                             progress=lambda d, t: bar.progress(0.5 + d / t / 2, text=f"B ({cfg_b.preset}): query {d} of {t}"),
                              recall_top_k=cfg_b.top_k, over_fetch_multiplier=cfg_b.over_fetch)
             bar.empty()
             st.session_state[f"{P}set"] = (summarize(ra), summarize(rb), [
@@ -105,6 +130,15 @@ try:
                 col.metric(f"{m} (B)", f"{fb[m]:.3f}", f"{fb[m] - fa[m]:+.3f} vs A")
             for row in per_q:
                 row["Δ"] = row["B ndcg@10"] - row["A ndcg@10"]
-            st.dataframe(sorted(per_q, key=lambda r: r["Δ"]), hide_index=True, width="stretch")
+            rows = sorted(per_q, key=lambda r: r["Δ"])
+            st.caption("Click a query to open it in Inspect with B's settings.")
+            ev = st.dataframe([{**r, **{k: round(r[k], 3) for k in ("A ndcg@10", "B ndcg@10", "Δ")}} for r in rows],
+                              hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
+                              key=f"{P}per_q")
+            n = selected_row(ev)
+            if n is not None:
+                by_qid = {q.qid: q for q in queries}
+                q = by_qid[rows[n]["qid"]]
+                open_in_inspect(cfg_b, q.query, q.scope, None, ws.store.version())
 except (ValueError, ImportError) as exc:
     st.error(str(exc))

@@ -1,4 +1,8 @@
-"""Tune: labelled queries → Recall@k, nDCG@10, MRR per stage; a dense-weight × RRF-k sweep; per-query wins/losses."""
+"""Tune: labelled queries → Recall@k, nDCG@10, MRR per stage; a dense-weight × RRF-k sweep; per-query wins/losses.
+
+"Apply best" sets this page's and Inspect's fusion sliders to the best cell; clicking a per-query
+row opens that query in Inspect with this configuration.
+"""
 from __future__ import annotations
 
 import streamlit as st
@@ -8,7 +12,8 @@ from retrieval.eval.runner import METRICS, per_query_deltas, run_queries, summar
 from ui.cache import demo_judgments, ensure_model, get_generator, get_reranker, workspace
 from ui.charts import heatmap_figure, metrics_figure
 from ui.state import PipelineConfig, build_retriever
-from ui.widgets import config_panel, nav, scope_picker
+from ui.links import fmt
+from ui.widgets import config_panel, nav, open_in_inspect, scope_picker, selected_row, usable_config
 
 P = "t_"
 DENSE_WEIGHTS = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
@@ -57,21 +62,41 @@ if not present:
     st.stop()
 st.caption(f"{len(queries)} labelled queries · {len(present)}/{len(judged)} judged traces present in the store")
 
+
+
+def apply_best(bp: dict) -> None:
+    """Set Tune's and Inspect's fusion sliders to the best cell (a callback: before the widgets are drawn)."""
+    best = {"dense_weight": float(bp["dense_weight"]), "sparse_weight": float(bp["sparse_weight"]),
+            "rrf_k": int(bp["rrf_k"]), "fusion": "rrf"}
+    for prefix in (P, "i_"):
+        for name, value in best.items():
+            st.session_state[f"{prefix}{name}"] = value
+    last = st.session_state.get("i_link")
+    if last is not None:  # Inspect restores its last view on arrival: make that view the best cell
+        st.session_state["i_link"] = {**last, **{f"i_{n}": fmt(v) for n, v in best.items()}}
+    st.session_state[f"{P}applied"] = bp
+
+
 if st.button("Evaluate", type="primary", key=f"{P}run"):
     ensure_model()
     try:
-        bar = st.progress(0.0, text="Evaluating…")
+        cfg, notes = usable_config(cfg, get_reranker, get_generator)
+        for note in notes:
+            st.warning(note)
+        bar = st.progress(0.0, text=f"Evaluating the configuration ({cfg.preset}) on {len(queries)} queries…")
         retr = build_retriever(ws, cfg, get_reranker, get_generator)
-        runs = run_queries(retr, queries, progress=lambda d, t: bar.progress(d / t * 0.5, text=f"config {d}/{t}"),
+        runs = run_queries(retr, queries, progress=lambda d, t: bar.progress(d / t * 0.5,
+                                                                             text=f"configuration: query {d} of {t}"),
                            recall_top_k=cfg.top_k, over_fetch_multiplier=cfg.over_fetch)
         base_cfg = PipelineConfig.for_preset("agentos")
         base = run_queries(build_retriever(ws, base_cfg, get_reranker, get_generator), queries,
-                           progress=lambda d, t: bar.progress(0.5 + d / t * 0.4, text=f"baseline {d}/{t}"),
+                           progress=lambda d, t: bar.progress(0.5 + d / t * 0.4, text=f"agentos baseline: query {d} of {t}"),
                            recall_top_k=base_cfg.top_k, over_fetch_multiplier=base_cfg.over_fetch)
-        bar.progress(0.95, text="Sweeping dense weight × RRF k (re-fusing cached lists)…")
+        bar.progress(0.95, text=f"Sweeping {len(DENSE_WEIGHTS)} dense weights × {len(KS)} RRF k values (re-fusing cached lists, no search)…")
         sw = sweep(retr, runs, DENSE_WEIGHTS, KS, rerank_weight=cfg.rerank_weight)
         bar.empty()
         st.session_state[f"{P}out"] = (summarize(runs), sw, per_query_deltas(base, runs), summarize(base))
+        st.session_state[f"{P}cfg"] = cfg
     except (ValueError, ImportError) as exc:
         st.error(str(exc))
 
@@ -86,11 +111,25 @@ if f"{P}out" in st.session_state:
     st.caption(f"Best on the tune half: dense {bp['dense_weight']}, sparse {bp['sparse_weight']}, k {bp['rrf_k']} → "
                f"{bp['tune']:.4f}; the same cell on the held-out half: **{bp['held_out']:.4f}**. "
                "Choose on one half, trust the other.")
+    if getattr(st.session_state.get(f"{P}cfg"), "fusion", "rrf") != "rrf":
+        st.caption("This configuration uses convex fusion: k has no effect there, so the sweep's rows are what matter.")
     st.plotly_chart(heatmap_figure(sw.tune, sw.ks, sw.dense_weights, sw.best, "RRF k", "dense weight",
                                    "nDCG@10 (tune half)"), key=f"{P}heat", config={"displayModeBar": False})
+    st.button(f"Apply best: dense {bp['dense_weight']:g}, sparse {bp['sparse_weight']:g}, k {bp['rrf_k']}",
+              key=f"{P}apply_best", on_click=apply_best, args=(bp,), type="primary",
+              help="Sets the fusion sliders here and on Inspect to the best cell (the other settings stay).")
+    if st.session_state.get(f"{P}applied") == bp:
+        st.success(f"Applied: the sliders here and on Inspect now read dense {bp['dense_weight']:g}, sparse "
+                   f"{bp['sparse_weight']:g}, k {bp['rrf_k']}.")
     st.subheader("Per query vs the agentos baseline (final nDCG@10)")
     wins = sum(1 for d in deltas if d["delta"] > 1e-9)
     losses = sum(1 for d in deltas if d["delta"] < -1e-9)
     st.caption(f"{wins} wins, {losses} losses, {len(deltas) - wins - losses} ties")
-    st.dataframe([{**d, "baseline": round(d["baseline"], 3), "config": round(d["config"], 3),
-                   "delta": round(d["delta"], 3)} for d in deltas], hide_index=True, width="stretch")
+    st.caption("Click a query to open it in Inspect with this configuration.")
+    ev = st.dataframe([{**d, "baseline": round(d["baseline"], 3), "config": round(d["config"], 3),
+                        "delta": round(d["delta"], 3)} for d in deltas], hide_index=True, width="stretch",
+                      on_select="rerun", selection_mode="single-row", key=f"{P}per_q")
+    n = selected_row(ev)
+    if n is not None:
+        q = {x.qid: x for x in queries}[deltas[n]["qid"]]
+        open_in_inspect(st.session_state.get(f"{P}cfg", cfg), q.query, q.scope, None, ws.store.version())

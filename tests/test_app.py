@@ -84,10 +84,18 @@ def inspect(**params) -> AppTest:
 
 
 def column_ids(at, stage: str) -> list[str]:
+    import html
     import re
 
     block = next((m.value for m in at.markdown if f"data-stage='{stage}'" in m.value), "")
-    return re.findall(r"<code title='([^']+)'>", block)
+    found = re.search(r"data-ids='([^']*)'", block)
+    return [i for i in html.unescape(found.group(1)).split(",") if i] if found else []
+
+
+def column_table(at, stage: str):
+    """The stage column's table (the dataframe just before its id list)."""
+    ids = column_ids(at, stage)
+    return next(d.value for d in at.dataframe if "by" in d.value.columns and list(d.value["id"]) == ids)
 
 
 def test_inspect_shows_five_stages_and_an_explanation(demo_env):
@@ -97,8 +105,14 @@ def test_inspect_shows_five_stages_and_an_explanation(demo_env):
     assert [h.split("**")[1] for h in heads[:5]] == ["Dense", "Sparse (BM25)", "Merged (RRF)", "Reranked", "Final"]
     assert column_ids(at, "sparse")[0] == "priya-lens-repair"
     assert column_ids(at, "final")[0] == "priya-lens-repair"
-    assert "<mark>FX</mark>" in next(m.value for m in at.markdown if "data-stage='sparse'" in m.value)
-    assert any("Rank 1 of 10" in s.value for s in at.success)  # explanation of the selected trace
+    row = column_table(at, "final").iloc[0].to_dict()
+    assert row["#"] == "1" and row["by"] == "🟣" and "FX-209847" in row["text"]  # hashing: dense finds it too
+    assert any("Rank 1 of 10" in s.value for s in at.success)  # explanation of the final #1 by default
+    assert any("<mark>FX</mark>" in m.value for m in at.markdown)  # its text, query terms highlighted
+    stages = next(d.value for d in at.dataframe if list(d.value.columns) == ["stage", "rank", "score", "note"])
+    assert list(stages["stage"]) == ["Dense", "Sparse (BM25)", "Merged", "Reranked", "Final"]
+    assert stages["rank"].tolist()[1:] == ["1", "1", "—", "1"]
+    assert not any("None" in str(v) or "nan" == str(v) for d in at.dataframe for v in d.value.to_numpy().ravel())
 
 
 def test_moving_a_fusion_slider_refuses_from_cache(demo_env):
@@ -120,11 +134,19 @@ def test_typed_id_and_agentos_preset_explain_why_not(demo_env):
     import json
 
     assert json.loads(at.json[0].value)["rrf_k"] == 60  # the settings the result was made with
+    columns = ["i_col_dense", "i_col_sparse", "i_col_merged", "i_col_final"]  # agentos: no reranker
     at.text_input(key="i_typed").input("maya-intro").run()
     assert not at.exception
-    assert any("Dropped at **dense**" in w.value and "belongs to scope user:maya" in w.value for w in at.warning)
+    assert [w.value for w in at.warning if "maya-intro" in w.value] == [
+        "Trace 'maya-intro' is not visible from this query: it is outside the scope this query searched, so "
+        "neither search can return it."]
+    assert [d.key for d in at.dataframe] == columns  # no stage table for it: nothing about it is shown
+    assert not any("Maya" in m.value for m in at.markdown)
     at.text_input(key="i_typed").input("no-such-trace").run()
-    assert any("No trace with id 'no-such-trace'" in w.value for w in at.warning)
+    assert any(w.value.startswith("No trace with id 'no-such-trace' exists in this store") for w in at.warning)
+    assert not any("Dropped" in w.value for w in at.warning)
+    assert [d.key for d in at.dataframe] == columns
+    assert at.query_params["i_id"] == "no-such-trace"  # the explained id is part of the link
 
 
 def test_fact_query_injects_the_fact_first(demo_env):
@@ -137,8 +159,11 @@ def test_selecting_cohere_without_a_key_is_a_clear_error(demo_env, monkeypatch):
     monkeypatch.delenv("COHERE_API_KEY", raising=False)
     monkeypatch.delenv("CO_API_KEY", raising=False)
     at = inspect(i_q="where do I live now?", i_scope="user:maya", i_reranker="cohere")
-    assert not at.exception
-    assert any("COHERE_API_KEY" in e.value for e in at.error)
+    assert not at.exception and not at.error
+    warn = [w.value for w in at.warning if "cohere reranker could not be loaded" in w.value]
+    assert len(warn) == 1 and "COHERE_API_KEY" in warn[0] and "Showing the lists without reranking" in warn[0]
+    assert column_ids(at, "final")[0].startswith("fact-graph:user:livesIn")  # the lists it has are kept
+    assert column_ids(at, "reranked") == []
 
 
 def test_empty_query_and_reranker_path(demo_env):
@@ -148,7 +173,20 @@ def test_empty_query_and_reranker_path(demo_env):
                  i_split_threshold="1.0")
     assert not at.exception
     assert column_ids(at, "reranked")
-    assert any("Split-on-ambiguous" in c.value for c in at.caption)
+    split = next(i.value for i in at.info if i.value.startswith("Split-on-ambiguous"))
+    d = at.session_state["i_result"][1].diagnostics
+    replaced = d.split_on_ambiguous["replaced_ids"]
+    assert f"split {len(d.record.rerank.split_halves)} of {d.split_on_ambiguous['candidate_count']} candidates" in split
+    assert f"replaced {len(replaced)} " in split and replaced
+    final = column_table(at, "final")
+    marked = final[final["by"].str.contains("✂")]
+    assert list(marked["id"]) == [i for i in d.stage_ids["final"] if i in replaced]
+    first = marked.iloc[0]
+    sp = d.splits[first["id"]]
+    assert first["text"].startswith(f"[✂ half {sp.chosen}: {max(sp.half_scores):.3f} vs whole {sp.whole:.3f}]")
+    merged = column_table(at, "merged")  # the merged column shows the stored (whole) text
+    assert not merged["text"].str.startswith("[✂").any()
+    assert any(e.label.startswith("✂ whole text of") for e in at.expander)
 
 
 def test_config_json_round_trips_and_bad_files_are_named():
@@ -160,7 +198,7 @@ def test_config_json_round_trips_and_bad_files_are_named():
         PipelineConfig.from_json('{"speed": 3}')
     with pytest.raises(ValueError, match="not valid JSON"):
         PipelineConfig.from_json("{")
-    with pytest.raises(ValueError, match="'rrf_k' is 0"):
+    with pytest.raises(ValueError, match="'rrf_k': rrf_k=0 must be"):
         PipelineConfig.from_json('{"rrf_k": 0}')
 
 
@@ -230,6 +268,98 @@ def test_cohere_reranker_through_the_page_and_a_wrong_key(demo_env, monkeypatch)
         server.mode = "401"
         at = inspect(i_q="what's my dog called?", i_scope="user:maya", i_reranker="cohere")
         warn = " ".join(w.value for w in at.warning)
-        assert "reranker:error" in warn and "wrong or expired" in warn and "sk-page-test" not in warn
+        assert "The reranker failed, so nothing was reranked" in warn and "reranker:error" not in warn
+        small = " ".join(c.value for c in at.caption)
+        assert "code `reranker:error`" in small and "wrong or expired" in small and "sk-page-test" not in small
         assert column_ids(at, "final")  # the merged order is kept, the page stays usable
         get_reranker.clear()
+
+
+def test_a_link_carries_every_setting_and_round_trips(demo_env):
+    at = inspect(i_q="where do I live now?", i_scope="user:maya", i_dense_weight="0.3")
+    qp = dict(at.query_params)
+    from retrieval.workspace import Workspace
+    from ui.links import FIELDS
+
+    # every field, defaults included, plus the store version; never the server URL
+    assert {f"i_{n}" for n in FIELDS} | {"i_q", "i_scope", "i_depth", "i_v"} <= set(qp)
+    assert qp["i_dense_weight"] == "0.3" and qp["i_sparse_weight"] == "0.5" and qp["i_rrf_k"] == "10"
+    assert qp["i_v"] == str(Workspace(demo_env).store.version()) and "i_openai_base_url" not in qp
+    at.slider(key="i_rrf_k").set_value(25).run()
+    assert at.query_params["i_rrf_k"] == "25"
+    again = inspect(**dict(at.query_params))  # the copied link, opened in a new session
+    assert again.slider(key="i_rrf_k").value == 25 and again.slider(key="i_dense_weight").value == 0.3
+    assert column_ids(again, "final") == column_ids(at, "final")
+    assert not [w for w in again.warning if "link" in w.value.lower()]
+
+
+def test_invalid_link_parameters_and_a_changed_store_are_named(demo_env):
+    at = inspect(i_q="where do I live now?", i_scope="user:nobody", i_rrf_k="99999", i_reranker="bogus",
+                 i_v="0")
+    assert not at.exception
+    warn = [w.value for w in at.warning]
+    ignored = next(w for w in warn if w.startswith("Ignored link parameter"))
+    assert "`i_scope=user:nobody` (no such scope in this store)" in ignored
+    assert "`i_rrf_k=99999` (allowed: an integer from 1 to 200)" in ignored
+    assert "`i_reranker=bogus` (not one of none, embedding, cohere, cross-encoder)" in ignored
+    assert any(w.startswith("This link was made when the store was at version 0") for w in warn)
+    assert at.slider(key="i_rrf_k").value == 10 and at.selectbox(key="i_reranker").value == "none"
+    at.slider(key="i_rrf_k").set_value(20).run()  # once the view changes, the link's notes go
+    assert not any(w.value.startswith("Ignored link") for w in at.warning)
+
+
+def test_escalation_is_a_sentence_with_the_code_in_small_print(demo_env):
+    at = inspect(i_q="!!!???", i_scope="user:maya")
+    assert not at.exception
+    assert any(w.value.startswith("No query word matched any trace in BM25") for w in at.warning)
+    assert any(c.value == "code `hybrid-retriever:sparse-empty`" for c in at.caption)
+    assert column_ids(at, "final") == column_ids(at, "dense")[:10]
+
+
+def test_convex_fusion_is_a_refusion(demo_env):
+    at = inspect(i_q="status of ticket FX-209847", i_scope="user:priya")
+    at.radio(key="i_fusion").set_value("convex").run()
+    assert not at.exception
+    assert any("Re-fused from cached stage lists" in c.value for c in at.caption)
+    assert any(m.value.startswith("**Merged (convex, minmax)**") for m in at.markdown)
+    assert at.query_params["i_fusion"] == "convex"
+    at.radio(key="i_preset").set_value("agentos").run()  # agentos is always RRF
+    assert at.radio(key="i_fusion").value == "rrf" and at.radio(key="i_fusion").disabled
+
+
+def test_timings_keep_the_search_after_a_slider_move(demo_env):
+    at = inspect(i_q="where do I live now?", i_scope="user:maya")
+    at.slider(key="i_dense_weight").set_value(0.8).run()
+    d = at.session_state["i_result"][1].diagnostics
+    from ui.state import run_config  # noqa: F401 (the page re-fused; the cached search kept its timings)
+
+    import json
+
+    assert "null" not in at.json[0].value.lower()
+    assert json.loads(at.json[0].value)["split_threshold"] == "—"
+    assert {"embed", "dense", "sparse", "facts"} <= set(d.timings_ms)
+
+
+def test_compare_puts_rrf_and_convex_side_by_side(demo_env):
+    at = page("pages/3_Compare.py")
+    at.radio(key="cmp_b_preset").set_value("hybrid").run()
+    at.radio(key="cmp_b_fusion").set_value("convex").run()
+    at.text_input(key="cmp_q").input("status of ticket FX-209847").run()
+    at.selectbox(key="cmp_scope").select("user:priya").run()
+    assert not at.exception
+    assert any(s.label.startswith("Ran A (agentos, rrf) and B (hybrid, convex)") for s in at.status)
+    grades = [v for d in at.dataframe if "grade" in d.value.columns for v in d.value["grade"]]
+    assert grades and all(g not in (None, "None", "nan") for g in grades)
+
+
+def test_tune_apply_best_sets_the_sliders_here_and_on_inspect(demo_env):
+    at = page("pages/4_Tune.py")
+    at.button(key="t_run").click().run(timeout=180)
+    bp = at.session_state["t_out"][1].best_params
+    heat = [c for c in at.get("plotly_chart")]
+    assert heat
+    at.button(key="t_apply_best").click().run()
+    assert not at.exception
+    assert (at.slider(key="t_dense_weight").value, at.slider(key="t_rrf_k").value) == (bp["dense_weight"], bp["rrf_k"])
+    assert at.session_state["i_dense_weight"] == bp["dense_weight"] and at.session_state["i_rrf_k"] == bp["rrf_k"]
+    assert any(s.value.startswith("Applied: the sliders here and on Inspect") for s in at.success)

@@ -1,90 +1,121 @@
-"""Plotly figure builders. Pure functions of plain data: no Streamlit, tested on their own."""
+"""Plotly figure builders. Pure functions of plain data: no Streamlit, tested on their own (tests/test_charts.py)."""
 from __future__ import annotations
 
 from typing import Mapping, Sequence
 
 import plotly.graph_objects as go
 
-STAGE_LABELS = {"dense": "Dense", "sparse": "Sparse (BM25)", "merged": "Merged (RRF)", "reranked": "Reranked",
+from .view import origin, timing_items  # noqa: F401 (origin re-exported for pages)
+
+STAGE_LABELS = {"dense": "Dense", "sparse": "Sparse (BM25)", "merged": "Merged", "reranked": "Reranked",
                 "final": "Final"}
-ORIGIN_COLORS = {"both": "#7b3fb0", "dense": "#1f77b4", "sparse": "#e4572e", "fact": "#2a9d4b"}
-ORIGIN_LABELS = {"both": "dense + BM25", "dense": "dense only", "sparse": "BM25 only", "fact": "fact graph"}
+# One colour per origin, the same as the stage columns' marks (🔵 🟠 🟣 🟢).
+ORIGIN_COLORS = {"dense": "#1f77b4", "sparse": "#ff7f0e", "both": "#9467bd", "fact": "#2ca02c"}
+ORIGIN_LABELS = {"dense": "dense only", "sparse": "BM25 only", "both": "dense + BM25", "fact": "fact graph"}
+FONT = 13  # the smallest text on any chart (px)
+TOP_N = 10
 
 
-def origin(trace_id: str, stage_ids: Mapping[str, Sequence[str]], fact_ids: Sequence[str] = ()) -> str:
-    if trace_id in fact_ids:
-        return "fact"
-    d, s = trace_id in stage_ids.get("dense", ()), trace_id in stage_ids.get("sparse", ())
-    return "both" if d and s else "dense" if d else "sparse" if s else "dense"
+def short_id(tid: str, limit: int = 22) -> str:
+    return tid if len(tid) <= limit else tid[: limit - 1] + "…"
 
 
-def rank_flow_figure(stage_ids: Mapping[str, Sequence[str]], fact_ids: Sequence[str] = (), top: int = 15,
+def rank_flow_figure(stage_ids: Mapping[str, Sequence[str]], fact_ids: Sequence[str] = (), top: int = TOP_N,
                      highlight: str | None = None, stages: Sequence[str] = tuple(STAGE_LABELS)) -> go.Figure:
-    """Each trace a line across the stages it appears in (rank on y, best at the top).
+    """Each trace a line across the stages, rank on y in a fixed band 1..`top` (best at the top).
 
-    Shows every trace that reaches the top `top` of any stage, so a trace that falls out is visible
-    as a line that stops.
+    Every trace in the top `top` of any stage is drawn; a rank deeper than `top` sits on one row
+    below the band ("deeper"), so one deep rank never squeezes the top. A trace is labelled at its
+    last point; each point carries its id (`customdata`) for click-to-explain.
     """
-    shown_stages = [s for s in stages if stage_ids.get(s)]
+    shown = [s for s in stages if stage_ids.get(s)]
+    deeper = top + 1
     ids: list[str] = []
-    for s in shown_stages:
-        for i in stage_ids[s][:top]:
-            if i not in ids:
-                ids.append(i)
+    for s in shown:
+        ids += [i for i in stage_ids[s][:top] if i not in ids]
     fig = go.Figure()
     seen: set[str] = set()
-    pos = {s: n for n, s in enumerate(shown_stages)}
     for tid in ids:
-        pts = [(s, stage_ids[s].index(tid) + 1) for s in shown_stages
-               if tid in stage_ids[s] and stage_ids[s].index(tid) < max(top, 30)]
+        pts = [(STAGE_LABELS[s], min(list(stage_ids[s]).index(tid) + 1, deeper), list(stage_ids[s]).index(tid) + 1)
+               for s in shown if tid in stage_ids[s]]
         o = origin(tid, stage_ids, fact_ids)
         in_final = tid in stage_ids.get("final", ())
         hot = tid == highlight
-        width = 5 if hot else (2.5 if in_final else 1.2)
-        # A segment that skips a stage (e.g. dense → merged past the sparse column) is dashed: the
-        # trace was not in the skipped list.
-        for (s1, r1), (s2, r2) in zip(pts, pts[1:]):
-            fig.add_trace(go.Scatter(
-                x=[STAGE_LABELS[s1], STAGE_LABELS[s2]], y=[r1, r2], mode="lines", showlegend=False, hoverinfo="skip",
-                line={"color": ORIGIN_COLORS[o], "width": width, "dash": "solid" if pos[s2] - pos[s1] == 1 else "dot"},
-                opacity=1.0 if (in_final or hot) else 0.45))
         fig.add_trace(go.Scatter(
-            x=[STAGE_LABELS[s] for s, _ in pts], y=[r for _, r in pts], mode="markers", name=ORIGIN_LABELS[o],
-            legendgroup=o, showlegend=o not in seen,
-            marker={"color": ORIGIN_COLORS[o], "size": 11 if hot else (9 if in_final else 6),
+            x=[p[0] for p in pts], y=[p[1] for p in pts], mode="lines+markers+text", name=ORIGIN_LABELS[o],
+            legendgroup=o, showlegend=o not in seen, customdata=[tid] * len(pts),
+            text=[""] * (len(pts) - 1) + [short_id(tid)], textposition="middle right",
+            textfont={"size": FONT - 1 if not hot else FONT, "color": ORIGIN_COLORS[o]},
+            line={"color": ORIGIN_COLORS[o], "width": 5 if hot else (2.5 if in_final else 1.2)},
+            opacity=1.0 if (in_final or hot) else 0.5,
+            marker={"color": ORIGIN_COLORS[o], "size": 13 if hot else (9 if in_final else 7),
                     "symbol": "circle" if in_final else "circle-open"},
-            hovertemplate=f"<b>{tid}</b><br>%{{x}}: rank %{{y}}<extra></extra>"))
+            hovertemplate=[f"<b>{tid}</b><br>{x}: rank {r}<extra></extra>" for x, _, r in pts]))
         seen.add(o)
-    fig.update_yaxes(autorange="reversed", title="rank", dtick=5 if top > 15 else 1, zeroline=False)
-    fig.update_xaxes(categoryorder="array", categoryarray=[STAGE_LABELS[s] for s in shown_stages])
-    fig.update_layout(height=420, margin={"l": 40, "r": 10, "t": 30, "b": 30}, legend_title_text="found by",
-                      title={"text": "Rank flow — filled dots reach the final list; dotted lines skip a stage",
-                             "font": {"size": 14}})
+    ticks = list(range(1, top + 1)) + [deeper]
+    fig.update_yaxes(range=[deeper + 0.6, 0.4], tickvals=ticks, ticktext=[str(t) for t in ticks[:-1]] + [f"> {top}"],
+                     title="rank", zeroline=False, tickfont={"size": FONT}, fixedrange=True)
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=[STAGE_LABELS[s] for s in shown],
+                     tickfont={"size": FONT}, range=[-0.3, len(shown) - 0.2], fixedrange=True)
+    fig.update_layout(height=160 + 30 * (top + 1), margin={"l": 50, "r": 10, "t": 40, "b": 30},
+                      legend={"title": {"text": "found by"}, "orientation": "h", "y": -0.08, "font": {"size": FONT}},
+                      clickmode="event+select", dragmode=False,
+                      title={"text": f"Rank flow (top {top}) — filled dots reach the final list; click a point to "
+                                     "explain it", "font": {"size": FONT + 1}})
     return fig
 
 
-def bar_figure(values: Mapping[str, float], title: str, color: str = "#1f77b4", height: int = 220) -> go.Figure:
+def bar_figure(values: Mapping[str, float], title: str, color: str = "#1f77b4", height: int = 220,
+               labels: Sequence[str] | None = None) -> go.Figure:
     names = list(values)
     fig = go.Figure(go.Bar(x=[values[n] for n in names], y=names, orientation="h", marker_color=color,
-                           text=[f"{values[n]:.3f}" for n in names], textposition="auto"))
-    fig.update_yaxes(autorange="reversed")
-    fig.update_layout(height=height, margin={"l": 10, "r": 10, "t": 30, "b": 10}, title={"text": title, "font": {"size": 13}})
+                           text=list(labels) if labels is not None else [f"{values[n]:.3f}" for n in names],
+                           textposition="auto", textfont={"size": FONT}))
+    fig.update_yaxes(autorange="reversed", tickfont={"size": FONT})
+    fig.update_xaxes(tickfont={"size": FONT})
+    fig.update_layout(height=height, margin={"l": 10, "r": 10, "t": 36, "b": 10},
+                      title={"text": title, "font": {"size": FONT + 1}})
     return fig
+
+
+def dense_terms_figure(terms: Sequence[Mapping[str, float]]) -> go.Figure:
+    """The dense (cognitive) score as weight × value per term: the bars sum to the dense score."""
+    total = sum(float(t["points"]) for t in terms)
+    values = {f"{t['term']} (weight {t['weight']:g})": float(t["points"]) for t in terms}
+    labels = [f"{t['weight']:g} × {t['value']:.3f} = {t['points']:.3f}" for t in terms]
+    return bar_figure(values, f"Dense score {total:.4f} = the sum of these bars (weight × value)", "#1f77b4",
+                      height=70 + 34 * len(terms), labels=labels)
+
+
+def bm25_figure(tree: Sequence[Mapping[str, float]]) -> go.Figure:
+    """BM25 per query term (idf × tf saturation × times in the query): the bars sum to the BM25 score."""
+    total = sum(float(r["score"]) for r in tree)
+    values = {str(r["term"]): float(r["score"]) for r in tree}
+    labels = [f"{r['qtf']:g} × {r['idf']:.3f} × {r['saturation']:.3f} = {r['score']:.3f}" if r["score"] else "0"
+              for r in tree]
+    return bar_figure(values, f"BM25 score {total:.4f} = the sum of these bars (qtf × idf × tf saturation)",
+                      ORIGIN_COLORS["sparse"], height=70 + 34 * len(tree), labels=labels)
 
 
 def heatmap_figure(matrix: Sequence[Sequence[float]], xs: Sequence, ys: Sequence, best: tuple[int, int] | None,
                    x_title: str, y_title: str, metric: str) -> go.Figure:
-    """Sweep heatmap; `best` = (row, col) is marked with a star."""
-    fig = go.Figure(go.Heatmap(z=matrix, x=[str(x) for x in xs], y=[str(y) for y in ys], colorscale="Viridis",
-                               colorbar={"title": metric}, hovertemplate=f"{x_title} %{{x}}<br>{y_title} %{{y}}<br>"
-                               f"{metric} %{{z:.4f}}<extra></extra>",
-                               text=[[f"{v:.3f}" for v in row] for row in matrix], texttemplate="%{text}"))
+    """Sweep heatmap on categorical axes (k = 1, 5, 10 are equal cells); the best cell is outlined and
+    its value starred, so the value stays readable."""
+    xl, yl = [str(x) for x in xs], [str(y) for y in ys]
+    text = [[f"{v:.3f}" for v in row] for row in matrix]
     if best is not None:
         r, c = best
-        fig.add_trace(go.Scatter(x=[str(xs[c])], y=[str(ys[r])], mode="markers", showlegend=False,
-                                 marker={"symbol": "star", "size": 22, "color": "white", "line": {"color": "black", "width": 2}},
-                                 hovertemplate="best<extra></extra>"))
-    fig.update_layout(height=380, margin={"l": 40, "r": 10, "t": 30, "b": 40}, xaxis_title=x_title, yaxis_title=y_title)
+        text[r][c] = f"★ {matrix[r][c]:.3f}"
+    fig = go.Figure(go.Heatmap(z=matrix, x=xl, y=yl, colorscale="Viridis", colorbar={"title": {"text": metric}},
+                               hovertemplate=f"{x_title} %{{x}}<br>{y_title} %{{y}}<br>{metric} %{{z:.4f}}<extra></extra>",
+                               text=text, texttemplate="%{text}", textfont={"size": FONT}))
+    if best is not None:
+        r, c = best
+        fig.add_shape(type="rect", x0=c - 0.5, x1=c + 0.5, y0=r - 0.5, y1=r + 0.5, xref="x", yref="y",
+                      line={"color": "#ff2d55", "width": 4})
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=xl, title=x_title, tickfont={"size": FONT})
+    fig.update_yaxes(type="category", categoryorder="array", categoryarray=yl, title=y_title, tickfont={"size": FONT})
+    fig.update_layout(height=90 + 38 * len(yl), margin={"l": 60, "r": 10, "t": 30, "b": 50}, font={"size": FONT})
     return fig
 
 
@@ -113,6 +144,26 @@ def facts_timeline_figure(rows: Sequence[Mapping], highlight_keys: Sequence[str]
 
 
 def timings_figure(timings: Mapping[str, float]) -> go.Figure:
-    stages = [k for k in timings if k != "total"]
-    return bar_figure({k: timings[k] for k in stages}, "time per stage (ms)", color="#888888",
-                      height=60 + 24 * len(stages))
+    """Every recorded stage's time (ms), in pipeline order; the search total in the title."""
+    items = timing_items(timings)
+    total = timings.get("search")
+    title = "time per stage (ms)" + (f" — search took {total:.0f} ms in all" if isinstance(total, (int, float)) else "")
+    return bar_figure({k: v for k, v in items}, title, color="#888888", height=80 + 28 * max(len(items), 1),
+                      labels=[f"{v:.1f} ms" for _, v in items])
+
+
+def snapshot_trend_figure(rows: Sequence[Mapping], metric_names: Sequence[str], label_key: str = "snapshot",
+                          highlight: Sequence[str] = ()) -> go.Figure:
+    """Each metric a line over a case's snapshots (oldest left); `highlight` rings the diffed pair."""
+    fig = go.Figure()
+    xs = [f"{n + 1}. {r.get('label') or r[label_key]}" for n, r in enumerate(rows)]
+    for m in metric_names:
+        fig.add_trace(go.Scatter(x=xs, y=[r.get(m) for r in rows], mode="lines+markers", name=m,
+                                 customdata=[r[label_key] for r in rows],
+                                 hovertemplate=m + " %{y:.3f}<br>%{customdata}<extra></extra>"))
+    marked = [x for x, r in zip(xs, rows) if r[label_key] in highlight]
+    for x in marked:
+        fig.add_vline(x=x, line={"color": "#888", "dash": "dot"})
+    fig.update_layout(height=320, margin={"l": 40, "r": 10, "t": 30, "b": 40}, yaxis_range=[0, 1.02],
+                      xaxis_title="snapshot", yaxis_title="mean over judged queries")
+    return fig

@@ -1,0 +1,195 @@
+"""Links that reproduce an Inspect view: every knob in the URL (defaults too), bad values named.
+
+Pure Python (no Streamlit): `read_link` turns a URL's query parameters into typed values plus the
+list of parameters it ignored and why; `write_link` turns the view back into parameters. The
+settings panel takes its widget ranges from `FIELDS`, so a link and a slider accept the same values.
+
+A link always carries every field — a default written out cannot change meaning when the default
+(or the biggest scope) changes later — and the store's table version (`v`), so a reader can be told
+that the store changed since the link was made.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from retrieval.config import CLASSIFIER_CHOICES, GENERATOR_CHOICES, RERANKER_CHOICES, PipelineConfig
+from retrieval.fusion import FUSIONS, NORMALIZATIONS
+from retrieval.presets import PRESETS
+
+ALL_SCOPES = "(all scopes)"
+ALL_SCOPES_PARAM = "all"
+MAX_QUERY = 2000
+MAX_TEXT = 300
+DEPTHS = (10, 20, 30, 50)  # rank-flow depths offered
+
+
+@dataclass(frozen=True)
+class Field:
+    """What one URL parameter may hold; numeric ranges are the widget's ranges."""
+
+    kind: str  # "choice" | "float" | "int" | "bool" | "text"
+    choices: tuple[str, ...] = ()
+    lo: float = 0.0
+    hi: float = 0.0
+    step: float = 1.0
+    max_len: int = MAX_TEXT
+
+    def parse(self, raw: str) -> Any:
+        """The typed value, or ValueError saying what is allowed."""
+        if self.kind == "choice":
+            if raw not in self.choices:
+                raise ValueError(f"not one of {', '.join(self.choices)}")
+            return raw
+        if self.kind == "bool":
+            if raw.lower() not in ("true", "false"):
+                raise ValueError("must be true or false")
+            return raw.lower() == "true"
+        if self.kind == "text":
+            if len(raw) > self.max_len:
+                raise ValueError(f"longer than {self.max_len} characters")
+            return raw
+        try:
+            num = float(raw)
+        except ValueError:
+            raise ValueError(f"not a number; allowed: {self.describe()}") from None
+        if not math.isfinite(num) or not self.lo <= num <= self.hi or (self.kind == "int" and num != int(num)):
+            raise ValueError(f"allowed: {self.describe()}")
+        return int(num) if self.kind == "int" else num
+
+    def describe(self) -> str:
+        kind = "an integer" if self.kind == "int" else "a number"
+        return f"{kind} from {self.lo:g} to {self.hi:g}"
+
+
+# Config fields, with the ranges the settings panel's widgets use.
+FIELDS: dict[str, Field] = {
+    "preset": Field("choice", PRESETS),
+    "fusion": Field("choice", FUSIONS),
+    "normalization": Field("choice", NORMALIZATIONS),
+    "dense_weight": Field("float", lo=0.0, hi=1.0, step=0.05),
+    "sparse_weight": Field("float", lo=0.0, hi=1.0, step=0.05),
+    "rrf_k": Field("int", lo=1, hi=200, step=1),
+    "top_k": Field("int", lo=1, hi=100),
+    "over_fetch": Field("int", lo=1, hi=10),
+    "reranker": Field("choice", RERANKER_CHOICES),
+    "cross_encoder_path": Field("text"),
+    "rerank_weight": Field("float", lo=0.0, hi=1.0, step=0.05),
+    "split_threshold": Field("float", lo=0.0, hi=1.0, step=0.05),
+    "hyde": Field("bool"),
+    "multi_query_n": Field("int", lo=0, hi=5),
+    "generator": Field("choice", GENERATOR_CHOICES),
+    "openai_model": Field("text"),
+    "facts": Field("bool"),
+    "classifier": Field("choice", CLASSIFIER_CHOICES),
+    "valence": Field("float", lo=-1.0, hi=1.0, step=0.1),
+    "arousal": Field("float", lo=0.0, hi=1.0, step=0.1),
+    "dominance": Field("float", lo=-1.0, hi=1.0, step=0.1),
+}
+# View fields: the query, the scope, the explained id, the rank-flow depth and the store version.
+VIEW_FIELDS: dict[str, Field] = {"q": Field("text", max_len=MAX_QUERY), "id": Field("text"),
+                                 "depth": Field("choice", tuple(str(d) for d in DEPTHS)), "v": Field("int", lo=0, hi=2**62)}
+NEVER_FROM_LINK = {"openai_base_url": "the server URL is never read from a link (a link must not choose where "
+                                      "a query, or a key, is sent)"}
+
+
+@dataclass(frozen=True)
+class Ignored:
+    param: str
+    value: str
+    why: str
+
+    def __str__(self) -> str:
+        value = self.value if len(self.value) <= 40 else self.value[:37] + "…"
+        return f"`{self.param}={value}` ({self.why})"
+
+
+@dataclass(frozen=True)
+class Link:
+    """A link's valid values (absent ones are not set) and what it ignored."""
+
+    config: dict[str, Any] = field(default_factory=dict)
+    query: str | None = None
+    scope: str | None = None  # a scope label, or ALL_SCOPES
+    target: str | None = None
+    depth: int | None = None
+    version: int | None = None
+    ignored: tuple[Ignored, ...] = ()
+
+
+def read_link(params: Mapping[str, str], prefix: str, scopes: Sequence[str], allow_all: bool = True) -> Link:
+    """Typed values from the URL parameters that start with `prefix`; every other one is ignored by name.
+
+    `scopes` are the store's scope labels (`user:maya`); `all` (or "(all scopes)") means every scope.
+    """
+    cfg: dict[str, Any] = {}
+    view: dict[str, Any] = {}
+    ignored: list[Ignored] = []
+    for param, raw in params.items():
+        if not param.startswith(prefix):
+            continue
+        name, raw = param[len(prefix):], str(raw)
+        if name in NEVER_FROM_LINK:
+            ignored.append(Ignored(param, raw, NEVER_FROM_LINK[name]))
+            continue
+        if name == "scope":
+            label = ALL_SCOPES if raw in (ALL_SCOPES_PARAM, ALL_SCOPES) else raw
+            if (label == ALL_SCOPES and allow_all) or label in scopes:
+                view["scope"] = label
+            else:
+                ignored.append(Ignored(param, raw, "no such scope in this store"))
+            continue
+        spec = FIELDS.get(name) or VIEW_FIELDS.get(name)
+        if spec is None:
+            ignored.append(Ignored(param, raw, "unknown parameter"))
+            continue
+        try:
+            value = spec.parse(raw)
+        except ValueError as exc:
+            ignored.append(Ignored(param, raw, str(exc)))
+            continue
+        (cfg if name in FIELDS else view)[name] = value
+    preset = cfg.get("preset", PipelineConfig().preset)
+    if preset == "agentos" and cfg.get("fusion", "rrf") != "rrf":
+        ignored.append(Ignored(f"{prefix}fusion", cfg.pop("fusion"), "the agentos preset is always RRF"))
+    return Link(config=cfg, query=view.get("q"), scope=view.get("scope"), target=view.get("id") or None,
+                depth=int(view["depth"]) if "depth" in view else None, version=view.get("v"), ignored=tuple(ignored))
+
+
+def fmt(value: Any) -> str:
+    """A value as the URL writes it: booleans lower-case, floats without float noise (0.35, not 0.35000000000000003)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{round(value, 6):g}"
+    return str(value)
+
+
+def write_link(prefix: str, cfg: PipelineConfig, query: str, scope: str | None, target: str | None = None,
+               depth: int | None = None, version: int | None = None) -> dict[str, str]:
+    """Every parameter of the view, defaults included (never the server URL)."""
+    out = {f"{prefix}q": query, f"{prefix}scope": ALL_SCOPES_PARAM if scope in (None, ALL_SCOPES) else scope}
+    out.update({f"{prefix}{name}": fmt(getattr(cfg, name)) for name in FIELDS})
+    if target:
+        out[f"{prefix}id"] = target
+    if depth is not None:
+        out[f"{prefix}depth"] = str(depth)
+    if version is not None:
+        out[f"{prefix}v"] = str(version)
+    return out
+
+
+def store_changed(link_version: int | None, current: int) -> str | None:
+    """A sentence when the link was made against another version of the store, else None."""
+    if link_version is None or link_version == current:
+        return None
+    return (f"This link was made when the store was at version {link_version}; it is now at version {current} "
+            "(traces were added, changed or deleted since), so the lists may differ from what the sender saw.")
+
+
+def ignored_sentence(ignored: Sequence[Ignored]) -> str | None:
+    if not ignored:
+        return None
+    return ("Ignored link parameter(s), so their defaults are used instead: "
+            + "; ".join(str(i) for i in ignored) + ".")
