@@ -7,6 +7,7 @@ import os
 import sys
 import time
 
+from .cli_cases import add_case_commands
 from .config import PipelineConfig, generator_fields, reranker_fields
 from .factory import build_retriever
 from .fusion import FUSIONS, NORMALIZATIONS
@@ -251,6 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--embedder", choices=EMBEDDERS, default="minilm")
     sp.add_argument("--out", help="write the results as JSON here")
     sp.set_defaults(func=cmd_eval)
+    add_case_commands(sub)
     return p
 
 

@@ -34,6 +34,7 @@ def build_demo_index(uri: str, force: bool = False, log: Callable[[str], None] =
     ws = Workspace(uri, embedder=embedder)
     if ws.store.count() and not force:
         log(f"demo index at {uri} already has {ws.store.count()} traces; reusing it (--force rebuilds)")
+        _demo_case(uri, log)
         return ws.status()
     traces = load_demo_traces()
     if force and ws.store.count():
@@ -49,4 +50,14 @@ def build_demo_index(uri: str, force: bool = False, log: Callable[[str], None] =
 
     rep = ws.ingest(traces, progress=progress)
     log(f"done in {time.perf_counter() - t0:.1f}s: {rep.written} traces, {rep.facts} facts")
+    _demo_case(uri, log)
     return ws.status()
+
+
+def _demo_case(uri: str, log: Callable[[str], None]) -> None:
+    """The demo judgments ship as case `demo` (imported once; an existing case is kept)."""
+    from .judgments.io import ensure_demo_case
+
+    rep = ensure_demo_case(uri, JUDGMENTS)
+    if rep is not None:
+        log(f"case 'demo': {rep.queries} judged queries, {rep.judgments} grades")

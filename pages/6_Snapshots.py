@@ -1,0 +1,224 @@
+"""Snapshots: import a case, run a configuration over it, follow the scores over time, diff any two runs
+(metric deltas with a paired t-test, per-query deltas, entered/left, the stage where each judged trace moved),
+and open any row in Inspect with that query and configuration."""
+from __future__ import annotations
+
+import json
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from retrieval.config import PipelineConfig
+from retrieval.judgments import JudgmentStore
+from retrieval.judgments.diff import diff_snapshots
+from retrieval.judgments.io import import_case, parse_jsonl, parse_qrels, parse_queries, suggest_case_name
+from retrieval.judgments.machine import WEAK_NOTE, agreement, machine_grade
+from retrieval.judgments.metrics import METRICS
+from retrieval.judgments.model import CaseQuery, query_key, scope_text
+from retrieval.judgments.snapshots import run_snapshot
+from ui.cache import ensure_model, get_generator, get_reranker, workspace
+from ui.charts import snapshot_trend_figure
+from ui.grading import inspect_query_params
+from ui.state import CachedModels
+from ui.widgets import config_panel, nav, scope_picker
+
+P = "s_"
+INSPECT = "pages/2_Inspect.py"
+INSPECT_URL = "Inspect"  # the page's URL path, for links inside tables
+
+st.set_page_config(page_title="Snapshots · Hybrid retrieval inspector", page_icon="📸", layout="wide")
+nav()
+from ui.access import page_guard; acc = page_guard()  # sign-in, allowed scopes, read-only (issue #17)
+ws = workspace()
+js = JudgmentStore(ws.uri)
+st.title("Snapshots")
+if ws.store.count() == 0:
+    st.info("The store is empty: load the demo corpus on the Corpus page first.")
+    st.stop()
+
+with st.sidebar:
+    st.header("Configuration to run")
+    cfg = config_panel(P, PipelineConfig.for_preset("hybrid"), bind=False, compact=True)
+
+
+def import_panel() -> None:
+    fmt = st.radio("Format", ["JSONL (qid, query, scope, relevant)", "BEIR queries.jsonl + TREC or BEIR qrels"],
+                   key=f"{P}imp_fmt", horizontal=True)
+    scale = st.radio("Scale", ["graded", "binary"], key=f"{P}imp_scale", horizontal=True,
+                     help="graded: 0–3; binary: 0/1")
+    if fmt.startswith("JSONL"):
+        up = st.file_uploader("Judgments JSONL", type=["jsonl", "json"], key=f"{P}imp_jsonl")
+        files = [up] if up else []
+    else:
+        qf = st.file_uploader("queries.jsonl", type=["jsonl"], key=f"{P}imp_queries")
+        rf = st.file_uploader("qrels (TREC or BEIR .tsv)", type=["tsv", "txt", "trec", "qrels"], key=f"{P}imp_qrels")
+        files = [qf, rf] if qf and rf else []
+        scope = scope_picker(ws, f"{P}imp_scope", "Scope of these queries", bind=False)
+    name = st.text_input("Case name", value=suggest_case_name(files[0].name) if files else "", key=f"{P}imp_name")
+    if not st.button("Import", key=f"{P}imp_go", disabled=not files):
+        return
+    try:
+        if fmt.startswith("JSONL"):
+            qs, qr, errs = parse_jsonl(files[0].getvalue(), scale, files[0].name)
+            keep = True
+        else:
+            texts, errs = parse_queries(files[0].getvalue(), files[0].name)
+            qr, qerrs = parse_qrels(files[1].getvalue(), scale, files[1].name)
+            errs, keep = errs + qerrs, False
+            qs = [CaseQuery(q, t, scope) for q, t in texts.items()]
+        rep = import_case(js, name.strip(), qs, qr, lambda ids: {t.id for t in ws.store.get(ids)}, scale, errs,
+                          f"import:{files[-1].name}", keep_unjudged=keep)
+    except ValueError as exc:
+        st.error(str(exc))
+        return
+    st.session_state[f"{P}case"] = rep.case
+    st.session_state[f"{P}imp_report"] = rep.to_dict()
+
+
+st.subheader("Case")
+with st.expander("Import a case", expanded=not js.case_names()):
+    if acc.write:
+        import_panel()
+    else:
+        st.caption("Importing cases needs write access (this app is read-only for you).")
+    rep = st.session_state.get(f"{P}imp_report")
+    if rep:
+        st.success(f"Case {rep['case']}: {rep['queries']} queries, {rep['judgments']} grades stored.")
+        for what, items in (("line(s) skipped", rep["errors"]), ("judged id(s) not in the store, skipped",
+                            rep["unknown_ids"]), ("qrels query id(s) without a query text, skipped",
+                                                  rep["unknown_queries"])):
+            if items:
+                st.warning(f"{len(items)} {what}: " + "; ".join(items[:20]) + (" …" if len(items) > 20 else ""))
+
+# A case is shown only when the visitor sees every scope its queries search.
+names = [n for n in js.case_names() if all(acc.sees(q.scope) for q in js.case(n).queries)]
+if not names:
+    st.info("No case yet: import one above, or run `python -m retrieval build-demo` (it ships the case `demo`).")
+    st.stop()
+if st.session_state.get(f"{P}case") not in names:
+    st.session_state[f"{P}case"] = "demo" if "demo" in names else names[0]
+case_name = st.selectbox("Case", names, key=f"{P}case")
+case = js.case(case_name)
+qrels = js.qrels(case)
+st.caption(f"{len(case.queries)} queries, {len(qrels)} with human grades · scale {case.scale}. Grade results on "
+           "the Inspect page; every snapshot is scored with today's human grades in the diff.")
+
+label = st.text_input("Label for the next snapshot", key=f"{P}label", placeholder="e.g. dense 0.7")
+if st.button(f"Run a snapshot of {len(case.queries)} queries with the sidebar configuration", key=f"{P}run",
+             type="primary", disabled=not (acc.write or acc.grade),
+             help=None if acc.write or acc.grade else "Running snapshots stores them: it needs write access"):
+    ensure_model()
+    bar = st.progress(0.0, text="searching…")
+    try:
+        snap = run_snapshot(ws, case, cfg, js, CachedModels(get_reranker, get_generator), label=label,
+                            progress=lambda d, t: bar.progress(d / t, text=f"query {d}/{t}"))
+    except (ValueError, ImportError) as exc:
+        st.error(str(exc))
+    else:
+        bar.empty()
+        prev = [r["id"] for r in js.snapshot_rows(case_name) if r["id"] != snap.id]
+        st.session_state[f"{P}b"] = snap.id  # diff the new run against the one before it
+        if prev:
+            st.session_state[f"{P}a"] = prev[-1]
+        st.success(f"Snapshot {snap.id}: nDCG@10 {snap.metrics['ndcg@10']:.3f} over {snap.judged_queries} judged "
+                   f"queries in {snap.elapsed_ms / 1000:.1f} s")
+
+rows = js.snapshot_rows(case_name)
+if not rows:
+    st.info("No snapshot of this case yet: pick a configuration in the sidebar and run one.")
+    st.stop()
+table = []
+for r in rows:
+    c = PipelineConfig.from_json(r["config"])
+    table.append({"snapshot": r["id"], "label": r["label"], "preset": c.preset, "fusion": c.fusion,
+                  "dense": c.dense_weight, "sparse": c.sparse_weight, "rrf_k": c.rrf_k, "reranker": c.reranker,
+                  **{m: round(v, 4) for m, v in json.loads(r["metrics"]).items()}})
+st.subheader("Snapshots of this case")
+ids = [r["snapshot"] for r in table]
+for side in ("a", "b"):  # another case was picked: its own defaults
+    if st.session_state.get(f"{P}{side}") not in ids:
+        st.session_state.pop(f"{P}{side}", None)
+c1, c2 = st.columns(2)
+a_id = c1.selectbox("A (baseline)", ids, index=max(0, len(ids) - 2), key=f"{P}a")
+b_id = c2.selectbox("B", ids, index=len(ids) - 1, key=f"{P}b")
+st.plotly_chart(snapshot_trend_figure(table, METRICS, highlight=(a_id, b_id)), key=f"{P}trend",
+                config={"displayModeBar": False})
+st.dataframe(table, hide_index=True, width="stretch", key=f"{P}list")
+
+if a_id == b_id:
+    st.caption("Pick two different snapshots to diff them.")
+    st.stop()
+sa, sb = js.snapshot(a_id), js.snapshot(b_id)
+diff = diff_snapshots(sa, sb, qrels)
+st.subheader(f"B − A · {diff.test}")
+if diff.config_changes:
+    st.caption("Config changes: " + ", ".join(f"{f} {a} → {b}" for f, (a, b) in diff.config_changes.items()))
+st.dataframe([{"metric": m.metric, "A": round(m.a, 4), "B": round(m.b, 4), "Δ": round(m.delta, 4),
+               "p": None if m.p_value is None else round(m.p_value, 4), "queries": m.n} for m in diff.metrics],
+             hide_index=True, width="stretch", key=f"{P}metrics")
+
+
+def link(q, cfg_) -> str:
+    scope = next((x.scope for x in sb.queries if x.qid == q.qid), None)
+    return f"{INSPECT_URL}?{urlencode(inspect_query_params(cfg_, q.query, scope))}"
+
+
+per_query = [{"qid": q.qid, "query": q.query, "scope": q.scope, f"A {diff.metric}": round(q.a, 4),
+              f"B {diff.metric}": round(q.b, 4), "Δ": round(q.delta, 4), "entered top 10": ", ".join(q.entered),
+              "left top 10": ", ".join(q.left), "moved": len(q.moved), "Inspect A": link(q, sa.config),
+              "Inspect B": link(q, sb.config)} for q in diff.queries]
+st.markdown(f"**Per query** (worst first) · {sum(q.delta < 0 for q in diff.queries)} worse, "
+            f"{sum(q.delta > 0 for q in diff.queries)} better")
+st.dataframe(per_query, hide_index=True, width="stretch", key=f"{P}perq", column_config={
+    "Inspect A": st.column_config.LinkColumn(display_text="open A"),
+    "Inspect B": st.column_config.LinkColumn(display_text="open B")})
+moved = [{"qid": q.qid, "trace": m.trace_id, "grade": m.grade, "final A": m.rank_a, "final B": m.rank_b,
+          "moved at": m.stage, "rank there A": m.stage_rank_a, "rank there B": m.stage_rank_b}
+         for q in diff.queries for m in q.moved]
+st.markdown(f"**Judged traces that moved** ({len(moved)}) and the first stage where their rank changed")
+st.dataframe(moved, hide_index=True, width="stretch", key=f"{P}moved")
+
+qids = [q.qid for q in diff.queries]
+pick = st.selectbox("Open a query in Inspect", qids, key=f"{P}open",
+                    format_func=lambda q: f"{q} · {next(x.query for x in diff.queries if x.qid == q)}")
+chosen = next(x for x in sb.queries if x.qid == pick)
+c1, c2 = st.columns(2)
+with c1:
+    st.page_link(INSPECT, label=f"Inspect {pick} with A's configuration", icon="🔎",
+                 query_params=inspect_query_params(sa.config, chosen.query, chosen.scope))
+with c2:
+    st.page_link(INSPECT, label=f"Inspect {pick} with B's configuration", icon="🔎",
+                 query_params=inspect_query_params(sb.config, chosen.query, chosen.scope))
+
+with st.expander("Machine grading (optional) and agreement with human grades"):
+    st.caption("A text generator grades the ungraded top 10 of snapshot B with the UMBRELA prompt "
+               "(retrieval/judgments/machine.py). Machine grades are stored apart and never used by the metrics.")
+    gen = st.selectbox("Generator", ["cohere", "openai", "gemma"], key=f"{P}gen",
+                       format_func=lambda g: {"gemma": "local Gemma (weak)", "openai": "OpenAI-compatible server",
+                                              "cohere": "Cohere"}[g])
+    if gen == "gemma":
+        st.warning(WEAK_NOTE)
+    spec = gen
+    if gen == "openai":
+        url = st.text_input("Server URL", "http://127.0.0.1:11434", key=f"{P}gen_url")
+        model = st.text_input("Model", "llama3.2", key=f"{P}gen_model")
+        spec = f"openai:{url}#{model}"
+    if st.button("Machine-grade snapshot B", key=f"{P}grade", disabled=not acc.write):
+        bar = st.progress(0.0, text="grading…")
+        try:
+            rep = machine_grade(js, sb, get_generator(spec), lambda ids: {t.id: t.content for t in ws.store.get(ids)},
+                                progress=lambda d, t: bar.progress(d / t, text=f"{d}/{t}"))
+        except (ValueError, ImportError) as exc:
+            st.error(str(exc))
+        else:
+            bar.empty()
+            (st.warning if rep.stopped or rep.failures else st.success)(
+                f"{rep.grader}: {rep.graded} graded, {rep.skipped} already graded, {len(rep.failures)} failed"
+                + (f"; stopped: {rep.stopped}" if rep.stopped else ""))
+    keys = {(scope_text(q.scope), query_key(q.query)) for q in case.queries}
+    agree = agreement(j for j in js.judgments() if (scope_text(j.scope), query_key(j.query)) in keys)
+    if agree["n"]:
+        st.metric("Cohen's kappa (human vs machine)", f"{agree['kappa']:.2f}",
+                  help=f"{agree['n']} traces graded by both; {agree['agree']} identical grades")
+    else:
+        st.caption("No trace has both a human and a machine grade yet.")

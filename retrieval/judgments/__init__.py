@@ -1,0 +1,8 @@
+"""Judgments, cases and snapshots (SPEC §14): grade results, keep query sets, compare configurations.
+
+`store` (LanceDB tables beside `traces`), `io` (BEIR / TREC / JSONL), `metrics` (ir-measures),
+`snapshots` (run a config over a case), `diff` (compare two), `machine` (LLM grades, kappa).
+"""
+from .model import (GRADE_LABELS, SCALES, Case, CaseQuery, Judgment, Snapshot, SnapshotQuery,  # noqa: F401
+                    check_case_name, check_grade)
+from .store import JudgmentStore  # noqa: F401

@@ -1,0 +1,218 @@
+"""Import and export cases: BEIR queries.jsonl + TREC or BEIR qrels, and JSONL (data/demo/judgments.jsonl).
+
+Lenient like the trace loaders: a bad line is reported with its number and reason and the good
+lines are kept. Judged ids missing from the store and qrels queries missing from the queries file
+are listed and skipped (a grade on a trace that is not there could never be shown or regraded).
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+from ..types import Scope
+from .model import Case, CaseQuery, Judgment, check_case_name, check_grade, parse_scope, scope_text
+from .store import JudgmentStore
+
+MAX_LINE = 100_000  # characters; a longer line is not a qrels or query line
+
+
+@dataclass(frozen=True)
+class LineError:
+    file: str
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.file} line {self.line}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    case: str
+    queries: int  # queries in the case after the import
+    judgments: int  # grades written
+    errors: tuple[LineError, ...] = ()
+    unknown_ids: tuple[str, ...] = ()  # judged trace ids not in the store (skipped)
+    unknown_queries: tuple[str, ...] = ()  # qrels query ids without a query text (skipped)
+
+    def to_dict(self) -> dict:
+        return {"case": self.case, "queries": self.queries, "judgments": self.judgments,
+                "errors": [str(e) for e in self.errors], "unknown_ids": list(self.unknown_ids),
+                "unknown_queries": list(self.unknown_queries)}
+
+
+def _text(data: bytes | str) -> str:
+    if isinstance(data, bytes):
+        try:
+            return data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"the file is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
+    return data.removeprefix("\ufeff")
+
+
+def parse_qrels(data: bytes | str, scale: str = "graded", name: str = "qrels"):
+    """TREC (`qid 0 docid grade`, whitespace) or BEIR (`query-id<TAB>corpus-id<TAB>score`, header
+    optional), told apart per line by the column count. Returns ({qid: {doc id: grade}}, errors)."""
+    qrels: dict[str, dict[str, int]] = {}
+    errors = []
+    for n, line in enumerate(_text(data).splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if len(line) > MAX_LINE:
+            errors.append(LineError(name, n, f"line is longer than {MAX_LINE} characters"))
+            continue
+        cols = line.split("\t") if "\t" in line else line.split()
+        cols = [c.strip() for c in cols]
+        if len(cols) == 3 and cols[0] == "query-id":
+            continue
+        if len(cols) == 4:
+            qid, doc, grade = cols[0], cols[2], cols[3]
+        elif len(cols) == 3:
+            qid, doc, grade = cols
+        else:
+            errors.append(LineError(name, n, f"has {len(cols)} column(s); expected TREC `qid 0 docid grade` "
+                                             "or BEIR `query-id<TAB>corpus-id<TAB>score`"))
+            continue
+        if not qid or not doc:
+            errors.append(LineError(name, n, "empty query id or document id"))
+            continue
+        try:
+            qrels.setdefault(qid, {})[doc] = check_grade(grade, scale)
+        except ValueError as exc:
+            errors.append(LineError(name, n, str(exc)))
+    return qrels, errors
+
+
+def parse_queries(data: bytes | str, name: str = "queries.jsonl"):
+    """BEIR queries.jsonl ({"_id", "text"}) → ({qid: text}, errors)."""
+    out: dict[str, str] = {}
+    errors = []
+    for n, line in enumerate(_text(data).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            r = json.loads(line)
+            qid, text = str(r["_id"]), r["text"]
+            if not isinstance(text, str) or not text.strip():
+                raise ValueError
+        except (ValueError, KeyError, TypeError, RecursionError):
+            errors.append(LineError(name, n, 'not a BEIR query: expected {"_id": ..., "text": "..."}'))
+            continue
+        out[qid] = text.strip()
+    return out, errors
+
+
+def parse_jsonl(data: bytes | str, scale: str = "graded", name: str = "judgments.jsonl"):
+    """JSONL lines {"qid", "query", "scope"?, "relevant": {id: grade}, "note"?} → (queries, qrels, errors)."""
+    queries: list[CaseQuery] = []
+    qrels: dict[str, dict[str, int]] = {}
+    errors = []
+    for n, line in enumerate(_text(data).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            r = json.loads(line)
+            q = CaseQuery(str(r["qid"]), str(r["query"]).strip(), parse_scope(r.get("scope")), str(r.get("note", "")))
+            if not q.query:
+                raise ValueError("empty query")
+            rel = r.get("relevant") or {}
+            if not isinstance(rel, dict):
+                raise TypeError("relevant must map trace id to grade")
+            grades = {str(t): check_grade(g, scale) for t, g in rel.items()}
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
+            errors.append(LineError(name, n, f"{exc}; each line needs qid, query and relevant ({{id: grade}})"))
+            continue
+        queries.append(q)
+        if grades:
+            qrels[q.qid] = grades
+    return queries, qrels, errors
+
+
+def import_case(js: JudgmentStore, name: str, queries: list[CaseQuery], qrels: dict[str, dict[str, int]],
+                known_ids: Callable[[list[str]], Iterable[str]] | None = None, scale: str = "graded",
+                errors: Iterable[LineError] = (), source: str = "import", replace: bool = False,
+                keep_unjudged: bool = False) -> ImportReport:
+    """Write a case and its human grades. `known_ids(ids)` returns those in the store (None: trust all).
+
+    With qrels, only judged queries are kept unless `keep_unjudged` (BEIR queries files hold every split).
+    """
+    check_case_name(name)
+    by_qid = {q.qid: q for q in queries}
+    unknown_queries = tuple(sorted(q for q in qrels if q not in by_qid))
+    if qrels and not keep_unjudged:
+        queries = [q for q in queries if q.qid in qrels]
+    all_ids = sorted({t for q in queries for t in qrels.get(q.qid, {})})
+    known = set(known_ids(all_ids)) if known_ids else set(all_ids)
+    unknown_ids = tuple(t for t in all_ids if t not in known)
+    if not queries:
+        raise ValueError(f"nothing to import into case {name!r}: no query with a judgment "
+                         f"({len(unknown_queries)} qrels query id(s) have no text in the queries file); "
+                         "are the two files from the same dataset?")
+    case = js.save_case(Case(name, tuple(queries), scale), replace=replace)
+    n = js.add_judgments([Judgment(q.scope, q.query, t, g, "human", source) for q in queries
+                          for t, g in qrels.get(q.qid, {}).items() if t in known], scale)
+    return ImportReport(name, len(case.queries), n, tuple(errors), unknown_ids, unknown_queries)
+
+
+def import_files(js: JudgmentStore, name: str, *, queries: str | Path | None = None, qrels: str | Path | None = None,
+                 jsonl: str | Path | None = None, scope: Scope | None = None, scale: str = "graded",
+                 known_ids=None, replace: bool = False) -> ImportReport:
+    """`case import`: BEIR queries + qrels (in `scope`), or one JSONL file (its lines carry their scope)."""
+    check_case_name(name)
+    if jsonl is not None:
+        if queries is not None or qrels is not None:
+            raise ValueError("give either --jsonl or --queries with --qrels, not both")
+        qs, qr, errs = parse_jsonl(Path(jsonl).read_bytes(), scale, Path(jsonl).name)
+        return import_case(js, name, qs, qr, known_ids, scale, errs, f"import:{Path(jsonl).name}", replace,
+                           keep_unjudged=True)
+    if queries is None:
+        raise ValueError("give --queries FILE (BEIR queries.jsonl) with --qrels FILE, or --jsonl FILE")
+    texts, errs = parse_queries(Path(queries).read_bytes(), Path(queries).name)
+    qr: dict[str, dict[str, int]] = {}
+    if qrels is not None:
+        qr, qerrs = parse_qrels(Path(qrels).read_bytes(), scale, Path(qrels).name)
+        errs += qerrs
+    qs = [CaseQuery(q, t, scope) for q, t in texts.items()]
+    return import_case(js, name, qs, qr, known_ids, scale, errs, f"import:{Path(qrels or queries).name}", replace)
+
+
+def export_case(js: JudgmentStore, name: str, out: str | Path) -> list[Path]:
+    """Write queries.jsonl, qrels/test.tsv (BEIR), qrels.trec (TREC) and NAME.jsonl into `out`.
+
+    Human grades only. BEIR files carry no scope: the JSONL does (re-import it to keep scopes)."""
+    case = js.case(name)
+    qrels = js.qrels(case)
+    out = Path(out)
+    (out / "qrels").mkdir(parents=True, exist_ok=True)
+    paths = [out / "queries.jsonl", out / "qrels" / "test.tsv", out / "qrels.trec", out / f"{name}.jsonl"]
+    paths[0].write_text("".join(json.dumps({"_id": q.qid, "text": q.query}) + "\n" for q in case.queries))
+    paths[1].write_text("query-id\tcorpus-id\tscore\n" + "".join(
+        f"{q}\t{t}\t{g}\n" for q, r in qrels.items() for t, g in r.items()))
+    paths[2].write_text("".join(f"{q} 0 {t} {g}\n" for q, r in qrels.items() for t, g in r.items()))
+    paths[3].write_text("".join(json.dumps({"qid": q.qid, "query": q.query, "scope": scope_text(q.scope) or None,
+                                            "relevant": qrels.get(q.qid, {}), **({"note": q.note} if q.note else {})})
+                                + "\n" for q in case.queries))
+    return paths
+
+
+def ensure_demo_case(uri: str, path: str | Path, name: str = "demo") -> ImportReport | None:
+    """Ship the demo judgments as case `name` (once: an existing case is left as it is)."""
+    js = JudgmentStore(uri)
+    if js.find_case(name) is not None:
+        return None
+    qs, qr, errs = parse_jsonl(Path(path).read_bytes(), "graded", Path(path).name)
+    if errs:
+        raise ValueError(f"demo judgments have bad lines: {[str(e) for e in errs[:3]]}")
+    return import_case(js, name, qs, qr, None, "graded", (), "demo", keep_unjudged=True)
+
+
+_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def suggest_case_name(text: str) -> str:
+    """A valid case name from a file name ("my queries.jsonl" -> "my-queries")."""
+    base = _SAFE.sub("-", Path(text).stem).strip("-_.")[:64]
+    return base or "case"

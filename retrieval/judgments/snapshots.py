@@ -1,0 +1,92 @@
+"""Run a `PipelineConfig` over a case and keep everything a later diff needs (search phase: I/O).
+
+A snapshot keeps the configuration, all five stage lists (ids and scores) per query, the human
+grades it was scored with, and the metrics of every stage. Queries are searched once each with
+one retriever; a failed query is recorded on its row, never dropped.
+"""
+from __future__ import annotations
+
+import time
+import uuid
+from datetime import datetime, timezone
+from typing import Callable
+
+from ..config import PipelineConfig
+from ..records import STAGES
+from ..types import Mood
+from .metrics import evaluate, mean_metrics
+from .model import Case, Snapshot, SnapshotQuery
+from .store import JudgmentStore
+
+Progress = Callable[[int, int], None]
+
+
+def new_snapshot_id(now: float | None = None) -> str:
+    """Sortable and unique: s20261130-142501-3fa2c1."""
+    stamp = datetime.fromtimestamp(now if now is not None else time.time(), tz=timezone.utc)
+    return f"s{stamp:%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+
+
+def snapshot_query(q, result) -> SnapshotQuery:
+    """The five stage lists of one `RetrievalResult`, with fact-graph traces credited to their source."""
+    from ..facts import fact_trace_id
+
+    d = result.diagnostics
+    credit = {fact_trace_id(f): f.source_trace_ids[0] for f in d.facts if f.source_trace_ids}
+    ids = {s: tuple(d.stage_ids[s]) for s in STAGES}
+    scores = {s: tuple(float(d.stage_scores[s].get(i, 0.0)) for i in ids[s]) for s in STAGES}
+    return SnapshotQuery(q.qid, q.query, q.scope, ids, scores, credit)
+
+
+def score_queries(queries: tuple[SnapshotQuery, ...], qrels, k: int = 10, stages: tuple[str, ...] = STAGES):
+    """(queries with their final-list metrics, mean metrics per stage in `stages`). Pure."""
+    stages = tuple(dict.fromkeys(stages + ("final",)))
+    per_stage = {s: evaluate({q.qid: q.credited(s) for q in queries}, qrels, k) for s in stages}
+    scored = tuple(SnapshotQuery(q.qid, q.query, q.scope, q.stage_ids, q.stage_scores, q.credit,
+                                 per_stage["final"].get(q.qid, {}), q.error) for q in queries)
+    stage_means = {s: mean_metrics(per_stage[s], k) for s in stages
+                   if any(q.stage_ids.get(s) for q in queries)}
+    return scored, stage_means
+
+
+def run_snapshot(ws, case: Case | str, cfg: PipelineConfig, js: JudgmentStore | None = None, models=None,
+                 progress: Progress | None = None, label: str = "", save: bool = True, k: int = 10) -> Snapshot:
+    """Search every query of `case` with `cfg` over workspace `ws`; score with the human grades; store it.
+
+    `progress(done, total)` is called after each query. Raises ValueError for an unknown case or a
+    config the factory rejects (before any search).
+    """
+    from ..factory import build_retriever
+
+    js = js or JudgmentStore(ws.uri)
+    case = js.case(case) if isinstance(case, str) else case
+    cfg = cfg.validate()
+    retriever = build_retriever(ws, cfg, models)
+    mood = Mood(cfg.valence, cfg.arousal, cfg.dominance)
+    t0 = time.perf_counter()
+    rows = []
+    for n, q in enumerate(case.queries, 1):
+        try:
+            res = retriever.retrieve(q.query, mood=mood, scope=q.scope, recall_top_k=cfg.top_k,
+                                     over_fetch_multiplier=cfg.over_fetch)
+            rows.append(snapshot_query(q, res))
+        except (ValueError, RuntimeError, OSError) as exc:  # one bad query must not lose the others
+            rows.append(SnapshotQuery(q.qid, q.query, q.scope, {s: () for s in STAGES}, {s: () for s in STAGES},
+                                      error=f"{type(exc).__name__}: {exc}"))
+        if progress:
+            progress(n, len(case.queries))
+    qrels = js.qrels(case)
+    queries, stage_means = score_queries(tuple(rows), qrels, k)
+    now = time.time()
+    snap = Snapshot(new_snapshot_id(now), case.name, now, cfg, queries, stage_means.get("final", mean_metrics({}, k)),
+                    stage_means, qrels, label, (time.perf_counter() - t0) * 1000,
+                    getattr(ws.store.embedder, "name", type(ws.store.embedder).__name__))
+    return js.save_snapshot(snap) if save else snap
+
+
+def rescore(snap: Snapshot, qrels, k: int = 10, stages: tuple[str, ...] = STAGES) -> Snapshot:
+    """The same stage lists scored with other grades (e.g. today's judgments). Pure; not stored."""
+    queries, stage_means = score_queries(snap.queries, qrels, k, stages)
+    return Snapshot(snap.id, snap.case, snap.created_at, snap.config, queries,
+                    stage_means.get("final", mean_metrics({}, k)), stage_means, qrels, snap.label, snap.elapsed_ms,
+                    snap.embedder)

@@ -1,0 +1,241 @@
+"""`JudgmentStore`: judgments, cases and snapshots as LanceDB tables beside `traces` (one store URI).
+
+They travel with the store and survive restarts. Every read sees the latest commit (another process,
+the CLI while the app runs, may have written). Writes are upserts by a key column.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from datetime import timedelta
+from typing import Iterable, Sequence
+
+from ..store import sql_quote
+from ..types import Scope
+from .model import (Case, CaseQuery, Judgment, Snapshot, check_case_name, check_grade, check_grader, parse_scope,
+                    query_key, scope_text)
+
+TABLES = ("judgments", "cases", "snapshots")
+_LOCK = threading.RLock()
+
+
+def _schemas():
+    import pyarrow as pa
+
+    s, i, f = pa.string(), pa.int64(), pa.float64()
+    return {
+        "judgments": pa.schema([("key", s), ("scope", s), ("query", s), ("query_key", s), ("trace_id", s),
+                                ("grade", i), ("grader", s), ("source", s), ("updated_at", f)]),
+        "cases": pa.schema([("key", s), ("case_name", s), ("qid", s), ("query", s), ("scope", s), ("note", s),
+                            ("position", i), ("scale", s), ("case_note", s), ("created_at", f)]),
+        "snapshots": pa.schema([("id", s), ("case_name", s), ("created_at", f), ("label", s), ("config", s),
+                                ("metrics", s), ("payload", s), ("elapsed_ms", f)]),
+    }
+
+
+def judgment_key(scope: Scope | None, query: str, trace_id: str, grader: str) -> str:
+    return "\x1f".join((scope_text(scope), query_key(query), trace_id, grader))
+
+
+class JudgmentStore:
+    def __init__(self, uri: str = "data/lancedb"):
+        self.uri = str(uri)
+        self._db = None
+        self._tables: dict[str, object] = {}
+
+    def __repr__(self) -> str:
+        return f"JudgmentStore(uri={self.uri!r})"
+
+    # ------------------------------------------------------------------ plumbing
+    def _table(self, name: str, create: bool = False):
+        with _LOCK:
+            if name not in self._tables:
+                if self._db is None:
+                    import lancedb
+
+                    self._db = lancedb.connect(self.uri, read_consistency_interval=timedelta(0))
+                if name in self._db.list_tables().tables:
+                    self._tables[name] = self._db.open_table(name)
+                elif create:
+                    self._tables[name] = self._db.create_table(name, schema=_schemas()[name], exist_ok=True)
+                else:
+                    return None
+            return self._tables[name]
+
+    def _rows(self, name: str, where: str | None = None) -> list[dict]:
+        tbl = self._table(name)
+        if tbl is None:
+            return []
+        q = tbl.search()
+        if where:
+            q = q.where(where)
+        return q.limit(None).to_arrow().to_pylist()
+
+    def _upsert(self, name: str, key: str, rows: list[dict]) -> int:
+        if not rows:
+            return 0
+        rows = list({r[key]: r for r in rows}.values())  # the last row of a key wins
+        with _LOCK:
+            tbl = self._table(name, create=True)
+            tbl.merge_insert(key).when_matched_update_all().when_not_matched_insert_all().execute(rows)
+        return len(rows)
+
+    def _delete(self, name: str, where: str) -> None:
+        tbl = self._table(name)
+        if tbl is not None:
+            with _LOCK:
+                tbl.delete(where)
+
+    # ------------------------------------------------------------------ judgments
+    def add_judgments(self, judgments: Iterable[Judgment], scale: str = "graded") -> int:
+        """Upsert grades (validated first: one bad grade writes nothing)."""
+        now = time.time()
+        rows = []
+        for j in judgments:
+            check_grader(j.grader)
+            if not j.trace_id or not str(j.query).strip():
+                raise ValueError(f"a judgment needs a query and a trace id, got {j.query!r} / {j.trace_id!r}")
+            rows.append({"key": judgment_key(j.scope, j.query, j.trace_id, j.grader), "scope": scope_text(j.scope),
+                         "query": j.query, "query_key": query_key(j.query), "trace_id": j.trace_id,
+                         "grade": check_grade(j.grade, scale), "grader": j.grader, "source": j.source,
+                         "updated_at": j.updated_at or now})
+        return self._upsert("judgments", "key", rows)
+
+    def set_grade(self, scope: Scope | None, query: str, trace_id: str, grade: int, grader: str = "human",
+                  source: str = "inspect", scale: str = "graded") -> Judgment:
+        j = Judgment(scope, query, trace_id, check_grade(grade, scale), grader, source, time.time())
+        self.add_judgments([j], scale)
+        return j
+
+    def clear_grade(self, scope: Scope | None, query: str, trace_id: str, grader: str = "human") -> None:
+        self._delete("judgments", f"key = {sql_quote(judgment_key(scope, query, trace_id, grader))}")
+
+    def grades(self, scope: Scope | None, query: str) -> dict[str, dict[str, int]]:
+        """{grader: {trace id: grade}} for one query in one scope (both graders, kept apart)."""
+        out: dict[str, dict[str, int]] = {"human": {}, "machine": {}}
+        where = f"scope = {sql_quote(scope_text(scope))} AND query_key = {sql_quote(query_key(query))}"
+        for r in self._rows("judgments", where):
+            out.setdefault(r["grader"], {})[r["trace_id"]] = int(r["grade"])
+        return out
+
+    def judgments(self, grader: str | None = None) -> list[Judgment]:
+        where = f"grader = {sql_quote(check_grader(grader))}" if grader else None
+        rows = sorted(self._rows("judgments", where), key=lambda r: (r["scope"], r["query_key"], r["trace_id"]))
+        return [Judgment(parse_scope(r["scope"]), r["query"], r["trace_id"], int(r["grade"]), r["grader"],
+                         r["source"], r["updated_at"]) for r in rows]
+
+    def qrels(self, case: Case | str, grader: str = "human") -> dict[str, dict[str, int]]:
+        """{qid: {trace id: grade}} for the case's queries (queries without a grade are absent)."""
+        case = self.case(case) if isinstance(case, str) else case
+        by_query: dict[tuple[str, str], dict[str, int]] = {}
+        for r in self._rows("judgments", f"grader = {sql_quote(check_grader(grader))}"):
+            by_query.setdefault((r["scope"], r["query_key"]), {})[r["trace_id"]] = int(r["grade"])
+        out = {}
+        for q in case.queries:
+            got = by_query.get((scope_text(q.scope), query_key(q.query)))
+            if got:
+                out[q.qid] = dict(sorted(got.items()))
+        return out
+
+    # ------------------------------------------------------------------ cases
+    def save_case(self, case: Case, replace: bool = False) -> Case:
+        """Write a case; `replace=False` appends its queries to an existing case of that name."""
+        with _LOCK:
+            old = self.find_case(case.name)
+            if old is not None and not replace:
+                seen = {(scope_text(q.scope), query_key(q.query)) for q in old.queries}
+                qids = {q.qid for q in old.queries}
+                new = [q for q in case.queries if (scope_text(q.scope), query_key(q.query)) not in seen
+                       and q.qid not in qids]
+                case = Case(old.name, old.queries + tuple(new), old.scale, old.note or case.note, old.created_at)
+            elif old is not None:
+                self.delete_case(case.name)
+            created = case.created_at or time.time()
+            rows = [{"key": f"{case.name}\x1f{q.qid}", "case_name": case.name, "qid": q.qid, "query": q.query,
+                     "scope": scope_text(q.scope), "note": q.note, "position": n, "scale": case.scale,
+                     "case_note": case.note, "created_at": created} for n, q in enumerate(case.queries)]
+            self._upsert("cases", "key", rows)
+            return Case(case.name, case.queries, case.scale, case.note, created)
+
+    def add_to_case(self, name: str, query: str, scope: Scope | None, note: str = "", scale: str = "graded") -> Case:
+        """Add one query (Inspect's "add to case"); creates the case. A query already there is kept once."""
+        check_case_name(name)
+        if not query.strip():
+            raise ValueError("cannot add an empty query to a case; type a query first")
+        old = self.find_case(name)
+        taken = {q.qid for q in old.queries} if old else set()
+        n = len(taken) + 1
+        while f"q{n}" in taken:
+            n += 1
+        return self.save_case(Case(name, (CaseQuery(f"q{n}", query.strip(), scope, note),), scale))
+
+    def find_case(self, name: str) -> Case | None:
+        rows = sorted(self._rows("cases", f"case_name = {sql_quote(check_case_name(name))}"),
+                      key=lambda r: r["position"])
+        if not rows:
+            return None
+        return Case(name, tuple(CaseQuery(r["qid"], r["query"], parse_scope(r["scope"]), r["note"]) for r in rows),
+                    rows[0]["scale"], rows[0]["case_note"], rows[0]["created_at"])
+
+    def case(self, name: str) -> Case:
+        found = self.find_case(name)
+        if found is None:
+            known = self.case_names()
+            raise ValueError(f"no case named {name!r} in {self.uri}; known: {', '.join(known) or 'none'} "
+                             "(import one with `python -m retrieval case import`)")
+        return found
+
+    def case_names(self) -> list[str]:
+        return sorted({r["case_name"] for r in self._rows("cases")})
+
+    def cases(self) -> list[dict]:
+        """One summary per case: queries, judged queries (human grades), scale, snapshots."""
+        snaps: dict[str, int] = {}
+        for r in self._rows_columns("snapshots", ["case_name"]):
+            snaps[r["case_name"]] = snaps.get(r["case_name"], 0) + 1
+        out = []
+        for name in self.case_names():
+            c = self.case(name)
+            out.append({"case": name, "queries": len(c.queries), "judged_queries": len(self.qrels(c)),
+                        "scale": c.scale, "snapshots": snaps.get(name, 0), "note": c.note})
+        return out
+
+    def delete_case(self, name: str) -> None:
+        self._delete("cases", f"case_name = {sql_quote(check_case_name(name))}")
+
+    # ------------------------------------------------------------------ snapshots
+    def _rows_columns(self, name: str, columns: Sequence[str], where: str | None = None) -> list[dict]:
+        tbl = self._table(name)
+        if tbl is None:
+            return []
+        q = tbl.search().select(list(columns))
+        if where:
+            q = q.where(where)
+        return q.limit(None).to_arrow().to_pylist()
+
+    def save_snapshot(self, snap: Snapshot) -> Snapshot:
+        self._upsert("snapshots", "id", [snap.to_row()])
+        return snap
+
+    def snapshot(self, snapshot_id: str) -> Snapshot:
+        rows = self._rows("snapshots", f"id = {sql_quote(snapshot_id)}")
+        if not rows:
+            known = [r["id"] for r in self.snapshot_rows()][-5:]
+            raise ValueError(f"no snapshot {snapshot_id!r} in {self.uri}; latest: {', '.join(known) or 'none'} "
+                             "(run one with `python -m retrieval snapshot run CASE`)")
+        return Snapshot.from_row(rows[0])
+
+    def snapshot_rows(self, case: str | None = None) -> list[dict]:
+        """Light rows (no stage lists) oldest first: id, case, created_at, label, config, metrics (JSON)."""
+        where = f"case_name = {sql_quote(check_case_name(case))}" if case else None
+        rows = self._rows_columns("snapshots", ["id", "case_name", "created_at", "label", "config", "metrics",
+                                                "elapsed_ms"], where)
+        return sorted(rows, key=lambda r: (r["created_at"], r["id"]))
+
+    def snapshots(self, case: str | None = None) -> list[Snapshot]:
+        where = f"case_name = {sql_quote(check_case_name(case))}" if case else None
+        snaps = (Snapshot.from_row(r) for r in self._rows("snapshots", where))
+        return sorted(snaps, key=lambda s: (s.created_at, s.id))
+
+    def delete_snapshot(self, snapshot_id: str) -> None:
+        self._delete("snapshots", f"id = {sql_quote(snapshot_id)}")

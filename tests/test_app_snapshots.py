@@ -1,0 +1,158 @@
+"""AppTest: the Snapshots page (import a case, two snapshots with different weights, diff, open a row in
+Inspect) and the grading widget (grade three results, restart, the grades are still there)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import parse_qs
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from retrieval.demo import JUDGMENTS, build_demo_index
+from retrieval.judgments import JudgmentStore
+from retrieval.models import HashingEmbedder
+from retrieval.types import Scope
+
+ROOT = Path(__file__).resolve().parent.parent
+TIMEOUT = 120
+MAYA = Scope("user", "maya")
+
+
+@pytest.fixture(scope="module")
+def demo_env(tmp_path_factory):
+    db = str(tmp_path_factory.mktemp("snapapp") / "db")
+    build_demo_index(db, log=lambda m: None, embedder=HashingEmbedder(384))
+    old = {k: os.environ.get(k) for k in ("RETRIEVAL_DB", "RETRIEVAL_EMBEDDER")}
+    os.environ.update(RETRIEVAL_DB=db, RETRIEVAL_EMBEDDER="hashing")
+    yield db
+    for k, v in old.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+def page(path: str | None = None, **params) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    if path:
+        at.switch_page(path)
+    for k, v in params.items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def texts(at) -> str:
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [i.value for i in at.info]
+    parts += [w.value for w in at.warning] + [s.value for s in at.success] + [e.value for e in at.error]
+    return "\n".join(str(p) for p in parts)
+
+
+def frame(at, column: str):
+    """The first table with `column` (dataframes without selection have no widget key)."""
+    return next(d.value for d in at.dataframe if column in d.value.columns)
+
+
+def test_import_a_case_run_two_snapshots_diff_and_open_inspect(demo_env):
+    at = page("pages/6_Snapshots.py")
+    assert not at.exception, at.exception
+    assert at.selectbox(key="s_case").value == "demo"  # shipped by build-demo
+    lines = JUDGMENTS.read_bytes().splitlines()[:6] + [b'{"qid": "bad", "query": "x", "relevant": {"a": 4}}']
+    at.file_uploader(key="s_imp_jsonl").set_value(("mini.jsonl", b"\n".join(lines), "application/json")).run()
+    at.text_input(key="s_imp_name").input("mini").run()
+    at.button(key="s_imp_go").click().run()
+    assert not at.exception, at.exception
+    assert "Case mini: 6 queries" in texts(at)
+    assert "1 line(s) skipped: mini.jsonl line 7: grade 4 is outside the graded scale" in texts(at)
+    assert at.selectbox(key="s_case").value == "mini"
+    assert "No snapshot of this case yet" in texts(at)
+
+    at.text_input(key="s_label").input("even").run()
+    at.button(key="s_run").click().run()
+    assert not at.exception, at.exception
+    at.slider(key="s_dense_weight").set_value(0.9).run()
+    at.slider(key="s_sparse_weight").set_value(0.1).run()
+    at.text_input(key="s_label").input("dense-heavy").run()
+    at.button(key="s_run").click().run()
+    assert not at.exception, at.exception
+    assert "Snapshot s" in texts(at)
+
+    snaps = JudgmentStore(demo_env).snapshots("mini")
+    assert [(s.label, s.config.dense_weight) for s in snaps] == [("even", 0.5), ("dense-heavy", 0.9)]
+    assert (at.selectbox(key="s_a").value, at.selectbox(key="s_b").value) == (snaps[0].id, snaps[1].id)
+    listing = frame(at, "rrf_k")
+    assert list(listing["label"]) == ["even", "dense-heavy"]
+    metrics = frame(at, "metric")
+    assert list(metrics["metric"]) == ["ndcg@10", "recall@10", "mrr", "p@10", "judged@10"]
+    assert metrics["Δ"].iloc[0] == pytest.approx(round(snaps[1].metrics["ndcg@10"] - snaps[0].metrics["ndcg@10"], 4),
+                                                 abs=1e-4)
+    per_q = frame(at, "Inspect B")
+    assert sorted(per_q["qid"]) == ["m01", "m02", "m03", "m04", "m05", "m06"]
+    assert "dense_weight 0.5 → 0.9" in texts(at)
+    link = per_q["Inspect B"].iloc[0]
+    assert link.startswith("Inspect?") and "i_dense_weight=0.9" in link
+
+    at.selectbox(key="s_open").set_value("m02").run()
+    links = {pl.proto.label: pl.proto for pl in at.get("page_link") if pl.proto.label.startswith("Inspect m02")}
+    proto = links["Inspect m02 with B's configuration"]
+    assert proto.page.endswith("2_Inspect.py") or "Inspect" in proto.page
+    params = {k: v[0] for k, v in parse_qs(proto.query_string).items()}
+    assert (params["i_q"], params["i_scope"], params["i_dense_weight"], params["i_sparse_weight"]) == \
+        ("washing machine error E-4102", "user:maya", "0.9", "0.1")
+
+    inspect = page("pages/2_Inspect.py", **params)  # what the link opens
+    assert not inspect.exception, inspect.exception
+    assert inspect.text_input(key="i_q").value == "washing machine error E-4102"
+    assert inspect.slider(key="i_dense_weight").value == pytest.approx(0.9)
+
+
+GRADING_SCRIPT = """
+import os
+from retrieval.judgments import JudgmentStore
+from retrieval.types import Scope
+from ui.grading import grade_widget
+
+js = JudgmentStore(os.environ["RETRIEVAL_DB"])
+scope, q = Scope("user", "maya"), "a query only this test grades"
+grades = js.grades(scope, q)
+for n, tid in enumerate(("maya-inv-20931", "maya-dentist", "maya-washer-error", "maya-flight-madrid")):
+    grade_widget(js, scope, q, tid, key_prefix="t_", grades=grades, shortcuts=n == 3)
+"""
+
+
+def test_grade_three_results_restart_and_they_are_still_there(demo_env):
+    q = "a query only this test grades"
+    at = AppTest.from_string(GRADING_SCRIPT, default_timeout=TIMEOUT).run()
+    assert not at.exception, at.exception
+    labels = [b.proto.label for b in at.button_group]
+    assert labels == [f"{t} · ○ ungraded" for t in ("maya-inv-20931", "maya-dentist", "maya-washer-error",
+                                                     "maya-flight-madrid")]
+    at.button_group[0].set_value(3).run()
+    at.button_group[1].set_value(0).run()
+    at.button_group[2].set_value(1).run()
+    assert not at.exception, at.exception
+    assert JudgmentStore(demo_env).grades(MAYA, q)["human"] == {"maya-inv-20931": 3, "maya-dentist": 0,
+                                                                 "maya-washer-error": 1}
+    restarted = AppTest.from_string(GRADING_SCRIPT, default_timeout=TIMEOUT).run()  # a new session
+    assert [b.proto.label for b in restarted.button_group][:3] == [
+        "maya-inv-20931 · ● 3 perfect", "maya-dentist · ● 0 not relevant", "maya-washer-error · ● 1 related"]
+    assert [b.value for b in restarted.button_group] == [3, 0, 1, None]
+    restarted.button_group[0].set_value(None).run()  # clicking the chosen grade again clears it
+    restarted.button(key=[b.key for b in restarted.button if b.label == "2"][0]).click().run()  # keyboard key "2"
+    assert JudgmentStore(demo_env).grades(MAYA, q)["human"] == {"maya-dentist": 0, "maya-washer-error": 1,
+                                                                 "maya-flight-madrid": 2}
+    assert restarted.button_group[0].proto.label == "maya-inv-20931 · ○ ungraded"
+
+
+def test_read_only_demo_mode_shows_snapshots_but_writes_nothing(demo_env, monkeypatch):
+    from ui.cache import get_workspace
+
+    monkeypatch.setenv("RETRIEVAL_MODE", "demo")
+    try:
+        at = page("pages/6_Snapshots.py")
+        assert not at.exception, at.exception
+        assert "Importing cases needs write access" in texts(at)
+        assert at.button(key="s_run").disabled
+        assert not [u for u in at.file_uploader]
+    finally:
+        get_workspace.clear()  # the guard marked the cached workspace read-only
