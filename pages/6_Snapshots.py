@@ -172,11 +172,15 @@ st.markdown(f"**Per query** (worst first) · {sum(q.delta < 0 for q in diff.quer
 st.dataframe(per_query, hide_index=True, width="stretch", key=f"{P}perq", column_config={
     "Inspect A": st.column_config.LinkColumn(display_text="open A"),
     "Inspect B": st.column_config.LinkColumn(display_text="open B")})
+scope_of = {x.qid: x.scope for x in sb.queries}
 moved = [{"qid": q.qid, "trace": m.trace_id, "grade": m.grade, "final A": m.rank_a, "final B": m.rank_b,
-          "moved at": m.stage, "rank there A": m.stage_rank_a, "rank there B": m.stage_rank_b}
+          "moved at": m.stage, "rank there A": m.stage_rank_a, "rank there B": m.stage_rank_b,
+          "explain in B": f"{INSPECT_URL}?" + urlencode(inspect_query_params(sb.config, q.query, scope_of[q.qid],
+                                                                             target=m.trace_id))}
          for q in diff.queries for m in q.moved]
 st.markdown(f"**Judged traces that moved** ({len(moved)}) and the first stage where their rank changed")
-st.dataframe(moved, hide_index=True, width="stretch", key=f"{P}moved")
+st.dataframe(moved, hide_index=True, width="stretch", key=f"{P}moved",
+             column_config={"explain in B": st.column_config.LinkColumn(display_text="why here?")})
 
 qids = [q.qid for q in diff.queries]
 pick = st.selectbox("Open a query in Inspect", qids, key=f"{P}open",

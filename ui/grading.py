@@ -8,7 +8,6 @@ it, labelled, never in the control.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import fields
 
 import streamlit as st
 
@@ -17,8 +16,9 @@ from retrieval.judgments import GRADE_LABELS, SCALES, JudgmentStore
 from retrieval.judgments.model import query_key, scope_text
 from retrieval.types import Scope
 
+from .links import write_link
+
 UNGRADED = "○ ungraded"
-UNBOUND_FIELDS = ("openai_base_url",)  # Inspect never takes the server URL from its address
 
 
 def grade_key(prefix: str, scope: Scope | None, query: str, trace_id: str) -> str:
@@ -101,14 +101,8 @@ def add_to_case_widget(js: JudgmentStore, scope: Scope | None, query: str, key_p
     return None
 
 
-def inspect_query_params(cfg: PipelineConfig, query: str, scope: Scope | None, prefix: str = "i_") -> dict[str, str]:
-    """What Inspect's URL-bound widgets read: the query, the scope and every config field."""
-    def text(v) -> str:
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
-
-    params = {f"{prefix}q": query, f"{prefix}scope": str(scope) if scope is not None else "(all scopes)"}
-    params.update({f"{prefix}{f.name}": text(getattr(cfg, f.name)) for f in fields(cfg)
-                   if f.name not in UNBOUND_FIELDS})
-    return params
+def inspect_query_params(cfg: PipelineConfig, query: str, scope: Scope | None, prefix: str = "i_",
+                         target: str | None = None) -> dict[str, str]:
+    """The parameters of an Inspect link for this query, scope and configuration (`ui.links.write_link`:
+    every knob, never the server URL); `target` opens the explanation of that trace."""
+    return write_link(prefix, cfg, query, str(scope) if scope is not None else None, target=target)
