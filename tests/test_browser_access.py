@@ -1,0 +1,144 @@
+"""Real browser, proxy-header sign-in (issue #17): a user limited to one scope cannot reach another scope's
+traces by URL parameters, by a typed id, or through an explanation. Playwright sets the identity header
+an authenticating proxy (oauth2-proxy) would set; under CI=true the test may not skip (see `chromium`)."""
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
+               "--disable-quic"]
+HEADER = "X-Forwarded-Email"
+POLICY = '[users."maya@example.com"]\nscopes = ["user:maya"]\n'
+OTHER_ID = "priya-lens-repair"  # a trace of user:priya that the query below would find
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.integration]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory):
+    from retrieval.demo import build_demo_index
+    from retrieval.models import HashingEmbedder
+
+    root = tmp_path_factory.mktemp("browser-access")
+    db = root / "db"
+    build_demo_index(str(db), log=lambda m: None, embedder=HashingEmbedder(384))
+    (root / "access.toml").write_text(POLICY)
+    port = free_port()
+    env = {**os.environ, "RETRIEVAL_DB": str(db), "RETRIEVAL_EMBEDDER": "hashing", "RETRIEVAL_AUTH": "proxy",
+           "RETRIEVAL_POLICY": str(root / "access.toml"), "HF_HUB_OFFLINE": "1"}
+    env.pop("RETRIEVAL_MODE", None)
+    log_path = root / "streamlit.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+                                 "--server.port", str(port), "--server.address", "127.0.0.1",
+                                 "--browser.gatherUsageStats", "false"], cwd=ROOT, env=env, stdout=log, stderr=log)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while time.time() < deadline and proc.poll() is None:
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                break
+        except OSError:
+            time.sleep(0.3)
+    else:
+        proc.terminate()
+        raise RuntimeError(f"streamlit did not start: {log_path.read_text()[-2000:]}")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def browser(chromium):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium, args=LAUNCH_ARGS)
+        yield b
+        b.close()
+
+
+def as_user(browser, email: str | None):
+    headers = {HEADER: email} if email else {}
+    return browser.new_context(extra_http_headers=headers, viewport={"width": 1600, "height": 2000}).new_page()
+
+
+def wait_text(page, text: str, timeout: int = 60_000):
+    page.get_by_text(text).first.wait_for(timeout=timeout)
+
+
+def scope_options(page, key: str) -> tuple[str, list[str]]:
+    """The scope picker's value and every option it offers (opened like a user would)."""
+    box = page.locator(f".st-key-{key} input[role=combobox]")
+    box.wait_for(timeout=60_000)
+    value = box.input_value()
+    box.click()
+    options = page.get_by_role("option")
+    options.first.wait_for(timeout=10_000)
+    labels = [t.strip() for t in options.all_inner_texts()]
+    page.keyboard.press("Escape")
+    return value, labels
+
+
+def test_limited_user_cannot_reach_another_scope(browser, app_url, artifacts):
+    page = as_user(browser, "maya@example.com")
+    params = {"i_q": "lens repair", "i_scope": "user:priya", "i_id": OTHER_ID}
+    page.goto(f"{app_url}/Inspect?{urlencode(params)}")
+    wait_text(page, "Signed in as")
+    wait_text(page, "Why is it here?", timeout=90_000)
+    # URL parameters: the scope asked for is not offered, the query ran in maya's scope only.
+    assert scope_options(page, "i_scope") == ("user:maya", ["user:maya"])
+    page.wait_for_function("() => location.search.includes('i_scope=user%3Amaya')", timeout=30_000)
+    wait_text(page, "not visible from this query")  # the explained id from the URL
+    body = page.inner_text("body")
+    assert "Priya" not in body and "Fixation" not in body and "(all scopes)" not in body  # priya's words
+    page.screenshot(path=str(artifacts / "access-limited-inspect.png"), full_page=True)
+
+    # A typed id in the explain box.
+    box = page.get_by_label("Trace id to explain")
+    box.fill("priya-intro")
+    box.press("Enter")
+    wait_text(page, "'priya-intro' is not visible from this query")
+    assert "Priya" not in page.inner_text("body")
+
+    # "All scopes" by URL is no way round either.
+    page.goto(f"{app_url}/Inspect?{urlencode({'i_q': 'lens repair', 'i_scope': 'all'})}")
+    wait_text(page, "Why is it here?", timeout=90_000)
+    assert scope_options(page, "i_scope") == ("user:maya", ["user:maya"])
+
+    # Facts and Corpus offer maya's scope only.
+    for path, key in (("Facts", "f_scope"), ("Corpus", "c_bscope")):
+        page.goto(f"{app_url}/{path}")
+        wait_text(page, "Signed in as")
+        assert scope_options(page, key) == ("user:maya", ["user:maya"]), path
+        assert not page.locator("[data-testid=stButton] button", has_text=re.compile("Delete|Load the demo")).count()
+
+
+def test_without_the_header_only_the_sign_in_and_unknown_users_get_nothing(browser, app_url):
+    page = as_user(browser, None)
+    page.goto(f"{app_url}/Inspect?{urlencode({'i_q': 'lens repair', 'i_scope': 'user:priya'})}")
+    wait_text(page, HEADER)
+    assert page.get_by_role("heading", name="Sign in").count() == 1
+    assert page.locator("[data-testid=stSelectbox]").count() == 0 and "Why is it here?" not in page.inner_text("body")
+    page = as_user(browser, "mallory@example.com")
+    page.goto(app_url)
+    wait_text(page, "No access: mallory@example.com is not in the access policy")
+    assert page.locator("[data-testid=stMetric]").count() == 0
