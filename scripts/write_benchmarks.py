@@ -149,6 +149,72 @@ def section_choice(out: list[str]) -> None:
             "k is less sensitive to a single rank swap, so k = 10 was kept.", ""]
 
 
+def section_fusion(out: list[str]) -> None:
+    """The fusion lab per dataset (eval --lab), the peer side by side, and the analysers."""
+    sets = [("eval/locomo.json", "LoCoMo dev (recall@10) — development"), ("eval/demo.json", "Demo judgments (nDCG@10) — "
+            "development"), ("eval/scifact.json", "SciFact (nDCG@10) — reported, never tuned on")]
+    rows = []
+    for name, title in sets:
+        d = load(name)
+        lab = ((d or {}).get("configs", {}).get("hybrid") or {}).get("lab")
+        if lab:
+            rows.append((title, lab))
+    if rows:
+        out += ["## Fusion lab", "",
+                "Every fusion function × normalisation × dense weight (sparse = 1 − dense) × k for RRF, re-fused from the "
+                "cached stage lists of the `hybrid` preset (no new search). Each function's best is chosen on the tune "
+                "half of the queries (a hash of the query id) and reported on the held-out half and on all queries. "
+                "Commands: `python -m retrieval eval --dataset … --lab --out docs/eval/<set>.json` (see Quality).", ""]
+        for title, lab in rows:
+            out += [f"**{title}**", "", "| fusion | best setting (on the tune half) | tune | held-out | all |",
+                    "|---|---|---|---|---|"]
+            base = lab["baseline"]
+            out.append(f"| `hybrid` defaults | {base['label']} | {f(base['tune'])} | {f(base['held_out'])} | "
+                       f"{f(base['all'])} |")
+            for fn, b in lab["per_function"].items():
+                out.append(f"| {fn} | {b['label']} | {f(b['tune'])} | {f(b['held_out'])} | {f(b['all'])} |")
+            out.append("")
+    peer = load("bench_peer.json")
+    if peer:
+        out += ["## Side by side with LanceDB's own hybrid search", "",
+                f"Command: `python {peer['command']}` (writes docs/bench_peer.json). Same LanceDB table, same MiniLM "
+                "vectors, in one run: LanceDB `query_type=\"hybrid\"` (native full-text search — stemmed, stopwords, "
+                "ASCII folding — plus vector search, fused by its `RRFReranker` or `LinearCombinationReranker`) against "
+                "this inspector's `hybrid` preset. Wins/losses are per query against LanceDB + RRF.", ""]
+        for r in peer["results"]:
+            out += [f"**{r['dataset']}** ({r['metric']}, {r['queries']} queries)", "",
+                    "| system | score | ms/query p50 | vs LanceDB RRF (wins / losses / ties) |", "|---|---|---|---|"]
+            for label, m in r["systems"].items():
+                v = m.get("vs_lancedb_rrf")
+                wl = f"{v['wins']} / {v['losses']} / {v['ties']}" if v else "—"
+                out.append(f"| {label} | {f(m['score'])} | {m['ms_p50']} | {wl} |")
+            out.append("")
+    an = load("bench_analyzer.json")
+    if an:
+        out += ["## BM25 analysers: plain vs Snowball English stemming", "",
+                f"Command: `python {an['command']}` (writes docs/bench_analyzer.json). BM25 built in memory with each "
+                "analyser over the same stores; sparse stage and final list.", ""]
+        for r in an["results"]:
+            labels = [k for k in next(iter(r["analyzers"].values())) if k != "build_s"]
+            out += [f"**{r['dataset']}** ({r['metric']})", "",
+                    "| analyser | build s | " + " | ".join(f"{lb}: sparse | {lb}: final" for lb in labels) + " |",
+                    "|---|---|" + "---|---|" * len(labels)]
+            for a, row in r["analyzers"].items():
+                out.append(f"| {a} | {row['build_s']} | " + " | ".join(
+                    f"{f(row[lb]['sparse'])} | {f(row[lb]['final'])}" for lb in labels) + " |")
+            out.append("")
+    fu = load("bench_fusion.json")
+    if fu:
+        out += ["### Fusion speed (one re-fusion, two lists)", "",
+                "Command: `python scripts/bench_fusion.py` (writes docs/bench_fusion.json). Median ms per call "
+                f"(fastest in brackets); load average during the run {fu.get('load_avg_1m')}.", "",
+                "| fusion | candidates per list | p50 ms | min ms |", "|---|---|---|---|"]
+        for r in fu["rows"]:
+            name = r["fusion"] + (f" {r['normalization']}" if r.get("normalization") else "")
+            out.append(f"| {name} | {r['candidates']} | {r['p50_ms']} | {r['min_ms']} |")
+        out.append("")
+
+
 def section_speed(out: list[str]) -> None:
     b = load("bench_bm25.json")
     out += ["## Speed", "", "### BM25 at 100k documents (synthetic Zipf, ~50 tokens each), top-30", "",
@@ -229,6 +295,7 @@ def main() -> int:
            "by side in one run. Regenerate: run the commands below, then `python scripts/write_benchmarks.py`.", ""]
     section_quality(out)
     section_choice(out)
+    section_fusion(out)
     section_speed(out)
     notes = DOCS / "benchmarks-notes.md"
     if notes.is_file():

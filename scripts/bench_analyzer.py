@@ -1,0 +1,92 @@
+"""BM25 analysers side by side: `plain` (SPEC §3) vs `english-stem` (Snowball), on the same stores.
+
+For each dataset, BM25 is built in memory with each analyser over the cached evaluation store (the
+same MiniLM vectors), and the sparse stage and the `hybrid` preset's final list are scored, plus any
+extra fusion configurations (--config LABEL=JSON). The `hybrid` default is chosen from the
+development sets (LoCoMo dev, the demo judgments); SciFact is reported, not tuned on.
+
+Run: .venv/bin/python scripts/bench_analyzer.py --beir ../shared/eval/scifact \
+        --locomo ../shared/eval/locomo-dev/locomo-dev.json --demo [--out docs/bench_analyzer.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from retrieval.bm25 import BM25Index  # noqa: E402
+from retrieval.bm25_tokenizer import ANALYZERS, make_tokenizer  # noqa: E402
+from retrieval.eval.cli_eval import open_eval_workspace  # noqa: E402
+from retrieval.eval.datasets import load_dataset  # noqa: E402
+from retrieval.eval.metrics import evidence_recall_at_k, mean, ndcg_at_k  # noqa: E402
+from retrieval.eval.runner import credited_ids  # noqa: E402
+from retrieval.hybrid import HybridRetriever  # noqa: E402
+
+
+def run(spec: str, metric: str, configs: dict[str, dict], cache_dir: str) -> dict:
+    from retrieval.models.registry import make_embedder
+
+    name, traces, queries = load_dataset(spec)
+    ws = open_eval_workspace(name, traces, cache_dir, embedder=make_embedder("minilm"),
+                             log=lambda m: print(m, file=sys.stderr))
+    stored = ws.store.all_traces()
+
+    def score(ids, q):
+        return evidence_recall_at_k(ids, list(q.qrels), 10) if metric == "recall@10" else ndcg_at_k(ids, q.qrels, 10)
+
+    out = {"dataset": spec, "metric": metric, "queries": len(queries), "analyzers": {}}
+    for analyzer in ANALYZERS:
+        t0 = time.perf_counter()
+        bm25 = BM25Index(tokenizer=make_tokenizer(analyzer))
+        bm25.sync(stored)
+        build_s = time.perf_counter() - t0
+        row = {"build_s": round(build_s, 2)}
+        for label, knobs in configs.items():
+            r = HybridRetriever(ws.store, bm25=bm25, **knobs)
+            sparse, final = [], []
+            for q in queries:
+                res = r.retrieve(q.query, scope=q.scope, recall_top_k=10)
+                sparse.append(score(credited_ids(res, "sparse"), q))
+                final.append(score(credited_ids(res, "final"), q))
+            row[label] = {"final": round(mean(final), 4), "sparse": round(mean(sparse), 4)}
+            print(f"{spec} {analyzer} {label}: final {mean(final):.4f} sparse {mean(sparse):.4f}",
+                  file=sys.stderr, flush=True)
+        out["analyzers"][analyzer] = row
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--beir")
+    ap.add_argument("--locomo")
+    ap.add_argument("--demo", action="store_true")
+    ap.add_argument("--config", action="append", default=[], metavar="LABEL=JSON",
+                    help="HybridRetriever keyword arguments, e.g. 'convex=" + '{"fusion": "convex"}' + "'")
+    ap.add_argument("--cache-dir", default=".cache/eval")
+    ap.add_argument("--out", default="docs/bench_analyzer.json")
+    args = ap.parse_args()
+    configs = {"hybrid defaults": {}}
+    for item in args.config:
+        label, _, knobs = item.partition("=")
+        configs[label] = json.loads(knobs)
+    results = []
+    if args.locomo:
+        results.append(run(f"locomo:{args.locomo}", "recall@10", configs, args.cache_dir))
+    if args.demo:
+        results.append(run("demo", "ndcg@10", configs, args.cache_dir))
+    if args.beir:
+        results.append(run(f"beir:{args.beir}", "ndcg@10", configs, args.cache_dir))
+    Path(args.out).write_text(json.dumps({"command": "scripts/bench_analyzer.py " + " ".join(sys.argv[1:]),
+                                          "results": results}, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
