@@ -39,6 +39,11 @@ if status["ann_index"] and status["unindexed_rows"]:
 st.caption(f"URI `{status['uri']}` · vector index: {index} · BM25 "
            f"{'in step with the store' if status['in_step'] else '**out of step** — it is rebuilt on next open'}"
            + (" · scopes: " + ", ".join(f"{k} ({v})" for k, v in status["scopes"].items()) if status["scopes"] else ""))
+if status.get("dim"):
+    sparse = "LanceDB full-text index" if status.get("sparse") == "fts" else "in-memory BM25"
+    st.caption(f"Built with embedder **{status.get('embedder') or 'unrecorded'}** ({status['dim']}-d) · BM25 analyzer "
+               f"**{status.get('analyzer', 'plain')}** · sparse search: {sparse}"
+               + (f" · table `{status['table']}` inspected in place (read-only)" if status.get("in_place") else ""))
 
 if status["traces"] == 0:
     st.info("The store is empty. Load the bundled demo corpus (or your own file) on the **Corpus** page.")

@@ -178,7 +178,7 @@ class BM25Snapshot:
             sat = float(scoring.saturation(tf, dl, avgdl, self.k1, self.b)) if tf else 0.0
             rows.append({"term": term, "qtf": qtf, "tf": tf, "df": df, "idf": idf, "doc_len": dl, "avgdl": avgdl,
                          "k1": self.k1, "b": self.b, "norm": 1.0 - self.b + self.b * dl / avgdl,
-                         "saturation": sat, "score": qtf * idf * sat})
+                         "saturation": sat, "score": qtf * idf * sat, "backend": "bm25"})
         return rows
 
     def stats(self) -> dict[str, float | int]:

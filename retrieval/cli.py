@@ -8,6 +8,7 @@ import sys
 import time
 
 from .cli_cases import add_case_commands
+from .cli_store import add_store_commands, add_store_flags, embedder_help
 from .config import PipelineConfig, generator_fields, reranker_fields
 from .factory import build_retriever
 from .fusion import FUSIONS, NORMALIZATIONS
@@ -47,10 +48,9 @@ def config_from_args(args) -> PipelineConfig:
 
 
 def _workspace(args):
-    from .models.registry import make_embedder
-    from .workspace import Workspace
+    from .cli_store import open_workspace
 
-    return Workspace(args.db, embedder=make_embedder(args.embedder))
+    return open_workspace(args)
 
 
 def cmd_ingest(args) -> int:
@@ -187,9 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
     def db(sp):
         sp.add_argument("--db", default=os.environ.get("RETRIEVAL_DB", DEFAULT_DB),
                         help=f"LanceDB URI (default {DEFAULT_DB}; env RETRIEVAL_DB)")
-        sp.add_argument("--embedder", choices=EMBEDDERS, default="minilm",
-                        help="minilm: the bundled all-MiniLM-L6-v2; hashing: no model (tests, plumbing checks). "
-                             "Query a store with the embedder it was built with.")
+        sp.add_argument("--embedder", default=None, help=embedder_help())
+        add_store_flags(sp)
 
     sp = sub.add_parser("ingest", help="load a .jsonl/.csv/.txt file or a BEIR folder into the store")
     sp.add_argument("file")
@@ -249,10 +248,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--hyde", default="none")
     sp.add_argument("--max-queries", type=int)
     sp.add_argument("--cache-dir", default=".cache/eval")
-    sp.add_argument("--embedder", choices=EMBEDDERS, default="minilm")
+    sp.add_argument("--embedder", default="minilm", help=" | ".join(EMBEDDERS))
     sp.add_argument("--out", help="write the results as JSON here")
     sp.set_defaults(func=cmd_eval)
     add_case_commands(sub)
+    add_store_commands(sub, db)
     return p
 
 

@@ -15,8 +15,12 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from .external import NATIVE, ColumnMap
+from .remote import storage_options_from_env
 from .scoring import cognitive_score, resolve_weights
 from .store_ann import ANN_MIN_ROWS, ANN_PROBE_FRACTION, AnnIndex
+from .store_meta import DEFAULT_ANALYZER, StoreIdentity, check_embedder, embedder_for, read_identity, write_identity
+from .store_reads import StoreReads
 from .store_rows import SCALAR_COLUMNS, from_row, ids_filter, schema, scope_filter, sql_quote, to_row  # noqa: F401
 from .types import MemoryTrace, Mood, Scope, ScoredMemoryTrace, utcnow
 from .write_lock import lock_for
@@ -37,30 +41,40 @@ class AddReport:
     duplicates: list[str] = field(default_factory=list)  # ids repeated in one batch (last kept)
 
 
-class MemoryStore(AnnIndex):
-    """Traces in a LanceDB table; vector search + cognitive scoring."""
+class MemoryStore(AnnIndex, StoreReads):
+    """Traces in a LanceDB table; vector search + cognitive scoring.
+
+    `embedder=None` uses the embedder the table records (SPEC §15); a named one must match it.
+    `columns` (a ColumnMap) inspects a foreign table in place: always read-only. `storage_options`
+    defaults to the environment's for s3:// gs:// az:// URIs (retrieval.remote).
+    """
 
     def __init__(self, uri: str = "data/lancedb", embedder=None, table: str = "traces",
-                 clock: Callable[[], datetime] | None = None):
+                 clock: Callable[[], datetime] | None = None, *, columns: ColumnMap | None = None,
+                 read_only: bool = False, storage_options: Mapping[str, str] | None = None, secrets=None):
         self.uri = str(uri)
         self.table_name = table
         self._embedder = embedder
         self.clock = clock or utcnow
+        self.columns = columns or NATIVE
+        self.read_only = bool(read_only or not self.columns.native)
+        self.storage_options = dict(storage_options) if storage_options is not None else storage_options_from_env(self.uri)
+        self.new_analyzer = DEFAULT_ANALYZER  # recorded when this store creates its table
+        self._secrets = secrets
         self.last_add_report = AddReport()
         self._tbl = None
         self._db = None
         self._plan_cache: dict[tuple, int] = {}
 
     def __repr__(self) -> str:
-        return f"MemoryStore(uri={self.uri!r}, table={self.table_name!r}, embedder={self.embedder!r})"
+        return f"MemoryStore(uri={self.uri!r}, table={self.table_name!r}, embedder={self._embedder!r})"
 
     # ------------------------------------------------------------------ plumbing
     @property
     def embedder(self):
         if self._embedder is None:
-            from .models.embedders import SentenceTransformerEmbedder
-
-            self._embedder = SentenceTransformerEmbedder()
+            ident = self.identity()
+            self._embedder = embedder_for(ident or StoreIdentity(None, 384), self._secrets)
         return self._embedder
 
     @property
@@ -68,7 +82,7 @@ class MemoryStore(AnnIndex):
         if self._db is None:
             import lancedb
 
-            self._db = lancedb.connect(self.uri)
+            self._db = lancedb.connect(self.uri, storage_options=self.storage_options or None)
         return self._db
 
     def _table(self, create: bool = False):
@@ -76,31 +90,64 @@ class MemoryStore(AnnIndex):
             if not create and self.is_local and not self.local_path.exists():
                 return None  # reading a mistyped path must not create it
             if self.table_name in self.db.table_names():
-                self._tbl = self.db.open_table(self.table_name)
-                dim = self._tbl.schema.field("vector").type.list_size
-                edim = getattr(self._embedder, "dim", None) if self._embedder is not None else None
-                if edim is not None and edim != dim:
-                    raise ValueError(
-                        f"store {self.uri!r} holds {dim}-d vectors but the embedder makes {edim}-d ones; "
-                        "use the embedder the store was built with, or a new store URI")
+                tbl = self.db.open_table(self.table_name)
+                self.columns = self.columns.bind(tbl.schema)
+                if self._embedder is not None:
+                    check_embedder(read_identity(tbl, self.columns.vector), self._embedder, self.uri)
+                self._tbl = tbl
             elif create:
+                self._check_writable()
                 self._tbl = self._create_table()
+            elif not self.columns.native:
+                raise ValueError(f"{self.uri!r} has no table {self.table_name!r}; tables: "
+                                 f"{', '.join(self.db.table_names()) or 'none'}")
         return self._tbl
 
     def _create_table(self):
         """Create the table, or open it when another thread or process created it first."""
+        ident = StoreIdentity(getattr(self.embedder, "name", None), self.embedder.dim, self.new_analyzer)
+        sch = schema(self.embedder.dim)
+        vec = sch.field("vector").with_metadata(ident.metadata())
+        sch = sch.set(sch.get_field_index("vector"), vec)
         try:
-            tbl = self.db.create_table(self.table_name, schema=schema(self.embedder.dim), exist_ok=True)
+            tbl = self.db.create_table(self.table_name, schema=sch, exist_ok=True)
         except Exception as exc:  # a create racing another process's create: open theirs
             if "already exists" not in str(exc):
                 raise
             tbl = self.db.open_table(self.table_name)
+        check_embedder(read_identity(tbl), self.embedder, self.uri)
         if not any("id" in list(getattr(i, "columns", [])) for i in tbl.list_indices()):
             try:
                 tbl.create_scalar_index("id", index_type="BTREE")
             except Exception as exc:  # an index is an optimisation; a concurrent creator may have won
                 log.warning("could not index id: %s", exc)
         return tbl
+
+    def identity(self) -> StoreIdentity | None:
+        """What built the store (embedder name + dim, BM25 analyzer); None before the table exists."""
+        tbl = self._table()
+        if tbl is None:
+            return None
+        tbl.checkout_latest()
+        return read_identity(tbl, self.columns.vector)
+
+    def record_identity(self, embedder: str | None = None, analyzer: str | None = None) -> StoreIdentity:
+        """Record a new embedder name and/or analyzer (one metadata-only commit; the dim is the schema's)."""
+        self._check_writable()
+        with self.write_lock():
+            cur = self.identity()
+            if cur is None:
+                raise ValueError(f"store {self.uri!r} has no table {self.table_name!r} yet")
+            new = StoreIdentity(embedder or cur.embedder, cur.dim, analyzer or cur.analyzer)
+            if new != cur:
+                write_identity(self._table(), new)
+            return new
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise ValueError(f"store {self.uri!r} table {self.table_name!r} is read-only "
+                             "(an existing table inspected in place is never written); "
+                             "ingest into a store of your own instead")
 
     @property
     def is_local(self) -> bool:
@@ -117,7 +164,8 @@ class MemoryStore(AnnIndex):
 
         Re-entrant per thread, so a Workspace can hold it around a whole ingest."""
         key = (str(self.local_path.resolve()) if self.is_local else self.uri, self.table_name)
-        with lock_for(key, self.local_path / f".{self.table_name}.write.lock" if self.is_local else None):
+        path = self.local_path / f".{self.table_name}.write.lock" if self.is_local and not self.read_only else None
+        with lock_for(key, path):  # a table inspected in place gets no lock file: nothing is written there
             yield
 
     def version(self) -> int:
@@ -142,6 +190,7 @@ class MemoryStore(AnnIndex):
         Ids repeated inside the batch: the last one wins; they are listed in `last_add_report`.
         `progress(done, total)` is called after each embedded batch.
         """
+        self._check_writable()
         traces = list(traces)
         for t in traces:
             if not isinstance(t, MemoryTrace):
@@ -178,6 +227,9 @@ class MemoryStore(AnnIndex):
             # Always an upsert, also into an empty table: two writers of one id leave one row.
             tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(rows)
             self.last_add_report.written = len(rows)
+            if read_identity(tbl).embedder is None:  # a store from before identities: record it now
+                write_identity(tbl, StoreIdentity(getattr(self.embedder, "name", None), self.dim,
+                                                  read_identity(tbl).analyzer))
             self._maintain_index()
         return len(rows)
 
@@ -193,6 +245,7 @@ class MemoryStore(AnnIndex):
             self._table().optimize()
 
     def delete(self, ids: Iterable[str]) -> int:
+        self._check_writable()
         ids = [i for i in ids if isinstance(i, str)]
         tbl = self._table()
         if tbl is None or not ids:
@@ -203,92 +256,17 @@ class MemoryStore(AnnIndex):
             return before - tbl.count_rows()
 
     def set_active(self, ids: Iterable[str], active: bool) -> None:
+        self._check_writable()
         tbl = self._table()
         ids = list(ids)
         if tbl is not None and ids:
             with self.write_lock():
                 tbl.update(where=ids_filter(ids), values={"is_active": bool(active)})
 
-    # ------------------------------------------------------------------ reading
-    def count(self, scope: Scope | None = None, active_only: bool = False) -> int:
-        tbl = self._table()
-        if tbl is None:
-            return 0
-        where = [f"({scope_filter([scope])})"] if scope is not None else []
-        if active_only:
-            where.append("is_active = true")
-        return tbl.count_rows(" AND ".join(where)) if where else tbl.count_rows()
-
-    def scopes(self) -> list[Scope]:
-        tbl = self._table()
-        if tbl is None or tbl.count_rows() == 0:
-            return []
-        data = tbl.search().select(["scope", "scope_id"]).limit(None).to_arrow()
-        pairs = sorted(set(zip(data["scope"].to_pylist(), data["scope_id"].to_pylist())))
-        return [Scope(a, b) for a, b in pairs]
-
-    def scope_counts(self) -> dict[Scope, int]:
-        tbl = self._table()
-        if tbl is None or tbl.count_rows() == 0:
-            return {}
-        data = tbl.search().select(["scope", "scope_id"]).limit(None).to_arrow()
-        out: dict[Scope, int] = {}
-        for pair in zip(data["scope"].to_pylist(), data["scope_id"].to_pylist()):
-            key = Scope(*pair)
-            out[key] = out.get(key, 0) + 1
-        return dict(sorted(out.items(), key=lambda kv: (kv[0].scope, kv[0].scope_id)))
-
-    def _fetch_rows(self, where: str | None, with_vectors: bool, limit: int | None = None) -> list[dict]:
-        tbl = self._table()
-        if tbl is None:
-            return []
-        cols = list(SCALAR_COLUMNS) + (["vector"] if with_vectors else [])
-        q = tbl.search().select(cols)
-        if where:
-            q = q.where(where)
-        return q.limit(limit).to_arrow().to_pylist()
-
-    def get(self, ids: Sequence[str]) -> list[MemoryTrace]:
-        """Traces for `ids` in the given order; unknown ids are skipped."""
-        ids = [i for i in dict.fromkeys(ids) if isinstance(i, str)]
-        if not ids:
-            return []
-        found = {r["id"]: from_row(r) for r in self._fetch_rows(ids_filter(ids), False)}
-        return [found[i] for i in ids if i in found]
-
-    def get_with_vectors(self, ids: Sequence[str], scopes: Sequence[Scope] | None = None,
-                         active_only: bool = True) -> dict[str, tuple[MemoryTrace, np.ndarray]]:
-        ids = list(dict.fromkeys(ids))
-        if not ids:
-            return {}
-        where = [ids_filter(ids)]
-        sf = scope_filter(scopes)
-        if sf:
-            where.append(f"({sf})")
-        if active_only:
-            where.append("is_active = true")
-        rows = self._fetch_rows(" AND ".join(where), True)
-        return {r["id"]: (from_row(r), np.asarray(r["vector"], dtype=np.float32)) for r in rows}
-
-    def browse(self, scope: Scope | None = None, contains: str | None = None, limit: int = 200,
-               offset: int = 0) -> list[MemoryTrace]:
-        """Traces for the Corpus page, sorted by id; `contains` is a case-insensitive substring."""
-        where = []
-        if scope is not None:
-            where.append(scope_filter([scope]))
-        rows = self._fetch_rows(" AND ".join(where) or None, False)
-        if contains:
-            needle = contains.lower()
-            rows = [r for r in rows if needle in r["content"].lower() or needle in r["id"].lower()]
-        rows.sort(key=lambda r: r["id"])
-        return [from_row(r) for r in rows[offset:offset + limit]]
-
-    def all_traces(self) -> list[MemoryTrace]:
-        return [from_row(r) for r in self._fetch_rows(None, False)]
-
     # ------------------------------------------------------------------ search
     def embed_query(self, text: str) -> np.ndarray:
-        return np.asarray(self.embedder.embed([text])[0], dtype=np.float32)
+        embed = getattr(self.embedder, "embed_query", self.embedder.embed)
+        return np.asarray(embed([text])[0], dtype=np.float32)
 
     def query(self, text: str, mood: Mood | None = None, top_k: int = 20,
               scopes: Sequence[Scope] | None = None, neutral_mood: bool = False,
@@ -305,20 +283,19 @@ class MemoryStore(AnnIndex):
         tbl = self._table()
         if tbl is None or top_k <= 0:
             return []
-        where = ["is_active = true"]
-        sf = scope_filter(scopes)
-        if sf:
-            where.append(f"({sf})")
-        q = (tbl.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
-             .distance_type("cosine").where(" AND ".join(where), prefilter=True)
-             .select(list(SCALAR_COLUMNS) + ["_distance"]).limit(2 * top_k))
+        where = self._where(scopes, True)
+        sel = self.columns.select(False)
+        sel = sel + ["_distance"] if isinstance(sel, list) else {**sel, "_distance": "_distance"}
+        q = tbl.search(np.asarray(vector, dtype=np.float32), vector_column_name=self.columns.vector)
+        q = q.distance_type("cosine").where(where, prefilter=True) if where else q.distance_type("cosine")
+        q = q.select(sel).limit(2 * top_k)
         partitions = self._ann_partitions()
         if partitions:
             if scopes is not None and self._scoped_rows(scopes) <= EXACT_SCOPE_ROWS:
                 q = q.bypass_vector_index()
             else:
                 q = q.nprobes(max(1, math.ceil(partitions * ANN_PROBE_FRACTION)))
-        rows = q.to_arrow().to_pylist()
+        rows = [self.columns.normalize(r) for r in q.to_arrow().to_pylist()]
         now = self.clock()
         scored = [self._score(from_row(r), _similarity(r["_distance"]), now, mood, neutral_mood, weights)
                   for r in rows]
@@ -344,7 +321,7 @@ class MemoryStore(AnnIndex):
         tbl = self._table()
         key = ("scoped", tbl.version, tuple(sorted(str(s) for s in scopes)))
         if key not in self._plan_cache:
-            self._plan_cache[key] = tbl.count_rows(scope_filter(scopes))
+            self._plan_cache[key] = tbl.count_rows(self.columns.scope_filter(scopes))
         return self._plan_cache[key]
 
 def _similarity(distance: float) -> float:

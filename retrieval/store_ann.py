@@ -13,7 +13,7 @@ ANN_PROBE_FRACTION = 0.75
 
 
 class AnnIndex:
-    """Needs `_table()` and `_plan_cache` from the class it is mixed into."""
+    """Needs `_table()`, `_plan_cache`, `columns` and `read_only` from the class it is mixed into."""
 
     def _has_ann(self) -> bool:
         return bool(self._ann_partitions())
@@ -32,7 +32,7 @@ class AnnIndex:
         if key not in self._plan_cache:
             parts = 0
             for idx in tbl.list_indices():
-                if "vector" in list(getattr(idx, "columns", [])):
+                if self.columns.vector in list(getattr(idx, "columns", [])):
                     parts = _partitions_for(tbl.count_rows())
             self._plan_cache = {k: v for k, v in self._plan_cache.items() if k[1] == tbl.version}
             self._plan_cache[key] = parts
@@ -45,7 +45,7 @@ class AnnIndex:
             return {"rows": 0, "ann_index": False, "unindexed_rows": 0}
         state = {"rows": tbl.count_rows(), "ann_index": False, "unindexed_rows": 0}
         for idx in tbl.list_indices():
-            if "vector" in list(getattr(idx, "columns", [])):
+            if self.columns.vector in list(getattr(idx, "columns", [])):
                 stats = tbl.index_stats(idx.name)
                 state["ann_index"] = True
                 state["unindexed_rows"] = int(getattr(stats, "num_unindexed_rows", 0) or 0)
@@ -60,8 +60,8 @@ class AnnIndex:
         millisecond (docs/BENCHMARKS.md).
         """
         tbl = self._table()
-        if tbl is None:
-            return False
+        if tbl is None or self.read_only:  # a table inspected in place keeps the indexes it has
+            return self._has_ann() if tbl is not None else False
         rows = tbl.count_rows()
         if self._has_ann() and not force:
             if self.index_state()["unindexed_rows"] > 0:

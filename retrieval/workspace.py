@@ -25,6 +25,7 @@ from typing import Callable, Iterable
 from .access import ReadOnlyError, demo_mode_from_env
 from .audit import AuditLog, scopes_of
 from .bm25 import BM25Index
+from .bm25_build import check_sparse, open_sparse, set_analyzer, sparse_status
 from .store import MemoryStore
 from .types import MemoryTrace
 
@@ -47,15 +48,17 @@ class IngestReport:
 
 
 class Workspace:
-    def __init__(self, uri: str = "data/lancedb", embedder=None, clock=None, fact_extractor="rule"):
+    def __init__(self, uri: str = "data/lancedb", embedder=None, clock=None, fact_extractor="rule", *,
+                 table: str = "traces", columns=None, sparse: str = "bm25", progress=None, **store_kw):
         self.uri = str(uri)
-        self.store = MemoryStore(self.uri, embedder=embedder, clock=clock)
+        self.store = MemoryStore(self.uri, embedder=embedder, clock=clock, table=table, columns=columns, **store_kw)
+        self.sparse, self.progress = check_sparse(sparse), progress  # bm25 | fts; progress of a BM25 build
         self._fact_extractor = fact_extractor
         self._bm25: BM25Index | None = None
         self._bm25_version = -1  # table version the in-memory BM25 reflects
         self._open_lock = threading.Lock()
         self._facts = None
-        self.read_only = False  # set when the sidecar cannot be written; the index lives in memory
+        self.read_only = self.store.read_only  # or set when the sidecar cannot be written; BM25 lives in memory
         self.demo_mode = demo_mode_from_env()  # read-only demo (RETRIEVAL_MODE=demo): every write refuses
         self.audit = AuditLog(self.uri)  # who wrote what, beside the traces (retrieval.audit)
 
@@ -69,7 +72,8 @@ class Workspace:
     @property
     def bm25_path(self) -> Path | None:
         """The sidecar beside a local store; remote stores rebuild the index from the store on open."""
-        return self._root / BM25_FILE if self._root is not None else None
+        name = BM25_FILE if self.store.table_name == "traces" else f"{self.store.table_name}.{BM25_FILE}"
+        return self._root / name if self._root is not None and self.sparse == "bm25" and self.store.columns.native else None
 
     @property
     def bm25(self) -> BM25Index:
@@ -82,32 +86,18 @@ class Workspace:
         return self._bm25
 
     def _open_bm25(self) -> BM25Index:
-        version = self.store.version()
-        path = self.bm25_path
-        if path is not None and path.is_file():
-            try:
-                idx = BM25Index.load(path)
-                built_from = (idx.source or {}).get("table_version")
-                if built_from == version:
-                    self._bm25_version = version
-                    return idx
-                log.warning("BM25 sidecar %s was built from table version %s but the store is at %s; rebuilding",
-                            path, built_from, version)
-            except ValueError as exc:
-                log.warning("%s; rebuilding from the store", exc)
-        elif path is not None and version > 0:
-            log.warning("no BM25 sidecar at %s; building it from the store", path)
-        idx = BM25Index()
-        idx.sync(self.store.all_traces())
-        self._bm25_version = version
-        self._save(idx, version)
-        return idx
+        return open_sparse(self)  # the FTS reader, the sidecar if in step, else BM25 built with progress
+
+    def set_analyzer(self, name: str, progress: Callable[[int, int], None] | None = None):
+        """Record the store's BM25 analyzer (plain | english-stem) and rebuild the sparse side with progress."""
+        self._check_writable("set_analyzer")
+        return set_analyzer(self, name, progress)
 
     def rebuild_bm25(self) -> BM25Index:
         """Re-sync BM25 with every trace in the store (one atomic batch) and save it."""
         with self.store.write_lock():
             version = self.store.version()
-            self.bm25.sync(self.store.all_traces(), complete=True)
+            self.bm25.sync(self.store.all_traces() if self.sparse == "bm25" else (), complete=True)
             self._bm25_version = version
             self._save(self.bm25, version)
         return self.bm25
@@ -135,7 +125,7 @@ class Workspace:
         if version != self._bm25_version:
             log.warning("the store moved from table version %s to %s outside this Workspace; re-syncing BM25",
                         self._bm25_version, version)
-            bm25.sync(self.store.all_traces(), complete=True)
+            bm25.sync(self.store.all_traces() if self.sparse == "bm25" else (), complete=True)
             self._bm25_version = version
             self._save(bm25, version)
             changed = True
@@ -181,7 +171,7 @@ class Workspace:
     def _journal(self, ids: list[str]) -> Path | None:
         """Record, before writing, the ids whose facts must follow the store (fsynced)."""
         root = self._root
-        if root is None or not ids:
+        if root is None or not ids or self.store.read_only:
             return None
         d = root / JOURNAL_DIR
         d.mkdir(parents=True, exist_ok=True)
@@ -338,4 +328,5 @@ class Workspace:
             "bm25_table_version": self._bm25_version,
             "facts_pending": pending,
             "read_only": self.read_only,
+            **sparse_status(self),
         }

@@ -16,28 +16,36 @@ def db_uri() -> str:
     return os.environ.get("RETRIEVAL_DB", DEFAULT_DB)
 
 
-def embedder_kind() -> str:
-    """`minilm` (default) or `hashing` (no model; used by fast UI tests via RETRIEVAL_EMBEDDER)."""
-    return os.environ.get("RETRIEVAL_EMBEDDER", "minilm")
+def embedder_kind() -> str | None:
+    """RETRIEVAL_EMBEDDER (any spec: minilm, hashing, st:PATH, cohere:MODEL, openai:URL#MODEL) when set;
+    otherwise None: the embedder the store records (SPEC §15; minilm for a new store)."""
+    return os.environ.get("RETRIEVAL_EMBEDDER") or None
 
 
-@st.cache_resource(show_spinner="Loading the embedding model (all-MiniLM-L6-v2)…")
-def get_embedder(kind: str):
+@st.cache_resource(show_spinner="Loading the embedding model…")
+def get_embedder(kind: str | None):
     from retrieval.models.registry import make_embedder
 
-    emb = make_embedder(kind)
-    emb.embed(["warm up"])  # load weights now, under the spinner, not on the first query
+    emb = workspace().store.embedder if kind is None else make_embedder(kind, secrets=operator_secrets())
+    if hasattr(emb, "model"):  # local weights: load now, under the spinner; a hosted one is not called
+        emb.embed(["warm up"])
     return emb
 
 
 @st.cache_resource(show_spinner="Opening the store…")
-def get_workspace(uri: str, kind: str):
-    """The store, BM25 and facts. The embedding model is NOT loaded here (pages that only read,
-    like Home, render in a second); `ensure_model()` loads it under a spinner before a search."""
+def get_workspace(uri: str, kind: str | None):
+    """The store, BM25 (or LanceDB FTS: RETRIEVAL_SPARSE=fts) and facts; RETRIEVAL_TABLE and
+    RETRIEVAL_COLUMNS inspect another table in place (read-only). The embedding model is NOT loaded
+    here (Home renders in a second); `ensure_model()` loads it under a spinner before a search."""
+    from retrieval.external import ColumnMap
     from retrieval.models.registry import make_embedder
     from retrieval.workspace import Workspace
 
-    return Workspace(uri, embedder=make_embedder(kind))
+    secrets = operator_secrets()
+    table, columns = os.environ.get("RETRIEVAL_TABLE") or "traces", os.environ.get("RETRIEVAL_COLUMNS")
+    return Workspace(uri, embedder=make_embedder(kind, secrets=secrets) if kind else None, secrets=secrets,
+                     table=table, columns=ColumnMap.parse(columns) if columns or table != "traces" else None,
+                     sparse=os.environ.get("RETRIEVAL_SPARSE") or "bm25")
 
 
 def ensure_model() -> None:

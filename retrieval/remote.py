@@ -1,0 +1,67 @@
+"""Remote LanceDB stores (s3:// gs:// az://): storage options read from the environment.
+
+The operator configures the object store once, in the environment of the app or the CLI; a URI
+never carries a key. Read (each only when set; LanceDB's object store also reads most of these
+itself, passing them explicitly makes the behaviour the same everywhere):
+
+- s3://  AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION (or
+         AWS_DEFAULT_REGION), AWS_ENDPOINT_URL (MinIO, R2, moto …; `aws_endpoint`),
+         AWS_ALLOW_HTTP=true for a plain-http endpoint (also implied by an http:// endpoint),
+         AWS_VIRTUAL_HOSTED_STYLE_REQUEST
+- gs://  GOOGLE_SERVICE_ACCOUNT (a key file path), GOOGLE_SERVICE_ACCOUNT_KEY (the JSON)
+- az://  AZURE_STORAGE_ACCOUNT_NAME, AZURE_STORAGE_ACCOUNT_KEY, AZURE_STORAGE_SAS_TOKEN,
+         AZURE_STORAGE_ENDPOINT (Azurite), AZURE_STORAGE_ALLOW_HTTP
+- any    LANCEDB_STORAGE_OPTIONS: a JSON object merged last (other object_store keys, e.g. timeouts)
+
+A remote store has no BM25 sidecar (nothing is written beside the data): BM25 is built in memory
+from the table on open, with progress, or `--sparse fts` uses LanceDB's own full-text index.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Mapping
+
+REMOTE_SCHEMES = ("s3://", "gs://", "az://", "abfs://", "s3+ddb://")
+
+_ENV = {
+    "s3": (("AWS_ACCESS_KEY_ID", "aws_access_key_id"), ("AWS_SECRET_ACCESS_KEY", "aws_secret_access_key"),
+           ("AWS_SESSION_TOKEN", "aws_session_token"), ("AWS_DEFAULT_REGION", "aws_region"),
+           ("AWS_REGION", "aws_region"), ("AWS_ENDPOINT_URL", "aws_endpoint"),
+           ("AWS_ENDPOINT_URL_S3", "aws_endpoint"), ("AWS_ALLOW_HTTP", "allow_http"),
+           ("AWS_VIRTUAL_HOSTED_STYLE_REQUEST", "aws_virtual_hosted_style_request")),
+    "gs": (("GOOGLE_SERVICE_ACCOUNT", "google_service_account"),
+           ("GOOGLE_SERVICE_ACCOUNT_KEY", "google_service_account_key")),
+    "az": (("AZURE_STORAGE_ACCOUNT_NAME", "azure_storage_account_name"),
+           ("AZURE_STORAGE_ACCOUNT_KEY", "azure_storage_account_key"),
+           ("AZURE_STORAGE_SAS_TOKEN", "azure_storage_sas_token"), ("AZURE_STORAGE_ENDPOINT", "azure_storage_endpoint"),
+           ("AZURE_STORAGE_ALLOW_HTTP", "allow_http")),
+}
+
+
+def is_remote(uri: str) -> bool:
+    return str(uri).startswith(REMOTE_SCHEMES) or str(uri).startswith("db://")
+
+
+def storage_options_from_env(uri: str, env: Mapping[str, str] | None = None) -> dict[str, str] | None:
+    """The object-store options for `uri` from the environment; None for a local path."""
+    env = os.environ if env is None else env
+    if not is_remote(uri) or str(uri).startswith("db://"):
+        return None
+    scheme = "az" if uri.startswith(("az://", "abfs://")) else uri.split("://", 1)[0].split("+")[0]
+    opts: dict[str, str] = {}
+    for var, key in _ENV.get(scheme, ()):
+        if env.get(var):
+            opts[key] = env[var]
+    if opts.get("aws_endpoint", "").startswith("http://"):
+        opts.setdefault("allow_http", "true")
+    extra = env.get("LANCEDB_STORAGE_OPTIONS")
+    if extra:
+        try:
+            parsed = json.loads(extra)
+        except ValueError as exc:
+            raise ValueError(f"LANCEDB_STORAGE_OPTIONS is not a JSON object: {exc}") from None
+        if not isinstance(parsed, dict):
+            raise ValueError("LANCEDB_STORAGE_OPTIONS must be a JSON object of string values")
+        opts.update({str(k): str(v) for k, v in parsed.items()})
+    return opts

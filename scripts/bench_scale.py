@@ -1,0 +1,215 @@
+"""Scale: a store of N traces (default 1,000,000) with synthetic 384-d vectors — no model anywhere.
+
+Measures: bulk ingest rate (Arrow batches into the traces table) and upsert rate (MemoryStore.add on
+the full table), IVF-FLAT index build, BM25 build from the store (streamed) and its sidecar size and
+open time, peak resident memory of the process, retrieve() p50/p95 scoped and unscoped, ANN
+recall@30 vs exact (the store's own dense plan), and the Corpus browse (a LanceDB filter).
+
+Vectors: 2,000 random unit centroids, each trace a centroid plus Gaussian noise (clustered, like
+real embeddings); a query is a stored trace's vector plus noise, looked up by its text.
+
+Run (2 shared cores: ~20–40 min at 1M):
+  nohup .venv/bin/python scripts/bench_scale.py --n 1000000 --out docs/bench_scale.json > /tmp/bench_scale.log 2>&1 &
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from bench_bm25 import queries_for, rss_mb, zipf_corpus  # noqa: E402
+
+from retrieval.types import Scope  # noqa: E402
+
+NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
+DIM = 384
+USERS = 100
+CENTROIDS = 2000
+CHUNK = 50_000
+
+
+class SyntheticEmbedder:
+    """Query vectors looked up by text (registered by the benchmark); no model."""
+
+    name = "synthetic"
+    dim = DIM
+
+    def __init__(self):
+        self.table: dict[str, np.ndarray] = {}
+
+    def embed(self, texts):
+        if not texts:
+            return np.zeros((0, DIM), np.float32)
+        return np.stack([self.table.get(t) if t in self.table else self._doc(t) for t in texts])
+
+    @staticmethod
+    def _doc(text: str) -> np.ndarray:  # a stored trace re-written: any unit vector (upsert timing only)
+        return unit(np.random.default_rng(abs(hash(text)) % 2**32).normal(size=DIM).astype(np.float32))
+
+    embed_query = embed
+
+
+def unit(x: np.ndarray) -> np.ndarray:
+    return (x / np.linalg.norm(x, axis=-1, keepdims=True)).astype(np.float32)
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def ms_stats(times: list[float]) -> dict:
+    return {"p50_ms": round(statistics.median(times), 2), "p95_ms": round(float(np.percentile(times, 95)), 2)}
+
+
+def ingest(store, n: int, centroids: np.ndarray, log) -> dict:
+    import pyarrow as pa
+
+    tbl = store._table(create=True)
+    sch = tbl.schema
+    t0 = time.perf_counter()
+    ts = pa.array([NOW] * CHUNK, pa.timestamp("us", tz="UTC"))
+    for start in range(0, n, CHUNK):
+        m = min(CHUNK, n - start)
+        rng = np.random.default_rng(start)
+        texts = zipf_corpus(m, seed=start)
+        cid = rng.integers(0, CENTROIDS, m)
+        vecs = unit(centroids[cid] + rng.normal(0, 0.08, (m, DIM)).astype(np.float32))
+        ids = [f"t{i}" for i in range(start, start + m)]
+        cols = {
+            "id": ids, "content": texts, "scope": ["user"] * m, "scope_id": [f"u{i % USERS}" for i in range(start, start + m)],
+            "type": ["episodic"] * m, "tags": [[]] * m, "entities": [[]] * m, "source_type": ["user_statement"] * m,
+            "confidence": np.ones(m), "created_at": ts[:m], "last_accessed_at": ts[:m],
+            "encoding_strength": np.full(m, 0.5), "stability_ms": np.full(m, 3.6e6),
+            "retrieval_count": np.zeros(m, np.int64), "valence": np.zeros(m), "arousal": np.zeros(m),
+            "dominance": np.zeros(m), "is_active": np.ones(m, bool),
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vecs.reshape(-1)), DIM),
+        }
+        tbl.add(pa.Table.from_pydict(cols, schema=sch))
+        log(f"  ingested {start + m}/{n} ({(start + m) / (time.perf_counter() - t0):.0f} rows/s, rss {rss_mb():.0f} MB)")
+    secs = time.perf_counter() - t0
+    return {"bulk_ingest_s": round(secs, 1), "bulk_ingest_rows_per_s": round(n / secs)}
+
+
+def recall_vs_exact(store, qvecs, scopes, k: int = 30) -> float:
+    from retrieval.store_rows import scope_filter
+
+    tbl = store._table()
+    hits = 0.0
+    for i, v in enumerate(qvecs):
+        sc = [scopes[i]] if scopes else None
+        got = {h.id for h in store.query_vector(v, top_k=k, scopes=sc)}
+        where = "is_active = true" + (f" AND ({scope_filter(sc)})" if sc else "")
+        exact = tbl.search(v).distance_type("cosine").where(where, prefilter=True).bypass_vector_index()
+        e = set(exact.select(["id", "_distance"]).limit(k).to_arrow()["id"].to_pylist())
+        hits += len(got & e) / max(1, len(e))
+    return round(hits / len(qvecs), 4)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--root", default=None, help="where to build the store (default a temp dir, removed after)")
+    ap.add_argument("--out", default="docs/bench_scale.json")
+    args = ap.parse_args()
+    logf = lambda m: print(f"[{time.strftime('%H:%M:%S')}] {m}", flush=True)  # noqa: E731
+    root = Path(args.root or tempfile.mkdtemp(prefix="bench-scale-"))
+    uri = str(root / "db")
+    res: dict = {"command": "python " + " ".join(sys.argv), "traces": args.n, "dim": DIM, "cpu_count": os.cpu_count(),
+                 "queries": args.queries, "users": USERS}
+    try:
+        from retrieval.store import MemoryStore
+        from retrieval.workspace import Workspace
+
+        emb = SyntheticEmbedder()
+        centroids = unit(np.random.default_rng(0).normal(size=(CENTROIDS, DIM)).astype(np.float32))
+        store = MemoryStore(uri, embedder=emb, clock=lambda: NOW)
+        res.update(ingest(store, args.n, centroids, logf))
+        t0 = time.perf_counter()
+        store.ensure_ann_index(force=True)
+        res["ivf_build_s"] = round(time.perf_counter() - t0, 1)
+        res["rss_after_ingest_mb"] = round(rss_mb())
+        logf(f"IVF index in {res['ivf_build_s']}s")
+
+        t0 = time.perf_counter()
+        ws = Workspace(uri, embedder=emb, clock=lambda: NOW, fact_extractor=None)
+        ws.progress = lambda d, t: logf(f"  BM25 {d}/{t} rss {rss_mb():.0f} MB") if d % 200_000 == 0 or d == t else None
+        bm25 = ws.bm25
+        res["bm25_build_s"] = round(time.perf_counter() - t0, 1)
+        res["bm25_sidecar_mb"] = round(ws.bm25_path.stat().st_size / 2**20, 1)
+        res["rss_after_bm25_mb"] = round(rss_mb())
+        logf(f"BM25 built in {res['bm25_build_s']}s, sidecar {res['bm25_sidecar_mb']} MB")
+        del bm25, ws
+        t0 = time.perf_counter()
+        ws = Workspace(uri, embedder=emb, clock=lambda: NOW, fact_extractor=None)
+        assert len(ws.bm25) == args.n
+        res["bm25_open_s"] = round(time.perf_counter() - t0, 1)
+        logf(f"BM25 sidecar opened in {res['bm25_open_s']}s")
+
+        rng = random.Random(5)
+        queries = queries_for(args.queries, seed=9)
+        queries = [f"{q} #{i}" for i, q in enumerate(queries)]  # unique texts: one synthetic vector each
+        qrng = np.random.default_rng(11)
+        src = qrng.integers(0, args.n, len(queries))
+        for q, s in zip(queries, src):
+            base = np.random.default_rng(int(s) - int(s) % CHUNK)
+            cid = base.integers(0, CENTROIDS, CHUNK)[int(s) % CHUNK]
+            emb.table[q] = unit(centroids[cid] + qrng.normal(0, 0.08, DIM).astype(np.float32))
+        scopes = [Scope("user", f"u{rng.randrange(USERS)}") for _ in queries]
+        r = ws.retriever(fact_store=None)
+        for label, sc_list in (("scoped", scopes), ("unscoped", [None] * len(queries))):
+            r.retrieve(queries[0], scope=sc_list[0])
+            times = []
+            for q, sc in zip(queries, sc_list):
+                t0 = time.perf_counter()
+                r.retrieve(q, scope=sc)
+                times.append((time.perf_counter() - t0) * 1000)
+            res[f"retrieve_{label}"] = ms_stats(times)
+            logf(f"retrieve {label}: {res[f'retrieve_{label}']}")
+        qvecs = [emb.table[q] for q in queries[:50]]
+        res["ann_recall_at_30_unscoped"] = recall_vs_exact(store, qvecs, None)
+        res["recall_at_30_scoped"] = recall_vs_exact(store, qvecs, scopes[:50])
+        dense_t = []
+        for v in qvecs:
+            t0 = time.perf_counter()
+            store.query_vector(v, top_k=30)
+            dense_t.append((time.perf_counter() - t0) * 1000)
+        res["dense_unscoped"] = ms_stats(dense_t)
+        logf(f"recall unscoped {res['ann_recall_at_30_unscoped']} scoped {res['recall_at_30_scoped']}")
+        browse_t = []
+        for i in range(10):
+            t0 = time.perf_counter()
+            page = store.browse(scope=scopes[i], contains=f"w{100 + i}", limit=50)
+            browse_t.append((time.perf_counter() - t0) * 1000)
+        res["browse_scoped_contains"] = {**ms_stats(browse_t), "rows": len(page)}
+        again = store.get([f"t{i}" for i in range(0, args.n, max(1, args.n // 2000))][:2000])
+        t0 = time.perf_counter()
+        store.add(again)
+        res["upsert_2000_existing_s"] = round(time.perf_counter() - t0, 2)
+        res["peak_rss_mb"] = round(peak_rss_mb())
+        logf(json.dumps(res))
+    finally:
+        if not args.root:
+            shutil.rmtree(root, ignore_errors=True)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(res, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
