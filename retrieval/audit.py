@@ -16,7 +16,7 @@ from typing import Iterable
 log = logging.getLogger(__name__)
 
 TABLE = "audit"
-ACTIONS = ("ingest", "delete", "activate", "deactivate", "reembed", "facts")
+ACTIONS = ("ingest", "delete", "activate", "deactivate", "reembed", "analyzer", "facts")
 MAX_IDS = 20  # ids kept per entry (the count is exact; the ids are a sample)
 
 
