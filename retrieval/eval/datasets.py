@@ -107,16 +107,11 @@ def load_locomo(path: str | Path) -> tuple[list[MemoryTrace], list[LabelledQuery
     return traces, queries
 
 
-def judgments_from_bytes(data: bytes) -> list[LabelledQuery]:
-    """Judgments JSONL from an upload (same format as data/demo/judgments.jsonl)."""
-    import tempfile
+def judgments_from_bytes(data: bytes, source: str = "the uploaded judgments") -> list[LabelledQuery]:
+    """Judgments JSONL from an upload (same format as data/demo/judgments.jsonl); errors name `source`."""
+    from .runner import parse_judgments
 
-    from .runner import load_judgments
-
-    with tempfile.TemporaryDirectory() as tmp:
-        p = Path(tmp) / "judgments.jsonl"
-        p.write_bytes(data)
-        return load_judgments(p)
+    return parse_judgments(data, source=source)
 
 
 def beir_judgments(queries_jsonl: bytes, qrels_tsv: bytes, scope: Scope | None) -> list[LabelledQuery]:

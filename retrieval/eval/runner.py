@@ -26,17 +26,31 @@ class LabelledQuery:
 
 def load_judgments(path: str | Path) -> list[LabelledQuery]:
     """JSONL: {"qid", "query", "scope": "user:x", "relevant": {"id": grade}, "phenomenon"?, "note"?}."""
+    return parse_judgments(Path(path).read_bytes(), source=Path(path).name)
+
+
+def parse_judgments(data: bytes | str, source: str = "judgments.jsonl") -> list[LabelledQuery]:
+    """Judgments JSONL from bytes; a bad line is a ValueError naming `source`, the line and the field."""
+    text = data.decode("utf-8-sig", errors="replace") if isinstance(data, bytes) else data
     out = []
-    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+    for n, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:
             r = json.loads(line)
-            out.append(LabelledQuery(str(r["qid"]), r["query"], {k: float(v) for k, v in r["relevant"].items()},
+            if not isinstance(r, dict):
+                raise ValueError("the line is not a JSON object")
+            missing = [k for k in ("qid", "query", "relevant") if k not in r]
+            if missing:
+                raise ValueError(f"missing field {', '.join(repr(m) for m in missing)}")
+            if not isinstance(r["relevant"], dict):
+                raise ValueError("'relevant' must be an object of trace id → grade")
+            out.append(LabelledQuery(str(r["qid"]), str(r["query"]), {str(k): float(v) for k, v in r["relevant"].items()},
                                      Scope.parse(r["scope"]) if r.get("scope") else None, r.get("phenomenon"),
                                      r.get("note", "")))
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ValueError(f"{path}, line {n}: {exc}; each line needs qid, query and relevant") from None
+        except (ValueError, TypeError, RecursionError) as exc:
+            raise ValueError(f"{source}, line {n}: {exc}; each line needs qid, query and relevant "
+                             '(e.g. {"qid": "q1", "query": "…", "scope": "user:u1", "relevant": {"trace-id": 2}})') from None
     return out
 
 
