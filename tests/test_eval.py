@@ -93,7 +93,7 @@ def test_a_bad_judgments_upload_names_the_line_and_field_not_a_temp_path():
 
     good = b'{"qid": "q1", "query": "refund", "scope": "user:u1", "relevant": {"inv": 2}}\n'
     assert [(q.qid, q.qrels) for q in judgments_from_bytes(good, "mine.jsonl")] == [("q1", {"inv": 2.0})]
-    for bad, why in [(b'{"qid": "1", "query": "x"}', "missing field 'relevant'"), (b"[1]", "not a JSON object"),
+    for bad, why in [(b'{"qid": "1", "query": "x"}', "missing field 'relevant'"), (b"[1]", "the line is not a JSON object"),
                      (b'{"qid": 1, "query": "q", "relevant": []}', "'relevant' must be an object")]:
         with pytest.raises(ValueError, match=f"mine.jsonl, line 2: {why}") as err:
             judgments_from_bytes(good + bad, "mine.jsonl")
