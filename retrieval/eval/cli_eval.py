@@ -69,8 +69,8 @@ def evaluate_config(retriever, queries, locomo: bool, deep_k: int | None, log=pr
     for a, b in zip(shallow, deep):
         for stage in STAGES:
             ids_a, ids_b = credited_ids(a.result, stage), credited_ids(b.result, stage)
-            if not ids_a and not ids_b:
-                continue
+            if not ids_a and not ids_b and stage in ("merged", "reranked"):
+                continue  # the stage did not run (no fusion or no reranker); an empty dense/sparse/final list scores 0
             ma, mb = _metrics(ids_a, a.q, locomo), _metrics(ids_b, b.q, locomo)
             merged = {k: (mb[k] if k in ("recall@25", "recall@100") else ma[k]) for k in ma
                       if deep_k or k not in ("recall@25", "recall@100")}
