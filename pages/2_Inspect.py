@@ -50,7 +50,7 @@ if ws.store.count() == 0:
     st.page_link("pages/1_Corpus.py", label="Go to Corpus", icon="📚")
     st.stop()
 
-c1, c2, c3 = st.columns([6, 2, 1], vertical_alignment="bottom")
+c1, c2, c3 = st.columns([5, 2, 1.2], vertical_alignment="bottom")
 query = c1.text_input("Query", key=f"{P}q", placeholder=PLACEHOLDER)
 with c2:
     scope = scope_picker(ws, f"{P}scope")
@@ -64,7 +64,7 @@ if st.session_state.get(f"{P}notes_for") is None:
     st.session_state[f"{P}notes_for"] = params
 if st.session_state[f"{P}notes_for"] == params:  # a link's notes stay until the view is changed
     for note in st.session_state.get(f"{P}link_notes", []):
-        st.warning(note, icon="🔗")
+        st.warning(note, icon=":material/link:")
 
 if not query.strip():
     st.caption("Type a query, or open one of the examples on the Home page.")
@@ -107,7 +107,7 @@ if d.multi_query:
     st.info("**Multi-query variants**: " + " · ".join(f"“{v}”" for v in d.multi_query))
 split = view.split_summary(d)
 if split:
-    st.info(split, icon="✂️")
+    st.info(split, icon=":material/content_cut:")
 
 shown = [i for s in STAGES for i in d.stage_ids[s][:ROWS]]
 whole = view.whole_texts(d, ws.store.get, shown)

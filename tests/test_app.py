@@ -106,7 +106,7 @@ def test_inspect_shows_five_stages_and_an_explanation(demo_env):
     assert column_ids(at, "sparse")[0] == "priya-lens-repair"
     assert column_ids(at, "final")[0] == "priya-lens-repair"
     row = column_table(at, "final").iloc[0].to_dict()
-    assert row["#"] == "1" and row["by"] == "🟣" and "FX-209847" in row["text"]  # hashing: dense finds it too
+    assert row["#"] == "1" and row["by"] == "both" and "FX-209847" in row["text"]  # hashing: dense finds it too
     assert any("Rank 1 of 10" in s.value for s in at.success)  # explanation of the final #1 by default
     assert any("<mark>FX</mark>" in m.value for m in at.markdown)  # its text, query terms highlighted
     stages = next(d.value for d in at.dataframe if list(d.value.columns) == ["stage", "rank", "score", "note"])

@@ -9,7 +9,7 @@ from .view import origin, timing_items  # noqa: F401 (origin re-exported for pag
 
 STAGE_LABELS = {"dense": "Dense", "sparse": "Sparse (BM25)", "merged": "Merged", "reranked": "Reranked",
                 "final": "Final"}
-# One colour per origin, the same as the stage columns' marks (🔵 🟠 🟣 🟢).
+# One colour per origin (the stage columns' "by" column names the same four).
 ORIGIN_COLORS = {"dense": "#1f77b4", "sparse": "#ff7f0e", "both": "#9467bd", "fact": "#2ca02c"}
 ORIGIN_LABELS = {"dense": "dense only", "sparse": "BM25 only", "both": "dense + BM25", "fact": "fact graph"}
 FONT = 13  # the smallest text on any chart (px)

@@ -14,8 +14,8 @@ from retrieval.bm25 import default_tokenizer
 DASH = "—"
 STAGE_NAMES = {"dense": "Dense", "sparse": "Sparse (BM25)", "merged": "Merged", "reranked": "Reranked",
                "final": "Final"}
-ORIGIN_MARKS = {"both": "🟣", "dense": "🔵", "sparse": "🟠", "fact": "🟢"}
-ORIGIN_LEGEND = "🔵 dense only · 🟠 BM25 only · 🟣 dense + BM25 · 🟢 fact graph · ✂ split (a half replaced the text)"
+ORIGIN_MARKS = {"both": "both", "dense": "dense", "sparse": "BM25", "fact": "fact"}
+ORIGIN_LEGEND = ("by: dense = found by the embedding only · BM25 = by BM25 only · both = by both · fact = the fact graph · ✂ = split (a half replaced the text; the whole is in the box under the column)")
 # Recorded timings, in pipeline order; any other recorded stage follows in its own order.
 TIMING_ORDER = ("facts", "hyde", "multi_query", "embed", "dense", "sparse", "hydrate", "rerank", "split",
                 "assemble", "refuse")
@@ -104,7 +104,7 @@ def column_rows(stage: str, diag, whole: Mapping[str, str], query: str, rows: in
             note = split_mark(sp)
             if note:
                 text = diag.pool[tid].content
-        out.append({"#": str(rank), "by": mark + (" ✂" if note else ""), "id": tid, "score": num(scores.get(tid)),
+        out.append({"#": str(rank), "id": tid, "score": num(scores.get(tid)), "by": mark + (" ✂" if note else ""),
                     "text": (f"[{note}] " if note else "") + snippet(text or "(not in the store)", query)})
     return out
 

@@ -68,9 +68,9 @@ def stage_column(stage: str, diag, whole: dict, query: str, rows: int, key: str,
     st.session_state[f"{key}_ids"] = [r["id"] for r in data]
     st.dataframe(data, hide_index=True, width="stretch", height=36 + 35 * len(data), key=key,
                  on_select=lambda: _pick(key, target_key), selection_mode="single-row",
-                 column_config={"#": st.column_config.TextColumn(width=28), "by": st.column_config.TextColumn(width=40),
-                                "id": st.column_config.TextColumn(width="small"),
-                                "score": st.column_config.TextColumn(width=60),
+                 column_config={"#": st.column_config.TextColumn(width=28), "by": st.column_config.TextColumn(width=52),
+                                "id": st.column_config.TextColumn(width=118),
+                                "score": st.column_config.TextColumn(width=56),
                                 "text": st.column_config.TextColumn(width="large")})
     # For tests and screen readers: the ids in this column, in order.
     st.markdown(f"<div class='stage-ids' data-stage='{stage}' data-ids='{html.escape(','.join(r['id'] for r in data))}'"
@@ -297,7 +297,7 @@ def selected_row(event) -> int | None:
 
 
 def link_popover(url: str, key: str) -> None:
-    with st.popover("🔗 Copy link", help="A link to exactly this view: query, scope and every setting"):
+    with st.popover("Copy link", icon=":material/link:", help="A link to exactly this view: query, scope and every setting"):
         st.caption("Copy this link (the icon at the right of the box copies it). It holds the query, the scope, "
                    "every setting and the store version — but never a server URL or a key.")
         st.code(url, language=None, wrap_lines=True)
@@ -308,7 +308,7 @@ def escalation_view(escalations) -> None:
     """Each escalation as a plain sentence; its code and recorded detail in small print."""
     for e in escalations:
         d = describe(e)
-        st.warning(d.sentence, icon="⚠️")
+        st.warning(d.sentence, icon=":material/warning:")
         st.caption(f"code `{d.code}`" + (f" · {d.detail}" if d.detail else ""))
 
 
