@@ -56,78 +56,107 @@ def browser(chromium):
         b.close()
 
 
+SHOTS = ROOT / "docs" / "screenshots"
+SPLIT_LINK = ("/Inspect?i_q=who+has+been+complaining+about+the+driver+app%3F&i_scope=user%3Amaya"
+              "&i_reranker=embedding&i_split_threshold=1.0")
+
+
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory):
+    """The demo index built with the hashing embedder (the model is not the point here), then served."""
+    from retrieval.demo import build_demo_index
+    from retrieval.models import HashingEmbedder
+
     db = tmp_path_factory.mktemp("browser") / "db"
-    proc, url = start_app(db)
+    build_demo_index(str(db), log=lambda m: None, embedder=HashingEmbedder(384))
+    proc, url = start_app(db, embedder="hashing")
     yield url
     proc.terminate()
     proc.wait(timeout=20)
 
 
-def wait_text(page, text: str, timeout: int = 60_000):
-    page.get_by_text(text).first.wait_for(timeout=timeout)
+def wait_text(page, text: str, timeout: int = 90_000):
+    page.get_by_text(text).locator("visible=true").first.wait_for(timeout=timeout)
 
 
-def final_ids(page) -> list[str]:
-    return page.locator(".trace-row[data-stage=final] code").all_inner_texts()
+def stage_ids(page, stage: str) -> list[str]:
+    loc = page.locator(f".stage-ids[data-stage={stage}]").last
+    loc.wait_for(state="attached", timeout=90_000)
+    return loc.get_attribute("data-ids").split(",")
 
 
-def test_end_to_end_in_a_real_browser(browser, app_url, artifacts, tmp_path):
-    page = browser.new_page(viewport={"width": 1600, "height": 2400})
-    page.goto(app_url)
-    wait_text(page, "Hybrid retrieval inspector")
-    page.locator("[data-testid=stMetric]").first.wait_for(timeout=90_000)
-    wait_text(page, "The store is empty")
+def explained(page) -> str:
+    return page.locator("input[aria-label='Trace id to explain']").last.input_value()
 
-    # Corpus: a bad file is a clear message; the demo corpus loads with a progress bar.
-    page.goto(f"{app_url}/Corpus")
-    wait_text(page, "Load the demo corpus")
-    bad = tmp_path / "notes.jsonl"
-    bad.write_text('{"id": "x1", "content": "I work at Acme Corp."}\n{broken json\n')
-    page.locator("[data-testid=stFileUploader] input[type=file]").set_input_files(str(bad))
-    page.locator("[data-testid=stButton] button", has_text="Ingest file").click()
-    wait_text(page, "1 rejected line(s)")
-    wait_text(page, "Stored 1 trace(s)")
-    page.locator("[data-testid=stButton] button", has_text="Load the demo corpus").click()
-    wait_text(page, "Stored 294 trace(s)", timeout=180_000)
-    page.wait_for_timeout(1000)
-    page.screenshot(path=str(artifacts / "corpus.png"), full_page=True)
 
-    # Home → an example opens Inspect pre-filled.
+def shot(page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.wait_for_timeout(1500)
+    page.screenshot(path=str(SHOTS / name), full_page=True, timeout=120_000)
+
+
+def test_click_to_explain_links_escalations_and_split_columns(browser, app_url):
+    page = browser.new_page(viewport={"width": 1600, "height": 1800})
+    page.set_default_timeout(90_000)
     page.goto(app_url)
     wait_text(page, "Try an example")
-    wait_text(page, "in step with the store")
-    page.get_by_text("Open in Inspect").first.wait_for()
-    page.wait_for_timeout(1000)
-    page.screenshot(path=str(artifacts / "home.png"), full_page=True)
-    page.get_by_text("Open in Inspect").first.click()
-    page.locator(".trace-row[data-stage=final]").first.wait_for(timeout=90_000)
-    for stage in ("dense", "sparse", "merged", "final"):
-        assert page.locator(f".trace-row[data-stage={stage}]").count() > 0, stage
-    before = final_ids(page)
-    assert before[0] == "priya-lens-repair"
-    wait_text(page, "Rank and score per stage")  # the explanation of the selected trace
-    page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
-    page.wait_for_timeout(1500)
-    page.screenshot(path=str(artifacts / "inspect.png"), full_page=True)
+    shot(page, "home.png")
+    page.goto(f"{app_url}/Corpus")
+    page.locator("[data-testid=stMetric], [data-testid=stTabs]").first.wait_for()
+    shot(page, "corpus.png")
 
-    # Move the dense weight slider to its maximum: the final list re-fuses from cache.
-    thumb = page.locator('input[type=range][aria-label="Dense weight"]')
-    assert thumb.input_value() == "0.5"
-    thumb.focus()
-    page.keyboard.press("End")
-    wait_text(page, "Re-fused from cached stage lists")
-    page.wait_for_function("(b) => { const ids = [...document.querySelectorAll('.trace-row[data-stage=final] code')]"
-                           ".map(e => e.innerText); return ids.join() !== b; }", arg=",".join(before), timeout=30_000)
-    assert final_ids(page) != before
+    # Split columns: the merged column shows the stored text, Reranked/Final mark the split with both scores.
+    page.goto(app_url + SPLIT_LINK)
+    final = stage_ids(page, "final")
+    wait_text(page, "Split-on-ambiguous (threshold 1)")
+    assert page.get_by_text("whole text of").count() >= 2  # under Reranked and Final
+    page.get_by_text("whole text of").last.click()
+    wait_text(page, "vs whole")
+    shot(page, "inspect.png")
 
-    # Type any id for its explanation.
-    page.get_by_label("…or any trace id", exact=True).fill("maya-intro")
-    page.keyboard.press("Enter")
-    wait_text(page, "belongs to scope user:maya")
-    page.wait_for_timeout(1500)
-    page.screenshot(path=str(artifacts / "inspect-explain.png"), full_page=True)
+    # Click a row of the Final column (its row selector): that trace is explained and put in the link.
+    grid = page.locator(".st-key-i_col_final [data-testid=stDataFrame]")
+    box = grid.bounding_box()
+    page.mouse.click(box["x"] + 14, box["y"] + 35 + 35 * 2 + 17)
+    page.wait_for_function("(id) => [...document.querySelectorAll(\"input[aria-label='Trace id to explain']\")]"
+                           ".some(e => e.value === id)", arg=final[2])
+    wait_text(page, f"Rank 3 of 10")
+    assert f"i_id={final[2]}" in page.url
+
+    # Click a point in the rank flow: the first line is the dense #1.
+    dense = stage_ids(page, "dense")
+    target = next(i for i in dense if i != final[2])
+    n = dense.index(target)
+    page.locator(".js-plotly-plot .scatterlayer .trace").nth(n).locator("path.point").first.click(force=True)
+    page.wait_for_function("(id) => [...document.querySelectorAll(\"input[aria-label='Trace id to explain']\")]"
+                           ".some(e => e.value === id)", arg=target)
+    shot(page, "inspect-explain.png")
+
+    # Copy link round trip: the link in the popover opens the same view in a new tab.
+    page.locator("[data-testid=stPopover] button").first.click()
+    link = page.locator("[data-testid=stCode] code").last.inner_text().strip()
+    assert link.startswith(app_url + "/Inspect?") and "i_v=" in link and "i_rrf_k=10" in link
+    assert f"i_id={target}" in link and "openai_base_url" not in link
+    other = browser.new_page(viewport={"width": 1600, "height": 1800})
+    other.set_default_timeout(90_000)
+    other.goto(link)
+    assert stage_ids(other, "final") == final
+    other.locator("input[aria-label='Trace id to explain']").last.wait_for()
+    assert explained(other) == target
+    assert other.get_by_text("Ignored link parameter").count() == 0
+    other.close()
+
+    # An unknown id says no such trace exists, and shows nothing else about it.
+    box = page.locator("input[aria-label='Trace id to explain']").last
+    box.fill("no-such-trace")
+    box.press("Enter")
+    wait_text(page, "No trace with id 'no-such-trace' exists in this store")
+    page.get_by_text("Rank and score per stage").wait_for(state="detached")  # stale elements go at the run's end
+
+    # An escalation is a sentence; the code is small print.
+    page.goto(f"{app_url}/Inspect?i_q=%21%21%21%3F%3F%3F&i_scope=user%3Amaya")
+    wait_text(page, "No query word matched any trace in BM25")
+    wait_text(page, "hybrid-retriever:sparse-empty")
 
     # Compare and Tune.
     page.goto(f"{app_url}/Compare")
@@ -136,16 +165,13 @@ def test_end_to_end_in_a_real_browser(browser, app_url, artifacts, tmp_path):
     wait_text(page, "Entered B's top-k")
     page.locator("[data-testid=stSelectbox]", has_text="Scope").click()
     page.get_by_role("option", name="user:priya").click()
-    wait_text(page, "Entered B's top-k: priya-lens-repair")
-    wait_text(page, "nDCG@10 B")  # the query is judged in the demo set
-    page.wait_for_timeout(1500)  # let the data grids paint
-    page.screenshot(path=str(artifacts / "compare.png"), full_page=True)
+    wait_text(page, "nDCG@10 B")  # the query is judged in user:priya
+    shot(page, "compare.png")
     page.goto(f"{app_url}/Tune")
     page.locator("[data-testid=stButton] button", has_text="Evaluate").click()
-    wait_text(page, "Best on the tune half", timeout=180_000)
-    page.locator(".js-plotly-plot").nth(1).wait_for(timeout=30_000)
-    page.wait_for_timeout(1500)
-    page.screenshot(path=str(artifacts / "tune.png"), full_page=True)
+    wait_text(page, "Best on the tune half", timeout=240_000)
+    page.locator(".js-plotly-plot").nth(1).wait_for()
+    shot(page, "tune.png")
     page.close()
 
 
