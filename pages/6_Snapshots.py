@@ -18,7 +18,7 @@ from retrieval.judgments.model import CaseQuery, query_key, scope_text
 from retrieval.judgments.snapshots import run_snapshot
 from ui.cache import ensure_model, get_generator, get_reranker, workspace
 from ui.charts import snapshot_trend_figure
-from ui.grading import inspect_query_params
+from ui.grading import grade_widget, inspect_query_params
 from ui.state import CachedModels
 from ui.widgets import config_panel, nav, scope_picker
 
@@ -182,7 +182,8 @@ st.markdown(f"**Judged traces that moved** ({len(moved)}) and the first stage wh
 st.dataframe(moved, hide_index=True, width="stretch", key=f"{P}moved",
              column_config={"explain in B": st.column_config.LinkColumn(display_text="why here?")})
 
-qids = [q.qid for q in diff.queries]
+in_both = {x.qid for x in diff.queries}
+qids = [q.qid for q in sb.queries if q.qid in in_both]  # case order: stable while grades change the diff
 pick = st.selectbox("Open a query in Inspect", qids, key=f"{P}open",
                     format_func=lambda q: f"{q} · {next(x.query for x in diff.queries if x.qid == q)}")
 chosen = next(x for x in sb.queries if x.qid == pick)
@@ -194,7 +195,21 @@ with c2:
     st.page_link(INSPECT, label=f"Inspect {pick} with B's configuration", icon="🔎",
                  query_params=inspect_query_params(sb.config, chosen.query, chosen.scope))
 
-with st.expander("Machine grading (optional) and agreement with human grades"):
+with st.expander("Grade B's top 10 for this query", key=f"{P}grading"):  # keyed: stays open while grading
+    top = chosen.credited("final")[:10]
+    content = {t.id: t.content for t in ws.store.get(top)}
+    grades = js.grades(chosen.scope, chosen.query)
+    n_graded = sum(t in grades["human"] for t in top)
+    st.caption(f"{pick} · “{chosen.query}” · {n_graded}/{len(top)} graded. A grade counts "
+               "for every case holding this query in this scope, and the diff above counts it at once.")
+    for rank, tid in enumerate(top, 1):
+        c1, c2 = st.columns([3, 2])
+        c1.markdown(f"**{rank}.** `{tid}` {content.get(tid, '(not in the store)')[:240]}")
+        with c2:
+            grade_widget(js, chosen.scope, chosen.query, tid, key_prefix=f"{P}g_", scale=case.scale, grades=grades,
+                         label=f"#{rank}", disabled=not acc.grade)
+
+with st.expander("Machine grading (optional) and agreement with human grades", key=f"{P}machine"):
     st.caption("A text generator grades the ungraded top 10 of snapshot B with the UMBRELA prompt "
                "(retrieval/judgments/machine.py). Machine grades are stored apart and never used by the metrics.")
     gen = st.selectbox("Generator", ["cohere", "openai", "gemma"], key=f"{P}gen",

@@ -108,3 +108,24 @@ def test_the_module_entry_point_runs_case_list(db):
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert [c["case"] for c in json.loads(out.stdout)["cases"]][0] == "demo"
+
+
+def test_snapshot_grade_with_a_fake_openai_compatible_server(db, capsys):
+    from fake_llm_server import FakeServer
+
+    from retrieval.judgments import JudgmentStore
+
+    code, a, _ = run(capsys, "snapshot", "run", "demo", "--embedder", "hashing", "--db", db)
+    with FakeServer() as server:
+        server.chat_text = "1"
+        code, rep, _ = run(capsys, "snapshot", "grade", a["snapshot"], "--generator", f"openai:{server.url}#m",
+                           "--k", "3", "--db", db)
+        asked = len(server.requests)
+        server.mode = "500"
+        code500, rep500, _ = run(capsys, "snapshot", "grade", a["snapshot"], "--generator",
+                                 f"openai:{server.url}#m", "--k", "5", "--regrade", "--db", db)
+    assert code == 0 and rep["graded"] == asked > 0 and rep["graded"] + rep["skipped"] == 45 * 3
+    assert rep["stopped"] is None and rep["grader"].startswith("openai-compatible (m @")
+    machine = [j for j in JudgmentStore(db).judgments("machine")]
+    assert len(machine) == asked and {j.grade for j in machine} == {1}
+    assert code500 == 1 and rep500["graded"] == 0 and "500" in rep500["stopped"]
