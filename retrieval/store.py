@@ -77,6 +77,14 @@ class MemoryStore(AnnIndex, StoreReads):
             self._embedder = embedder_for(ident or StoreIdentity(None, 384), self._secrets)
         return self._embedder
 
+    def use_embedder(self, embedder) -> None:
+        """Swap in an embedder of the same identity (an evaluation's batched query memo); else ValueError."""
+        cur = self.embedder
+        if (getattr(embedder, "name", None), embedder.dim) != (getattr(cur, "name", None), cur.dim):
+            raise ValueError(f"embedder {getattr(embedder, 'name', None)!r} ({embedder.dim}-d) is not this store's "
+                             f"{getattr(cur, 'name', None)!r} ({cur.dim}-d)")
+        self._embedder = embedder
+
     @property
     def db(self):
         if self._db is None:

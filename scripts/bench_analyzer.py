@@ -25,6 +25,7 @@ from retrieval.bm25 import BM25Index  # noqa: E402
 from retrieval.bm25_tokenizer import ANALYZERS, make_tokenizer  # noqa: E402
 from retrieval.eval.cli_eval import open_eval_workspace  # noqa: E402
 from retrieval.eval.datasets import load_dataset  # noqa: E402
+from retrieval.eval.memo import QueryMemo  # noqa: E402
 from retrieval.eval.metrics import evidence_recall_at_k, mean, ndcg_at_k  # noqa: E402
 from retrieval.eval.runner import credited_ids  # noqa: E402
 from retrieval.hybrid import HybridRetriever  # noqa: E402
@@ -36,6 +37,7 @@ def run(spec: str, metric: str, configs: dict[str, dict], cache_dir: str) -> dic
     name, traces, queries = load_dataset(spec)
     ws = open_eval_workspace(name, traces, cache_dir, embedder=make_embedder("minilm"),
                              log=lambda m: print(m, file=sys.stderr))
+    ws.store.use_embedder(QueryMemo(ws.store.embedder, [q.query for q in queries]))  # one batched pass
     stored = ws.store.all_traces()
 
     def score(ids, q):

@@ -25,6 +25,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from retrieval.config import PipelineConfig  # noqa: E402
 from retrieval.eval.cli_eval import open_eval_workspace  # noqa: E402
 from retrieval.eval.datasets import load_dataset  # noqa: E402
+from retrieval.eval.memo import QueryMemo  # noqa: E402
 from retrieval.eval.metrics import evidence_recall_at_k, mean, ndcg_at_k  # noqa: E402
 from retrieval.eval.runner import credited_ids  # noqa: E402
 from retrieval.factory import build_retriever  # noqa: E402
@@ -50,6 +51,7 @@ def run(spec: str, metric: str, configs: dict[str, dict], cache_dir: str) -> dic
     name, traces, queries = load_dataset(spec)
     ws = open_eval_workspace(name, traces, cache_dir, embedder=make_embedder("minilm"),
                              log=lambda m: print(m, file=sys.stderr))
+    ws.store.use_embedder(QueryMemo(ws.store.embedder, [q.query for q in queries]))  # one batched pass
     tbl = ws.store._table()
     if not any(getattr(ix, "name", "") == "content_idx" for ix in tbl.list_indices()):
         tbl.create_index("content", config=FTS(), replace=True)  # LanceDB defaults: stem, stopwords, ascii-fold
@@ -59,7 +61,7 @@ def run(spec: str, metric: str, configs: dict[str, dict], cache_dir: str) -> dic
         return evidence_recall_at_k(ids, list(q.qrels), 10) if metric == "recall@10" else ndcg_at_k(ids, q.qrels, 10)
 
     embedder = ws.store.embedder
-    qvecs = embedder.embed([q.query for q in queries])
+    qvecs = embedder.embed_query([q.query for q in queries])
     out = {"dataset": spec, "metric": metric, "queries": len(queries), "systems": {}}
     peers = {"LanceDB hybrid (native FTS + vector, RRFReranker)": RRFReranker(),
              "LanceDB hybrid (native FTS + vector, LinearCombinationReranker)": LinearCombinationReranker()}

@@ -103,6 +103,10 @@ def run_eval_cli(args) -> int:
     if args.embedder != "minilm":
         name += f"-{args.embedder}"  # never mix vectors of two embedders in one cached store
     ws = open_eval_workspace(name, traces, args.cache_dir, embedder=make_embedder(args.embedder), log=log)
+    from .memo import QueryMemo
+
+    log(f"embedding {len(queries)} queries in batches")
+    ws.store.use_embedder(QueryMemo(ws.store.embedder, [q.query for q in queries]))
     presets = args.preset or ["agentos", "hybrid"]
     models = RegistryModels(ws.store.embedder)  # one reranker/generator for every preset
     log(f"{name}: {len(traces)} documents, {len(queries)} queries; presets {presets}; reranker {args.reranker}; "
