@@ -13,8 +13,9 @@ import streamlit as st
 from retrieval.hybrid import STAGES
 from ui import view
 from ui.access import session_access
-from ui.cache import ensure_model, get_generator, get_reranker, workspace
+from ui.cache import ensure_model, get_generator, get_reranker, judgments, workspace
 from ui.charts import TOP_N, rank_flow_figure, timings_figure
+from ui.grading import add_to_case_widget, grade_widget
 from ui.links import DEPTHS, write_link
 from ui.state import cache_key, run_config
 from ui.widgets import (config_io, config_panel, escalation_view, explanation_details, explanation_summary,
@@ -117,6 +118,20 @@ for col, stage in zip(st.columns(5), STAGES):
     with col:
         stage_column(stage, d, whole, d.searched_query or query, ROWS, f"{P}col_{stage}", TARGET, labels.get(stage))
 st.caption(view.ORIGIN_LEGEND + ". Click a row to explain it.")
+
+with st.expander(f"Grade the final list ({len(result.traces)} results) · add this query to a case",
+                 expanded=bool(st.session_state.get(f"{P}grading"))):
+    st.toggle("Keep this open", key=f"{P}grading", help="Grades save at once, in the store beside the traces.")
+    js = judgments(ws.uri)
+    grades = js.grades(scope, query)
+    n_graded = sum(1 for t in result.traces if t.id in grades.get("human", {}))
+    st.caption(f"{n_graded} of {len(result.traces)} graded (0 not relevant … 3 highly relevant; click a grade "
+               "again to clear it). Compare, Tune and Snapshots score against these grades.")
+    for rank, t in enumerate(result.traces, 1):
+        grade_widget(js, scope, query, t.id, key_prefix=f"{P}g_", grades=grades, disabled=not access.grade,
+                     label=f"#{rank} {t.id} — {t.content[:90]}", shortcuts=t.id == (st.session_state.get(TARGET) or ""))
+    if access.write:
+        add_to_case_widget(js, scope, query, key_prefix=f"{P}g_")
 
 st.divider()
 left, right = st.columns([3, 2])

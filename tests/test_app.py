@@ -363,3 +363,22 @@ def test_tune_apply_best_sets_the_sliders_here_and_on_inspect(demo_env):
     assert (at.slider(key="t_dense_weight").value, at.slider(key="t_rrf_k").value) == (bp["dense_weight"], bp["rrf_k"])
     assert at.session_state["i_dense_weight"] == bp["dense_weight"] and at.session_state["i_rrf_k"] == bp["rrf_k"]
     assert any(s.value.startswith("Applied: the sliders here and on Inspect") for s in at.success)
+
+
+def test_grade_final_results_in_inspect_and_they_survive_a_restart(demo_env):
+    from retrieval.judgments import JudgmentStore
+    from retrieval.types import Scope
+
+    q, scope = "what is the status of my ticket FX-209847", Scope("user", "priya")  # no demo grades for it
+    at = inspect(i_q=q, i_scope="user:priya")
+    assert not at.exception
+    final = column_ids(at, "final")
+    groups = [b for b in at.button_group if b.proto.label.startswith("#")]
+    assert [b.proto.label.split(" ")[1] for b in groups] == final  # one control per final result, in rank order
+    assert all("○ ungraded" in b.proto.label for b in groups)
+    groups[0].set_value(3).run()
+    [b for b in at.button_group if b.proto.label.startswith("#2 ")][0].set_value(1).run()
+    assert JudgmentStore(demo_env).grades(scope, q)["human"] == {final[0]: 3, final[1]: 1}
+    again = inspect(i_q=q, i_scope="user:priya")  # a new session: the grades come from the store
+    labels = [b.proto.label for b in again.button_group if b.proto.label.startswith("#")]
+    assert "● 3" in labels[0] and "● 1" in labels[1] and "○ ungraded" in labels[2]

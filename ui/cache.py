@@ -101,3 +101,11 @@ def demo_judgments():
     from retrieval.demo import JUDGMENTS
 
     return _judgments(str(JUDGMENTS), JUDGMENTS.stat().st_mtime) if JUDGMENTS.is_file() else []
+
+
+@st.cache_resource(show_spinner=False)
+def judgments(uri: str):
+    """The store's judgments, cases and snapshots (LanceDB tables beside `traces`)."""
+    from retrieval.judgments import JudgmentStore
+
+    return JudgmentStore(uri)
