@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from retrieval.compare import compare_rankings, find_judgment
+from retrieval.compare import compare_rankings
 from retrieval.eval.runner import credited_ids, run_queries, score_ranking, summarize
-from ui.cache import demo_judgments, ensure_model, get_generator, get_reranker, workspace
+from ui.cache import ensure_model, get_generator, get_reranker, judgments, workspace
+from ui.sets import pick_labelled_set
 from ui.state import PipelineConfig, build_retriever, cache_key, run_config
 from ui import view
 from ui.widgets import config_panel, nav, open_in_inspect, scope_picker, selected_row, usable_config
@@ -32,7 +33,7 @@ with st.sidebar:
     with st.expander("Settings B", expanded=True):
         cfg_b = config_panel(f"{P}b_", PipelineConfig.for_preset("hybrid"), bind=False, compact=True)
 
-mode = st.radio("Compare on", ["one query", "the labelled demo set"], horizontal=True, key=f"{P}mode")
+mode = st.radio("Compare on", ["one query", "a labelled set"], horizontal=True, key=f"{P}mode")
 
 
 def render_lists(res_a, res_b, qrels: dict | None) -> list:
@@ -89,20 +90,17 @@ try:
                               state="complete")
             st.session_state[f"{P}ra"] = (cache_key(query, scope, cfg_a), res_a)
             st.session_state[f"{P}rb"] = (cache_key(query, scope, cfg_b), res_b)
-            match = find_judgment(demo_judgments(), query, scope)
-            qrels = match.qrels if match else None
+            graded = judgments(ws.uri).grades(scope, query).get("human", {})  # grades given in Inspect or imported
+            qrels = {i: float(g) for i, g in graded.items()} or None
             picked = render_lists(res_a, res_b, qrels)
             if picked:
                 open_in_inspect(picked[0][0], query, scope, picked[0][1], ws.store.version())
         else:
             st.caption("Type a query to compare A and B.")
     else:
-        from retrieval.demo import JUDGMENTS
-
-        if not JUDGMENTS.is_file():
-            st.error("No labelled set found (data/demo/judgments.jsonl).")
+        queries = pick_labelled_set(ws, P)
+        if not queries:
             st.stop()
-        queries = demo_judgments()
         known = ws.store.get(sorted({i for q in queries for i in q.qrels}))
         if not known:
             st.warning("None of the judged traces are in this store: load the demo corpus first.")

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from retrieval.eval.datasets import beir_judgments, judgments_from_bytes
+from retrieval.eval.lab import fusion_grid, search_fusions
 from retrieval.eval.runner import METRICS, per_query_deltas, run_queries, summarize, sweep
-from ui.cache import demo_judgments, ensure_model, get_generator, get_reranker, workspace
+from ui.cache import ensure_model, get_generator, get_reranker, workspace
+from ui.sets import pick_labelled_set
 from ui.charts import heatmap_figure, metrics_figure
 from ui.state import PipelineConfig, build_retriever
 from ui.links import fmt
-from ui.widgets import config_panel, nav, open_in_inspect, scope_picker, selected_row, usable_config
+from ui.widgets import config_panel, nav, open_in_inspect, selected_row, usable_config
 
 P = "t_"
 DENSE_WEIGHTS = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
@@ -29,29 +30,7 @@ with st.sidebar:
     st.header("Configuration")
     cfg = config_panel(P, PipelineConfig(), bind=False, compact=True)
 
-SOURCES = ["demo set (data/demo/judgments.jsonl)", "BEIR queries + qrels", "judgments .jsonl"]
-src = st.radio("Judgments", SOURCES, horizontal=True, key=f"{P}src")
-queries = []
-try:
-    if src == SOURCES[0]:
-        queries = demo_judgments()
-    elif src == SOURCES[1]:
-        st.caption("Load the BEIR corpus on the Corpus page first (a zipped BEIR folder), into the scope chosen here.")
-        c1, c2, c3 = st.columns(3)
-        qfile = c1.file_uploader("queries.jsonl", type=["jsonl"], key=f"{P}bq")
-        rfile = c2.file_uploader("qrels (.tsv)", type=["tsv"], key=f"{P}br")
-        with c3:
-            beir_scope = scope_picker(ws, f"{P}bscope", label="Scope the corpus is in", allow_all=False, bind=False)
-        if qfile is not None and rfile is not None:
-            queries = beir_judgments(qfile.getvalue(), rfile.getvalue(), beir_scope)
-    else:
-        st.caption('One JSON object per line: {"qid": "q1", "query": "...", "scope": "user:u1", '
-                   '"relevant": {"trace-id": 2}}. Large BEIR sets: `python -m retrieval eval --dataset beir:PATH`.')
-        up = st.file_uploader("Judgments", type=["jsonl"], key=f"{P}upload")
-        if up is not None:
-            queries = judgments_from_bytes(up.getvalue())
-except ValueError as exc:
-    st.error(f"Could not read the judgments: {exc}")
+queries = pick_labelled_set(ws, P)
 if not queries:
     st.info("No labelled queries yet.")
     st.stop()
@@ -67,7 +46,9 @@ st.caption(f"{len(queries)} labelled queries · {len(present)}/{len(judged)} jud
 def apply_best(bp: dict) -> None:
     """Set Tune's and Inspect's fusion sliders to the best cell (a callback: before the widgets are drawn)."""
     best = {"dense_weight": float(bp["dense_weight"]), "sparse_weight": float(bp["sparse_weight"]),
-            "rrf_k": int(bp["rrf_k"]), "fusion": "rrf"}
+            "rrf_k": int(bp["rrf_k"]), "fusion": bp.get("fusion", "rrf")}
+    if bp.get("fusion") == "convex":
+        best["normalization"] = bp["normalization"]
     for prefix in (P, "i_"):
         for name, value in best.items():
             st.session_state[f"{prefix}{name}"] = value
@@ -75,6 +56,30 @@ def apply_best(bp: dict) -> None:
     if last is not None:  # Inspect restores its last view on arrival: make that view the best cell
         st.session_state["i_link"] = {**last, **{f"i_{n}": fmt(v) for n, v in best.items()}}
     st.session_state[f"{P}applied"] = bp
+
+
+def lab_view(lab) -> None:
+    """The fusion lab: each function's best on the tune half, its held-out score, and "apply"."""
+    st.subheader("Fusion lab: which fusion suits these queries?")
+    st.caption("Every fusion function × normalisation × dense weight (× k for RRF), re-fused from the cached lists. "
+               "Each row is that function's best on the tune half; trust the held-out column.")
+    rows = [{"fusion": "current configuration", "setting": lab.baseline.candidate.label,
+             "tune": lab.baseline.tune, "held-out": lab.baseline.held_out, "all queries": lab.baseline.all}]
+    for fusion, norm in (("rrf", None), ("convex", "minmax"), ("convex", "theoretical"), ("convex", "zscore")):
+        b = lab.best_of(fusion, norm)
+        rows.append({"fusion": "RRF" if fusion == "rrf" else f"convex · {norm}", "setting": b.candidate.label,
+                     "tune": b.tune, "held-out": b.held_out, "all queries": b.all})
+    st.dataframe([{k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()} for r in rows],
+                 hide_index=True, width="stretch")
+    best = lab.best.candidate
+    knobs = {**best.knobs(), "tune": lab.best.tune, "held_out": lab.best.held_out}
+    wins = sum(1 for r in lab.per_query if r["delta"] > 1e-9)
+    losses = sum(1 for r in lab.per_query if r["delta"] < -1e-9)
+    st.caption(f"Best on the tune half: {best.label} → tune {lab.best.tune:.4f}, held-out "
+               f"**{lab.best.held_out:.4f}** (current: {lab.baseline.held_out:.4f}); against the current configuration "
+               f"it wins {wins} queries and loses {losses}.")
+    st.button(f"Apply: {best.label}", key=f"{P}apply_lab", on_click=apply_best, args=(knobs,),
+              help="Sets the fusion selector and sliders here and on Inspect (the other settings stay).")
 
 
 if st.button("Evaluate", type="primary", key=f"{P}run"):
@@ -94,8 +99,13 @@ if st.button("Evaluate", type="primary", key=f"{P}run"):
                            recall_top_k=base_cfg.top_k, over_fetch_multiplier=base_cfg.over_fetch)
         bar.progress(0.95, text=f"Sweeping {len(DENSE_WEIGHTS)} dense weights × {len(KS)} RRF k values (re-fusing cached lists, no search)…")
         sw = sweep(retr, runs, DENSE_WEIGHTS, KS, rerank_weight=cfg.rerank_weight)
+        lab = None
+        if cfg.preset != "agentos":
+            bar.progress(0.97, text="Fusion lab: every fusion function × normalisation × weight (re-fusing)…")
+            lab = search_fusions(runs, fusion_grid())
         bar.empty()
         st.session_state[f"{P}out"] = (summarize(runs), sw, per_query_deltas(base, runs), summarize(base))
+        st.session_state[f"{P}lab"] = lab
         st.session_state[f"{P}cfg"] = cfg
     except (ValueError, ImportError) as exc:
         st.error(str(exc))
@@ -121,6 +131,9 @@ if f"{P}out" in st.session_state:
     if st.session_state.get(f"{P}applied") == bp:
         st.success(f"Applied: the sliders here and on Inspect now read dense {bp['dense_weight']:g}, sparse "
                    f"{bp['sparse_weight']:g}, k {bp['rrf_k']}.")
+    lab = st.session_state.get(f"{P}lab")
+    if lab is not None:
+        lab_view(lab)
     st.subheader("Per query vs the agentos baseline (final nDCG@10)")
     wins = sum(1 for d in deltas if d["delta"] > 1e-9)
     losses = sum(1 for d in deltas if d["delta"] < -1e-9)

@@ -6,7 +6,7 @@ and for every id in B its rank delta against A — the numbers a reviewer reads 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Sequence
 
 
 @dataclass(frozen=True)
@@ -54,20 +54,3 @@ def compare_rankings(a: Sequence[str], b: Sequence[str]) -> RankingComparison:
         a=a, b=b, overlap=len(sa & sb), jaccard=len(sa & sb) / len(union) if union else 1.0,
         entered=tuple(i for i in b if i not in sa), left=tuple(i for i in a if i not in sb),
         deltas=tuple(RankDelta(i, r, rank_a.get(i)) for r, i in enumerate(b, 1)))
-
-
-def find_judgment(judgments: Iterable, query: str, scope, qid: str | None = None):
-    """The labelled query for `qid` (preferred) or, failing that, for the same text in the same scope.
-
-    Text matching ignores case and surrounding whitespace; None when nothing matches.
-    """
-    judgments = list(judgments)
-    if qid is not None:
-        for j in judgments:
-            if j.qid == qid:
-                return j
-    wanted = query.strip().casefold()
-    for j in judgments:
-        if j.query.strip().casefold() == wanted and str(j.scope) == str(scope):
-            return j
-    return None

@@ -214,7 +214,7 @@ def test_compare_one_query(demo_env):
 
 def test_compare_labelled_set(demo_env):
     at = page("pages/3_Compare.py")
-    at.radio(key="cmp_mode").set_value("the labelled demo set").run()
+    at.radio(key="cmp_mode").set_value("a labelled set").run()
     at.button(key="cmp_run").click().run()
     assert not at.exception
     assert {m.label for m in at.metric} >= {"ndcg@10 (B)", "recall@10 (B)", "mrr (B)"}
@@ -382,3 +382,20 @@ def test_grade_final_results_in_inspect_and_they_survive_a_restart(demo_env):
     again = inspect(i_q=q, i_scope="user:priya")  # a new session: the grades come from the store
     labels = [b.proto.label for b in again.button_group if b.proto.label.startswith("#")]
     assert "● 3" in labels[0] and "● 1" in labels[1] and "○ ungraded" in labels[2]
+
+
+def test_tune_reads_the_demo_case_and_its_fusion_lab_applies_the_best(demo_env):
+    at = page("pages/4_Tune.py")
+    assert at.selectbox(key="t_case").value == "demo"  # the demo case ships with the demo corpus
+    at.button(key="t_run").click().run(timeout=240)
+    assert not at.exception
+    lab = at.session_state["t_lab"]
+    table = [d.value for d in at.dataframe if "held-out" in d.value.columns][0]
+    assert list(table["fusion"]) == ["current configuration", "RRF", "convex · minmax", "convex · theoretical",
+                                     "convex · zscore"]
+    assert table["tune"].iloc[1:].max() == pytest.approx(round(lab.best.tune, 4))
+    at.button(key="t_apply_lab").click().run()
+    best = lab.best.candidate
+    assert at.session_state["i_fusion"] == best.fusion and at.session_state["t_dense_weight"] == best.dense_weight
+    if best.fusion == "convex":
+        assert at.session_state["t_normalization"] == best.normalization

@@ -1,9 +1,7 @@
 """Pure comparisons behind the Compare page: overlap, Jaccard, rank deltas, entered/left, judgment matching."""
 from hypothesis import given, strategies as st
 
-from retrieval.compare import compare_rankings, find_judgment
-from retrieval.eval.runner import LabelledQuery
-from retrieval.types import Scope
+from retrieval.compare import compare_rankings
 
 
 def test_golden_comparison():
@@ -29,11 +27,3 @@ def test_comparison_properties(a, b):
     assert 0.0 <= c.jaccard <= 1.0
     for d in c.deltas:
         assert ub[d.rank_b - 1] == d.id and (d.rank_a is None or ua[d.rank_a - 1] == d.id)
-
-
-def test_find_judgment_prefers_the_query_id_then_text_in_the_same_scope():
-    u1, u2 = Scope("user", "u1"), Scope("user", "u2")
-    js = [LabelledQuery("q1", "Where do I live?", {"a": 1}, u1), LabelledQuery("q2", "where do i live?", {"b": 2}, u2)]
-    assert find_judgment(js, "anything", u1, qid="q2").qid == "q2"
-    assert find_judgment(js, "  WHERE do I live?  ", u2).qid == "q2"
-    assert find_judgment(js, "where do I live?", Scope("user", "u3")) is None

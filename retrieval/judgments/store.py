@@ -185,6 +185,15 @@ class JudgmentStore:
                              "(import one with `python -m retrieval case import`)")
         return found
 
+    def labelled(self, case: Case | str, grader: str = "human") -> list:
+        """The case's graded queries as `LabelledQuery`s (what Compare, Tune and evaluation read)."""
+        from ..eval.runner import LabelledQuery
+
+        case = self.case(case) if isinstance(case, str) else case
+        qrels = self.qrels(case, grader)
+        return [LabelledQuery(q.qid, q.query, {i: float(g) for i, g in qrels[q.qid].items()}, q.scope, note=q.note)
+                for q in case.queries if q.qid in qrels]
+
     def case_names(self) -> list[str]:
         return sorted({r["case_name"] for r in self._rows("cases")})
 
