@@ -105,6 +105,63 @@ def ingest(store, n: int, centroids: np.ndarray, log) -> dict:
     return {"bulk_ingest_s": round(secs, 1), "bulk_ingest_rows_per_s": round(n / secs)}
 
 
+def query_vectors(n: int, centroids: np.ndarray, count: int) -> list[np.ndarray]:
+    """Each query: the centroid of a random stored trace plus fresh noise (as its trace was made)."""
+    qrng = np.random.default_rng(11)
+    out = []
+    for s in qrng.integers(0, n, count).tolist():
+        cid = np.random.default_rng(s - s % CHUNK).integers(0, CENTROIDS, CHUNK)[s % CHUNK]
+        out.append(unit(centroids[cid] + qrng.normal(0, 0.08, DIM).astype(np.float32)))
+    return out
+
+
+def probe_sweep(uri: str, n: int, count: int, probes: list[int], log) -> dict:
+    """Unscoped dense search on an existing store: latency and recall@30 vs exact per IVF nprobes."""
+    from retrieval.store import MemoryStore
+
+    store = MemoryStore(uri, embedder=SyntheticEmbedder(), clock=lambda: NOW)
+    tbl = store._table()
+    centroids = unit(np.random.default_rng(0).normal(size=(CENTROIDS, DIM)).astype(np.float32))
+    qvecs = query_vectors(n, centroids, count)
+    exact = [set(tbl.search(v).distance_type("cosine").bypass_vector_index().select(["id", "_distance"])
+                 .limit(30).to_arrow()["id"].to_pylist()) for v in qvecs]
+    out = {"partitions": store._ann_partitions(), "queries": count, "sweep": []}
+    for p in probes:
+        times, rec = [], []
+        for v, e in zip(qvecs, exact):
+            t0 = time.perf_counter()
+            got = tbl.search(v).distance_type("cosine").nprobes(p).select(["id", "_distance"]).limit(30).to_arrow()
+            times.append((time.perf_counter() - t0) * 1000)
+            rec.append(len(set(got["id"].to_pylist()) & e) / 30)
+        out["sweep"].append({"nprobes": p, **ms_stats(times), "recall_at_30": round(float(np.mean(rec)), 4)})
+        log(json.dumps(out["sweep"][-1]))
+    return out
+
+
+def stage_breakdown(uri: str, n: int, count: int, log) -> dict:
+    """Median per-stage milliseconds of retrieve() (its own timings), scoped and unscoped, sidecar reopened."""
+    from retrieval.workspace import Workspace
+
+    emb = SyntheticEmbedder()
+    centroids = unit(np.random.default_rng(0).normal(size=(CENTROIDS, DIM)).astype(np.float32))
+    queries = [f"{q} #{i}" for i, q in enumerate(queries_for(count, seed=9))]
+    emb.table.update(zip(queries, query_vectors(n, centroids, count)))
+    ws = Workspace(uri, embedder=emb, clock=lambda: NOW, fact_extractor=None)
+    t0 = time.perf_counter()
+    r = ws.retriever(fact_store=None)
+    out = {"sidecar_open_s": round(time.perf_counter() - t0, 1), "rss_mb": round(rss_mb())}
+    rng = random.Random(5)
+    for label, scopes in (("scoped", [Scope("user", f"u{rng.randrange(USERS)}") for _ in queries]),
+                          ("unscoped", [None] * count)):
+        stages: dict[str, list[float]] = {}
+        for q, sc in zip(queries, scopes):
+            for k, v in r.retrieve(q, scope=sc).diagnostics.timings_ms.items():
+                stages.setdefault(k, []).append(v)
+        out[label] = {k: round(statistics.median(v), 1) for k, v in stages.items()}
+        log(f"{label} stages (median ms): {out[label]}")
+    return out
+
+
 def recall_vs_exact(store, qvecs, scopes, k: int = 30) -> float:
     from retrieval.store_rows import scope_filter
 
@@ -126,10 +183,19 @@ def main() -> int:
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--root", default=None, help="where to build the store (default a temp dir, removed after)")
     ap.add_argument("--out", default="docs/bench_scale.json")
+    ap.add_argument("--probe-sweep", type=int, nargs="*", metavar="NPROBES",
+                    help="only sweep IVF nprobes (unscoped dense latency, recall@30) on the store already at --root")
     args = ap.parse_args()
     logf = lambda m: print(f"[{time.strftime('%H:%M:%S')}] {m}", flush=True)  # noqa: E731
     root = Path(args.root or tempfile.mkdtemp(prefix="bench-scale-"))
     uri = str(root / "db")
+    if args.probe_sweep:
+        res = json.loads(Path(args.out).read_text()) if Path(args.out).is_file() else {}
+        res["stage_breakdown"] = stage_breakdown(uri, args.n, 30, logf)
+        res["probe_sweep"] = {"command": "python " + " ".join(sys.argv),
+                              **probe_sweep(uri, args.n, 50, args.probe_sweep, logf)}
+        Path(args.out).write_text(json.dumps(res, indent=2) + "\n")
+        return 0
     res: dict = {"command": "python " + " ".join(sys.argv), "traces": args.n, "dim": DIM, "cpu_count": os.cpu_count(),
                  "queries": args.queries, "users": USERS}
     try:
@@ -164,12 +230,7 @@ def main() -> int:
         rng = random.Random(5)
         queries = queries_for(args.queries, seed=9)
         queries = [f"{q} #{i}" for i, q in enumerate(queries)]  # unique texts: one synthetic vector each
-        qrng = np.random.default_rng(11)
-        src = qrng.integers(0, args.n, len(queries))
-        for q, s in zip(queries, src):
-            base = np.random.default_rng(int(s) - int(s) % CHUNK)
-            cid = base.integers(0, CENTROIDS, CHUNK)[int(s) % CHUNK]
-            emb.table[q] = unit(centroids[cid] + qrng.normal(0, 0.08, DIM).astype(np.float32))
+        emb.table.update(zip(queries, query_vectors(args.n, centroids, len(queries))))
         scopes = [Scope("user", f"u{rng.randrange(USERS)}") for _ in queries]
         r = ws.retriever(fact_store=None)
         for label, sc_list in (("scoped", scopes), ("unscoped", [None] * len(queries))):
