@@ -9,7 +9,7 @@ from ui.widgets import nav
 
 st.set_page_config(page_title="Hybrid retrieval inspector", page_icon="🔎", layout="wide")
 nav()
-from ui.access import page_guard; page_guard(home=True)  # sign-in, allowed scopes, read-only (issue #17)
+from ui.access import page_guard; access = page_guard(home=True)  # sign-in, scopes, read-only (issue #17)
 
 st.title("Hybrid retrieval inspector")
 st.markdown(
@@ -26,6 +26,10 @@ except Exception as exc:  # a broken store must still render a page that says wh
     st.error(f"Could not read the store at `{db_uri()}`: {exc}. Point RETRIEVAL_DB at a valid LanceDB folder "
              "or delete the folder and rebuild it with `make run`.")
     st.stop()
+
+if access.limited:  # a visitor limited to some scopes sees only those scopes' names and counts
+    status["scopes"] = {k: v for k, v in status["scopes"].items() if access.sees(k)}
+    status["traces"] = sum(status["scopes"].values())
 
 st.subheader("Store")
 c = st.columns(4)
@@ -54,6 +58,7 @@ examples = load_examples()
 if not examples:
     st.caption("No examples found (data/demo/examples.json).")
 cols = st.columns(3)
+examples = [ex for ex in examples if access.sees(ex["params"].get("i_scope"))]  # examples in the visitor's scopes
 for n, ex in enumerate(examples):
     with cols[n % 3].container(border=True):
         st.markdown(f"**{ex['title']}**")

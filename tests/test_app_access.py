@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 import ui.access
 from retrieval.demo import build_demo_index
 from retrieval.models import HashingEmbedder
+from retrieval.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 90
@@ -209,3 +210,25 @@ def test_oidc_sign_in_and_a_signed_in_user(env, built, tmp_path):
     assert [t.value for t in at.title] == ["Sign in"] and not at.metric
     at = run("pages/5_Facts.py", user={"is_logged_in": True, "email": "maya@example.com"})
     assert not at.exception and at.selectbox(key="f_scope").options == ["user:maya"]
+
+
+def test_home_and_tune_show_a_limited_user_only_their_scopes(proxy):
+    import os
+
+    from retrieval.judgments import JudgmentStore
+    from retrieval.types import Scope
+
+    as_user, _ = proxy
+    as_user("maya@example.com")
+    db = os.environ["RETRIEVAL_DB"]
+    home = run("app.py")
+    assert not home.exception
+    assert "user:priya" not in texts(home) and "user:maya" in texts(home)
+    maya = Workspace(db, embedder=HashingEmbedder(384)).store.count(Scope("user", "maya"))
+    assert int(home.metric[0].value) == maya < 294  # the user's traces, not the whole store's
+    tune = run("pages/4_Tune.py")
+    assert tune.selectbox(key="t_case").value == "demo"
+    labelled = JudgmentStore(db).labelled("demo")
+    mine = [q for q in labelled if str(q.scope) == "user:maya"]
+    assert f"{len(labelled) - len(mine)} of {len(labelled)} queries are in scopes you may not see" in texts(tune)
+    assert f"{len(mine)} labelled queries" in texts(tune)
