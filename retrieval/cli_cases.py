@@ -22,7 +22,7 @@ def _db(sp, embedder: bool = False) -> None:
     sp.add_argument("--db", default=os.environ.get("RETRIEVAL_DB", DEFAULT_DB),
                     help=f"LanceDB URI (default {DEFAULT_DB}; env RETRIEVAL_DB)")
     if embedder:
-        sp.add_argument("--embedder", default="minilm", help="the embedder the store was built with "
+        sp.add_argument("--embedder", default=None, help="the embedder the store was built with "
                         "(minilm | hashing | st:PATH | cohere:MODEL | openai:BASE_URL#MODEL)")
 
 
@@ -91,11 +91,10 @@ def snapshot_config(args) -> PipelineConfig:
 def cmd_snapshot_run(args) -> int:
     from .judgments import JudgmentStore
     from .judgments.snapshots import run_snapshot
-    from .models.registry import make_embedder
-    from .workspace import Workspace
+    from .cli_store import open_workspace
 
     cfg = snapshot_config(args)
-    ws = Workspace(args.db, embedder=make_embedder(args.embedder))
+    ws = open_workspace(args)  # the named embedder, else the one the store records
     if ws.store.count() == 0:
         raise ValueError(f"the store at {args.db} is empty; run `python -m retrieval build-demo` or `ingest` first")
 

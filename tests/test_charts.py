@@ -195,3 +195,12 @@ def test_all_scopes_and_store_version():
 @pytest.mark.parametrize("value", ["0", "201", "1.5", "x", "inf"])
 def test_rrf_k_out_of_the_slider_range_is_ignored(value):
     assert read_link({"i_rrf_k": value}, "i_", SCOPES).config == {}
+
+
+def test_bm25_figure_reads_lancedb_fts_rows_without_idf():
+    from ui.charts import bm25_figure
+
+    rows = [{"term": "refund", "qtf": 1, "tf": None, "df": None, "idf": None, "saturation": None, "score": 1.25,
+             "backend": "lancedb-fts"}, {"term": "x", "qtf": 1, "idf": None, "saturation": None, "score": 0.0}]
+    fig = bm25_figure(rows)
+    assert list(fig.data[0].text) == ["1.250 (LanceDB full-text score)", "0"]

@@ -91,8 +91,14 @@ def bm25_figure(tree: Sequence[Mapping[str, float]]) -> go.Figure:
     """BM25 per query term (idf × tf saturation × times in the query): the bars sum to the BM25 score."""
     total = sum(float(r["score"]) for r in tree)
     values = {str(r["term"]): float(r["score"]) for r in tree}
-    labels = [f"{r['qtf']:g} × {r['idf']:.3f} × {r['saturation']:.3f} = {r['score']:.3f}" if r["score"] else "0"
-              for r in tree]
+    def label(r) -> str:
+        if not r["score"]:
+            return "0"
+        if r.get("idf") is None:  # LanceDB full-text search reports only each term's score
+            return f"{r['score']:.3f} (LanceDB full-text score)"
+        return f"{r['qtf']:g} × {r['idf']:.3f} × {r['saturation']:.3f} = {r['score']:.3f}"
+
+    labels = [label(r) for r in tree]
     return bar_figure(values, f"BM25 score {total:.4f} = the sum of these bars (qtf × idf × tf saturation)",
                       ORIGIN_COLORS["sparse"], height=70 + 34 * len(tree), labels=labels)
 

@@ -400,8 +400,12 @@ def explanation_details(ex, key: str) -> None:
             with st.expander(f"BM25 score {total:.4f} = Σ per query term ({view.bm25_params(ex.bm25_tree)})"):
                 st.plotly_chart(bm25_figure(ex.bm25_tree), key=f"{key}_bm25", config={"displayModeBar": False})
                 st.dataframe(view.bm25_rows(ex.bm25_tree), hide_index=True, width="stretch")
-                st.caption("term score = in query × idf × tf·(k1+1) / (tf + k1·length norm); length norm = "
-                           "1 − b + b·doc len / avg len (Elasticsearch's explain).")
+                if ex.bm25_tree[0].get("backend") == "lancedb-fts":
+                    st.caption("Scored by LanceDB's full-text index, which reports only each term's score "
+                               "(searched alone); tf and idf are not exposed.")
+                else:
+                    st.caption("term score = in query × idf × tf·(k1+1) / (tf + k1·length norm); length norm = "
+                               "1 − b + b·doc len / avg len (Elasticsearch's explain).")
         elif ex.bm25_tree is not None:
             st.caption("BM25: no query term is in this trace, so its BM25 score is 0.")
 
