@@ -11,7 +11,10 @@ reported) — see docs/BENCHMARKS.md for the numbers behind every choice:
    BM25 rank-1 identifier the embedding placed 31st is not capped below dense rank 30;
 3. the rerank blend base is the fused score normalised to [0, 1], so fusion weights still matter
    under a reranker;
-4. fusion defaults: equal weights (plain RRF) and k = 10, the best region of the dev sweep;
+4. fusion: a convex combination of theoretically normalised scores (Bruch, Gai & Ingber 2023: cosine-based
+   cognitive score and BM25 both bounded below by 0, divided by the list's max), dense 0.6 / sparse 0.4 — the
+   best mean of the two development sets in the fusion lab (LoCoMo dev recall@10 and demo nDCG@10 weighted
+   equally); RRF (k = 10, equal weights) stays one switch away;
 5. a temporal question ("where did I live first?") injects the history of the asked predicates,
    not every fact ever stored about the subject (which pushes every real trace out of the top k).
 
@@ -53,7 +56,8 @@ class Preset:
 AGENTOS_PRESET = Preset(AGENTOS, hydrate_sparse_only=False, complete_ranks=False, blend_base="cognitive",
                         temporal_facts="subject", dense_weight=0.7, sparse_weight=0.3, rrf_k=60, rerank_weight=0.3)
 HYBRID_PRESET = Preset(HYBRID, hydrate_sparse_only=True, complete_ranks=True, blend_base="fused",
-                       temporal_facts="predicates", dense_weight=0.5, sparse_weight=0.5, rrf_k=10, rerank_weight=0.3)
+                       temporal_facts="predicates", dense_weight=0.6, sparse_weight=0.4, rrf_k=10, rerank_weight=0.3,
+                       fusion="convex", normalization="theoretical")
 _BY_NAME = {p.name: p for p in (AGENTOS_PRESET, HYBRID_PRESET)}
 
 

@@ -102,7 +102,8 @@ def test_inspect_shows_five_stages_and_an_explanation(demo_env):
     at = inspect(i_q="status of ticket FX-209847", i_scope="user:priya")
     assert not at.exception
     heads = [m.value for m in at.markdown if m.value.startswith("**") and " · " in m.value]
-    assert [h.split("**")[1] for h in heads[:5]] == ["Dense", "Sparse (BM25)", "Merged (RRF)", "Reranked", "Final"]
+    assert [h.split("**")[1] for h in heads[:5]] == ["Dense", "Sparse (BM25)", "Merged (convex, theoretical)", "Reranked",
+                                                     "Final"]
     assert column_ids(at, "sparse")[0] == "priya-lens-repair"
     assert column_ids(at, "final")[0] == "priya-lens-repair"
     row = column_table(at, "final").iloc[0].to_dict()
@@ -243,7 +244,7 @@ def test_facts_page_and_last_injected(demo_env):
 
 def test_switching_preset_loads_its_fusion_defaults(demo_env):
     at = inspect(i_q="where do I live now?", i_scope="user:maya")
-    assert (at.slider(key="i_dense_weight").value, at.slider(key="i_rrf_k").value) == (0.5, 10)
+    assert (at.slider(key="i_dense_weight").value, at.radio(key="i_fusion").value) == (0.6, "convex")
     at.radio(key="i_preset").set_value("agentos").run()
     assert not at.exception
     assert (at.slider(key="i_dense_weight").value, at.slider(key="i_sparse_weight").value,
@@ -276,14 +277,14 @@ def test_cohere_reranker_through_the_page_and_a_wrong_key(demo_env, monkeypatch)
 
 
 def test_a_link_carries_every_setting_and_round_trips(demo_env):
-    at = inspect(i_q="where do I live now?", i_scope="user:maya", i_dense_weight="0.3")
+    at = inspect(i_q="where do I live now?", i_scope="user:maya", i_dense_weight="0.3", i_fusion="rrf")
     qp = dict(at.query_params)
     from retrieval.workspace import Workspace
     from ui.links import FIELDS
 
     # every field, defaults included, plus the store version; never the server URL
     assert {f"i_{n}" for n in FIELDS} | {"i_q", "i_scope", "i_depth", "i_v"} <= set(qp)
-    assert qp["i_dense_weight"] == "0.3" and qp["i_sparse_weight"] == "0.5" and qp["i_rrf_k"] == "10"
+    assert qp["i_dense_weight"] == "0.3" and qp["i_sparse_weight"] == "0.4" and qp["i_rrf_k"] == "10"
     assert qp["i_v"] == str(Workspace(demo_env).store.version()) and "i_openai_base_url" not in qp
     at.slider(key="i_rrf_k").set_value(25).run()
     assert at.query_params["i_rrf_k"] == "25"
@@ -295,7 +296,7 @@ def test_a_link_carries_every_setting_and_round_trips(demo_env):
 
 def test_invalid_link_parameters_and_a_changed_store_are_named(demo_env):
     at = inspect(i_q="where do I live now?", i_scope="user:nobody", i_rrf_k="99999", i_reranker="bogus",
-                 i_v="0")
+                 i_v="0", i_fusion="rrf")
     assert not at.exception
     warn = [w.value for w in at.warning]
     ignored = next(w for w in warn if w.startswith("Ignored link parameter"))
@@ -316,13 +317,14 @@ def test_escalation_is_a_sentence_with_the_code_in_small_print(demo_env):
     assert column_ids(at, "final") == column_ids(at, "dense")[:10]
 
 
-def test_convex_fusion_is_a_refusion(demo_env):
+def test_switching_fusion_is_a_refusion(demo_env):
     at = inspect(i_q="status of ticket FX-209847", i_scope="user:priya")
-    at.radio(key="i_fusion").set_value("convex").run()
+    assert any(m.value.startswith("**Merged (convex, theoretical)**") for m in at.markdown)  # the hybrid default
+    at.radio(key="i_fusion").set_value("rrf").run()
     assert not at.exception
     assert any("Re-fused from cached stage lists" in c.value for c in at.caption)
-    assert any(m.value.startswith("**Merged (convex, minmax)**") for m in at.markdown)
-    assert at.query_params["i_fusion"] == "convex"
+    assert any(m.value.startswith("**Merged (RRF)**") for m in at.markdown)
+    assert at.query_params["i_fusion"] == "rrf"
     at.radio(key="i_preset").set_value("agentos").run()  # agentos is always RRF
     assert at.radio(key="i_fusion").value == "rrf" and at.radio(key="i_fusion").disabled
 

@@ -38,7 +38,7 @@ def test_agentos_drops_the_sparse_only_identifier_and_hybrid_surfaces_it(id_worl
     r = build(store, traces)
     kw = dict(scope=U1, recall_top_k=5, over_fetch_multiplier=1)
     faithful = r.retrieve(QUERY, preset=AGENTOS, **kw)   # 0.7/0.3, k=60
-    improved = r.retrieve(QUERY, preset=HYBRID, **kw)    # 0.5/0.5, k=10, rank completion
+    improved = r.retrieve(QUERY, preset=HYBRID, fusion="rrf", dense_weight=0.5, sparse_weight=0.5, **kw)  # RRF k=10
     for res in (faithful, improved):
         assert res.diagnostics.stage_ids["dense"] == ["a", "b", "c", "d", "e"]
         assert res.diagnostics.stage_ids["sparse"] == ["id1"]
@@ -75,7 +75,7 @@ def test_hybrid_final_scores_are_normalised_fused_scores(id_world):
     store, traces = id_world
     r = build(store, traces)
     res = r.retrieve(QUERY, scope=U1, recall_top_k=3, over_fetch_multiplier=2, dense_weight=0.7, sparse_weight=0.3,
-                     rrf_k=60)
+                     rrf_k=60, fusion="rrf")
     top = 0.7 / 67 + 0.3 / 61  # id1: imputed dense rank 7, BM25 rank 1
     assert res.ids == ["id1", "a", "b"]
     assert [t.retrieval_score for t in res.traces] == pytest.approx([1.0, (0.7 / 61) / top, (0.7 / 62) / top])
@@ -128,7 +128,7 @@ class Counting:
 def test_reweight_recomputes_without_searching_or_reranking(id_world):
     store, traces = id_world
     rr = StubReranker(lambda q, t: 0.9 if "5512" in t else 0.1)
-    r = build(store, traces, reranker=rr)
+    r = build(store, traces, reranker=rr, fusion="rrf", default_dense_weight=0.5, default_sparse_weight=0.5)
     res = r.retrieve(QUERY, scope=U1, recall_top_k=4, over_fetch_multiplier=2)
     before = (res.ids, [t.retrieval_score for t in res.traces], {k: list(v) for k, v in res.diagnostics.stage_ids.items()},
               dict(res.diagnostics.stage_scores["merged"]), res.diagnostics.settings)
@@ -153,7 +153,8 @@ def test_rerank_blend_golden_in_both_presets(id_world):
     store, traces = id_world
     rr = StubReranker(lambda q, t: 1.0 if "5512" in t else 0.2)
     r = build(store, traces, reranker=rr)
-    res = r.retrieve(QUERY, scope=U1, recall_top_k=3, over_fetch_multiplier=1, preset=HYBRID)
+    res = r.retrieve(QUERY, scope=U1, recall_top_k=3, over_fetch_multiplier=1, preset=HYBRID, fusion="rrf",
+                     dense_weight=0.5, sparse_weight=0.5)
     assert rr.calls[0][0] == QUERY
     s = res.diagnostics.stage_scores["reranked"]
     top = 0.5 / 14 + 0.5 / 11  # id1: imputed dense rank 4, BM25 rank 1 (k=10)
@@ -313,7 +314,26 @@ def test_huge_query_is_truncated_and_recorded(retriever):
 
 
 def test_repr_describes_settings(retriever, store):
-    assert "RRF(k=10, weights=(0.5, 0.5))" in repr(retriever)
+    assert "Convex(theoretical, weights=(0.6, 0.4))" in repr(retriever)  # the hybrid defaults
     assert "RRF(k=60, weights=(0.7, 0.3))" in repr(HybridRetriever(store, preset=AGENTOS))
     assert "RRF(k=30, weights=(0.7, 0.3))" in repr(HybridRetriever(store, default_rrf_k=30, default_dense_weight=0.7,
-                                                                   default_sparse_weight=0.3))
+                                                                   default_sparse_weight=0.3, fusion="rrf"))
+
+
+def test_hybrid_default_is_a_theoretically_normalised_convex_sum(id_world):
+    """Golden: dense list = cognitive scores, sparse = BM25; each divided by its list's max (lower bound 0);
+    0.6 × dense + 0.4 × sparse, an id missing from a list (here none: rank completion) adding its real score."""
+    store, traces = id_world
+    r = build(store, traces)
+    res = r.retrieve(QUERY, scope=U1, recall_top_k=3, over_fetch_multiplier=2)
+    d = res.diagnostics
+    dense, sparse = dict(d.stage_scores["dense"]), dict(d.stage_scores["sparse"])
+    rec = d.record
+    full_dense = {**{t.id: t.retrieval_score for t in rec.sparse_hydrated.values()}, **dense}
+    full_sparse = {**dict(rec.dense_bm25), **sparse}
+    top_d, top_s = max(full_dense.values()), max(full_sparse.values())
+    expect = {i: 0.6 * full_dense.get(i, 0) / top_d + 0.4 * full_sparse.get(i, 0) / top_s
+              for i in set(full_dense) | set(full_sparse)}
+    assert d.stage_scores["merged"] == pytest.approx(expect)
+    assert d.stage_ids["merged"] == sorted(expect, key=lambda i: (-expect[i], i))
+    assert res.ids[0] == "id1"  # the identifier only BM25 finds still wins
