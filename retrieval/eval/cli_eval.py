@@ -158,6 +158,9 @@ def run_lab(runs, locomo: bool) -> dict:
                 "label": b.candidate.label, "tune": round(b.tune, 4), "held_out": round(b.held_out, 4),
                 "all": round(b.all, 4)}
     out = lab.to_dict()
+    per_query = out.pop("per_query")  # thousands of rows: keep the counts in the JSON, the rows in the app
+    out["best_vs_baseline"] = {"wins": sum(r["delta"] > 1e-9 for r in per_query),
+                               "losses": sum(r["delta"] < -1e-9 for r in per_query), "queries": len(per_query)}
     out["per_function"] = best
     return out
 
