@@ -1,14 +1,13 @@
 """Every page in streamlit.testing AppTest, on the demo corpus with the model-free hashing embedder."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from retrieval.demo import build_demo_index
-from retrieval.models import HashingEmbedder
+from apphelpers import demo_app_env, open_page, page_texts
+
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 60
@@ -16,31 +15,15 @@ TIMEOUT = 60
 
 @pytest.fixture(scope="module")
 def demo_env(tmp_path_factory):
-    db = str(tmp_path_factory.mktemp("app") / "db")
-    build_demo_index(db, log=lambda m: None, embedder=HashingEmbedder(384))
-    old = {k: os.environ.get(k) for k in ("RETRIEVAL_DB", "RETRIEVAL_EMBEDDER")}
-    os.environ.update(RETRIEVAL_DB=db, RETRIEVAL_EMBEDDER="hashing")
-    yield db
-    for k, v in old.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+    yield from demo_app_env(tmp_path_factory, "app")
 
 
 def page(path: str | None = None, **params) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
-    if path:
-        at.switch_page(path)
-    for k, v in params.items():
-        at.query_params[k] = v
-    return at.run()
+    return open_page(path, TIMEOUT, **params)
 
 
 def texts(at) -> str:
-    parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [i.value for i in at.info]
-    parts += [w.value for w in at.warning] + [s.value for s in at.success] + [e.value for e in at.error]
-    return "\n".join(str(p) for p in parts)
+    return page_texts(at)
 
 
 def test_home_shows_status_and_examples(demo_env):
@@ -333,7 +316,6 @@ def test_timings_keep_the_search_after_a_slider_move(demo_env):
     at = inspect(i_q="where do I live now?", i_scope="user:maya")
     at.slider(key="i_dense_weight").set_value(0.8).run()
     d = at.session_state["i_result"][1].diagnostics
-    from ui.state import run_config  # noqa: F401 (the page re-fused; the cached search kept its timings)
 
     import json
 

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from apphelpers import open_page, page_texts
+
 import ui.access
 from retrieval.demo import build_demo_index
 from retrieval.models import HashingEmbedder
@@ -54,21 +56,11 @@ def env(monkeypatch):
 
 
 def run(path: str = "app.py", user: dict | None = None, **params) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
-    if user is not None:
-        at.user = user
-    if path != "app.py":
-        at.switch_page(path)
-    for k, v in params.items():
-        at.query_params[k] = v
-    return at.run()
+    return open_page(path, TIMEOUT, user=user, **params)
 
 
 def texts(at) -> str:
-    parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [i.value for i in at.info]
-    parts += [w.value for w in at.warning] + [s.value for s in at.success] + [e.value for e in at.error]
-    parts += [t.value for t in at.title] + [s.value for s in at.subheader]
-    return "\n".join(str(p) for p in parts)
+    return page_texts(at, headings=True)
 
 
 def write_controls(at) -> list[str]:

@@ -2,16 +2,16 @@
 Inspect) and the grading widget (grade three results, restart, the grades are still there)."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from urllib.parse import parse_qs
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from retrieval.demo import JUDGMENTS, build_demo_index
+from apphelpers import demo_app_env, open_page, page_texts
+
+from retrieval.demo import JUDGMENTS
 from retrieval.judgments import JudgmentStore
-from retrieval.models import HashingEmbedder
 from retrieval.types import Scope
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -21,31 +21,15 @@ MAYA = Scope("user", "maya")
 
 @pytest.fixture(scope="module")
 def demo_env(tmp_path_factory):
-    db = str(tmp_path_factory.mktemp("snapapp") / "db")
-    build_demo_index(db, log=lambda m: None, embedder=HashingEmbedder(384))
-    old = {k: os.environ.get(k) for k in ("RETRIEVAL_DB", "RETRIEVAL_EMBEDDER")}
-    os.environ.update(RETRIEVAL_DB=db, RETRIEVAL_EMBEDDER="hashing")
-    yield db
-    for k, v in old.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+    yield from demo_app_env(tmp_path_factory, "snapapp")
 
 
 def page(path: str | None = None, **params) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
-    if path:
-        at.switch_page(path)
-    for k, v in params.items():
-        at.query_params[k] = v
-    return at.run()
+    return open_page(path, TIMEOUT, **params)
 
 
 def texts(at) -> str:
-    parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [i.value for i in at.info]
-    parts += [w.value for w in at.warning] + [s.value for s in at.success] + [e.value for e in at.error]
-    return "\n".join(str(p) for p in parts)
+    return page_texts(at)
 
 
 def frame(at, column: str):

@@ -1,0 +1,45 @@
+"""Shared AppTest helpers: a demo store built with the hashing embedder, opening a page, reading its text."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from retrieval.demo import build_demo_index
+from retrieval.models import HashingEmbedder
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def demo_app_env(tmp_path_factory, name: str):
+    """Build the demo index under a temp folder and point the app at it (RETRIEVAL_DB, hashing embedder)."""
+    db = str(tmp_path_factory.mktemp(name) / "db")
+    build_demo_index(db, log=lambda m: None, embedder=HashingEmbedder(384))
+    old = {k: os.environ.get(k) for k in ("RETRIEVAL_DB", "RETRIEVAL_EMBEDDER")}
+    os.environ.update(RETRIEVAL_DB=db, RETRIEVAL_EMBEDDER="hashing")
+    yield db
+    for k, v in old.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+def open_page(path: str | None, timeout: float, user: dict | None = None, **params) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+    if user is not None:
+        at.user = user
+    if path and path != "app.py":
+        at.switch_page(path)
+    for k, v in params.items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def page_texts(at, headings: bool = False) -> str:
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [i.value for i in at.info]
+    parts += [w.value for w in at.warning] + [s.value for s in at.success] + [e.value for e in at.error]
+    if headings:
+        parts += [t.value for t in at.title] + [s.value for s in at.subheader]
+    return "\n".join(str(p) for p in parts)
