@@ -122,7 +122,8 @@ if f"{P}out" in st.session_state:
                f"{bp['tune']:.4f}; the same cell on the held-out half: **{bp['held_out']:.4f}**. "
                "Choose on one half, trust the other.")
     if getattr(st.session_state.get(f"{P}cfg"), "fusion", "rrf") != "rrf":
-        st.caption("This configuration uses convex fusion: k has no effect there, so the sweep's rows are what matter.")
+        st.caption("The grid re-fuses with RRF (k is an RRF knob); applying a cell switches the fusion to RRF. "
+                   "The fusion lab below compares it with the convex functions.")
     st.plotly_chart(heatmap_figure(sw.tune, sw.ks, sw.dense_weights, sw.best, "RRF k", "dense weight",
                                    "nDCG@10 (tune half)"), key=f"{P}heat", config={"displayModeBar": False})
     st.button(f"Apply best: dense {bp['dense_weight']:g}, sparse {bp['sparse_weight']:g}, k {bp['rrf_k']}",

@@ -66,7 +66,8 @@ def test_per_stage_eval_credits_facts_and_sweeps_on_halves(tmp_path):
     for i, w in enumerate(sw.dense_weights):
         for j, k in enumerate(sw.ks):
             for half, grid in (("tune", sw.tune), ("held-out", sw.held_out)):
-                vals = [score_ranking(credited_ids(r.reweight(x.result, dense_weight=w, sparse_weight=1 - w, rrf_k=k),
+                vals = [score_ranking(credited_ids(r.reweight(x.result, dense_weight=w, sparse_weight=1 - w, rrf_k=k,
+                                                              fusion="rrf"),
                                                    "final"), x.q.qrels)["ndcg@10"] for x in runs if halves[x.q.qid] == half]
                 assert grid[i][j] == pytest.approx(sum(vals) / len(vals))
     best = max(v for row in sw.tune for v in row)
@@ -98,3 +99,16 @@ def test_a_bad_judgments_upload_names_the_line_and_field_not_a_temp_path():
         with pytest.raises(ValueError, match=f"mine.jsonl, line 2: {why}") as err:
             judgments_from_bytes(good + bad, "mine.jsonl")
         assert "/tmp" not in str(err.value)
+
+
+def test_a_query_bm25_cannot_match_scores_zero_on_the_sparse_stage_instead_of_vanishing(tmp_path):
+    from retrieval.models import HashingEmbedder
+    from retrieval.workspace import Workspace
+    from conftest import U1, make_trace
+
+    ws = Workspace(str(tmp_path / "db"), embedder=HashingEmbedder(64), fact_extractor=None)
+    ws.ingest([make_trace("soup", "lentil soup with cumin"), make_trace("trip", "flight to Madrid on Monday")])
+    queries = [LabelledQuery("q1", "lentil soup", {"soup": 1}, U1), LabelledQuery("q2", "!!!", {"trip": 1}, U1)]
+    rows = {r["stage"]: r for r in summarize(run_queries(ws.retriever(fact_store=None), queries))}
+    assert rows["sparse"]["queries"] == 2 and rows["sparse"]["ndcg@10"] == pytest.approx(0.5)  # 1.0 and 0.0
+    assert rows["final"]["queries"] == 2 and rows["merged"]["queries"] == 1  # "!!!" skipped fusion

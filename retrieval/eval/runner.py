@@ -81,7 +81,9 @@ def credited_ids(result, stage: str) -> list[str]:
 def stage_scores(result, qrels: dict[str, float], k: int = 10) -> dict[str, dict[str, float]]:
     """Metrics for every stage that ran (a stage that did not run is skipped, not scored 0)."""
     d = result.diagnostics
-    return {s: score_ranking(credited_ids(result, s), qrels, k) for s in STAGES if d.stage_ids[s]}
+    # merged/reranked that did not run are skipped; an empty dense, sparse or final list scores 0 for this query
+    return {s: score_ranking(credited_ids(result, s), qrels, k) for s in STAGES
+            if d.stage_ids[s] or s in ("dense", "sparse", "final")}
 
 
 def run_queries(retriever, queries: Iterable[LabelledQuery], progress: Callable[[int, int], None] | None = None,
@@ -129,7 +131,8 @@ class SweepResult:
 
 def sweep(retriever, runs: Sequence[QueryRun], dense_weights: Sequence[float], ks: Sequence[int],
           metric: str = "ndcg@10", rerank_weight: float | None = None) -> SweepResult:
-    """Dense weight (sparse = 1 − dense) × RRF k, re-fused from cached lists (no new search).
+    """Dense weight (sparse = 1 − dense) × RRF k with RRF fusion, re-fused from cached lists (no new search);
+    the fusion lab (`retrieval.eval.lab`) covers the convex functions.
 
     The best cell is chosen on the 'tune' half of the queries; its 'held-out' half score is reported.
     """
@@ -142,7 +145,7 @@ def sweep(retriever, runs: Sequence[QueryRun], dense_weights: Sequence[float], k
                 vals = []
                 for r in rs:
                     res = retriever.reweight(r.result, dense_weight=w, sparse_weight=1 - w, rrf_k=k,
-                                             rerank_weight=rerank_weight)
+                                             rerank_weight=rerank_weight, fusion="rrf")
                     vals.append(score_ranking(credited_ids(res, "final"), r.q.qrels)[metric])
                 grids[h][i][j] = mean(vals)
     best = max(((i, j) for i in range(len(dense_weights)) for j in range(len(ks))),
