@@ -59,17 +59,24 @@ EVAL ?= ../shared/eval
 bench: $(VENV)/.installed-test chromium $(DB)/traces.lance
 	$(PY) scripts/bench_bm25.py
 	$(PY) scripts/bench_retrieve.py
+	$(PY) scripts/bench_fusion.py
 	$(PY) scripts/bench_models.py
 	$(PY) scripts/bench_ann.py
 	$(PY) scripts/bench_app_start.py
+	$(PY) scripts/bench_snapshot.py
 	$(PY) scripts/choose_hybrid_defaults.py --locomo $(EVAL)/locomo-dev/locomo-dev.json
-	$(PY) -m retrieval eval --dataset beir:$(EVAL)/scifact --sweep --out docs/eval/scifact.json
+	$(PY) -m retrieval eval --dataset beir:$(EVAL)/scifact --sweep --lab --out docs/eval/scifact.json
 	$(PY) -m retrieval eval --dataset beir:$(EVAL)/scifact --reranker embedding --out docs/eval/scifact-rerank.json
 	$(PY) -m retrieval eval --dataset beir:$(EVAL)/scifact --max-queries 50 --out docs/eval/scifact-50.json
 	$(PY) -m retrieval eval --dataset beir:$(EVAL)/scifact --max-queries 50 --hyde gemma --out docs/eval/scifact-50-hyde.json
-	$(PY) -m retrieval eval --dataset locomo:$(EVAL)/locomo-dev/locomo-dev.json --sweep --out docs/eval/locomo.json
+	$(PY) -m retrieval eval --dataset locomo:$(EVAL)/locomo-dev/locomo-dev.json --sweep --lab --out docs/eval/locomo.json
 	$(PY) -m retrieval eval --dataset locomo:$(EVAL)/locomo-dev/locomo-dev.json --max-queries 300 --reranker embedding --out docs/eval/locomo-rerank.json
-	$(PY) -m retrieval eval --dataset demo --sweep --out docs/eval/demo.json
+	$(PY) -m retrieval eval --dataset demo --sweep --lab --out docs/eval/demo.json
+	$(PY) scripts/bench_peer.py --beir $(EVAL)/scifact --locomo $(EVAL)/locomo-dev/locomo-dev.json --demo
+	$(PY) scripts/bench_analyzer.py --locomo $(EVAL)/locomo-dev/locomo-dev.json --demo \
+	  --config 'convex-theoretical-0.6={"fusion":"convex","normalization":"theoretical","default_dense_weight":0.6,"default_sparse_weight":0.4}'
+	$(PY) scripts/bench_sparse_fts.py
+	@echo "scripts/bench_scale.py --n 1000000 takes ~30 min and 4+ GB: run it by hand (see docs/BENCHMARKS.md)"
 	$(PY) scripts/write_benchmarks.py
 
 clean:
