@@ -102,8 +102,7 @@ class HybridRetriever:
         if self.writer is not None:
             return self.writer.delete(ids)
         n = self.memory_store.delete(ids)
-        for i in ids:
-            self.bm25.remove_document(i)
+        self.bm25.remove_documents(ids)  # one atomic batch: readers never see half of it
         if self.fact_store is not None:
             for i in ids:
                 self.fact_store.delete_for_trace(i)
