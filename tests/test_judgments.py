@@ -415,3 +415,13 @@ def test_prompt_parse_kappa_and_the_weak_label():
     from retrieval.models.generators import LocalGemmaGenerator
 
     assert "weak" in grader_label(LocalGemmaGenerator()) and grader_label(type("G", (), {"name": "x"})()) == "x"
+
+
+def test_unicode_line_separators_inside_a_query_do_not_split_it():
+    from retrieval.eval.datasets import beir_judgments
+    from retrieval.judgments.io import parse_queries
+
+    data = '{"_id": "1", "text": "a\u2028b"}\n{"_id": "2", "text": "c\u0085d"}\r\n'
+    assert parse_queries(data) == ({"1": "a\u2028b", "2": "c\u0085d"}, [])
+    got = beir_judgments(data.encode(), b"query-id\tcorpus-id\tscore\n1\tx\t1\n2\ty\t2\n", None)
+    assert [(q.qid, q.query) for q in got] == [("1", "a\u2028b"), ("2", "c\u0085d")]

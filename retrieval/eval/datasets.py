@@ -127,7 +127,7 @@ def beir_judgments(queries_jsonl: bytes, qrels_tsv: bytes, scope: Scope | None) 
         except ValueError:
             raise ValueError(f"qrels line {n}: score {row[2]!r} is not a number") from None
     out = []
-    for n, line in enumerate(queries_jsonl.decode("utf-8-sig").splitlines(), 1):
+    for n, line in enumerate(queries_jsonl.decode("utf-8-sig").replace("\r\n", "\n").split("\n"), 1):
         if not line.strip():
             continue
         try:

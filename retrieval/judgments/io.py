@@ -53,12 +53,18 @@ def _text(data: bytes | str) -> str:
     return data.removeprefix("\ufeff")
 
 
+
+
+def _lines(data: bytes | str) -> list[str]:
+    """Lines split on \\n only: U+2028 or U+0085 inside a JSON string must not split a record."""
+    return _text(data).replace("\r\n", "\n").split("\n")
+
 def parse_qrels(data: bytes | str, scale: str = "graded", name: str = "qrels"):
     """TREC (`qid 0 docid grade`, whitespace) or BEIR (`query-id<TAB>corpus-id<TAB>score`, header
     optional), told apart per line by the column count. Returns ({qid: {doc id: grade}}, errors)."""
     qrels: dict[str, dict[str, int]] = {}
     errors = []
-    for n, line in enumerate(_text(data).splitlines(), 1):
+    for n, line in enumerate(_lines(data), 1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         if len(line) > MAX_LINE:
@@ -90,7 +96,7 @@ def parse_queries(data: bytes | str, name: str = "queries.jsonl"):
     """BEIR queries.jsonl ({"_id", "text"}) → ({qid: text}, errors)."""
     out: dict[str, str] = {}
     errors = []
-    for n, line in enumerate(_text(data).splitlines(), 1):
+    for n, line in enumerate(_lines(data), 1):
         if not line.strip():
             continue
         try:
@@ -110,7 +116,7 @@ def parse_jsonl(data: bytes | str, scale: str = "graded", name: str = "judgments
     queries: list[CaseQuery] = []
     qrels: dict[str, dict[str, int]] = {}
     errors = []
-    for n, line in enumerate(_text(data).splitlines(), 1):
+    for n, line in enumerate(_lines(data), 1):
         if not line.strip():
             continue
         try:
