@@ -23,25 +23,15 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from retrieval.bm25 import BM25Index  # noqa: E402
 from retrieval.bm25_tokenizer import ANALYZERS, make_tokenizer  # noqa: E402
-from retrieval.eval.cli_eval import open_eval_workspace  # noqa: E402
-from retrieval.eval.datasets import load_dataset  # noqa: E402
-from retrieval.eval.memo import QueryMemo  # noqa: E402
-from retrieval.eval.metrics import evidence_recall_at_k, mean, ndcg_at_k  # noqa: E402
+from retrieval.eval.cli_eval import open_benchmark_set  # noqa: E402
+from retrieval.eval.metrics import mean  # noqa: E402
 from retrieval.eval.runner import credited_ids  # noqa: E402
 from retrieval.hybrid import HybridRetriever  # noqa: E402
 
 
-def run(spec: str, metric: str, configs: dict[str, dict], cache_dir: str) -> dict:
-    from retrieval.models.registry import make_embedder
-
-    name, traces, queries = load_dataset(spec)
-    ws = open_eval_workspace(name, traces, cache_dir, embedder=make_embedder("minilm"),
-                             log=lambda m: print(m, file=sys.stderr))
-    ws.store.use_embedder(QueryMemo(ws.store.embedder, [q.query for q in queries]))  # one batched pass
+def run(spec: str, configs: dict[str, dict], cache_dir: str) -> dict:
+    ws, queries, metric, score = open_benchmark_set(spec, cache_dir, log=lambda m: print(m, file=sys.stderr))
     stored = ws.store.all_traces()
-
-    def score(ids, q):
-        return evidence_recall_at_k(ids, list(q.qrels), 10) if metric == "recall@10" else ndcg_at_k(ids, q.qrels, 10)
 
     out = {"dataset": spec, "metric": metric, "queries": len(queries), "analyzers": {}}
     for analyzer in ANALYZERS:
@@ -80,11 +70,11 @@ def main() -> int:
         configs[label] = json.loads(knobs)
     results = []
     if args.locomo:
-        results.append(run(f"locomo:{args.locomo}", "recall@10", configs, args.cache_dir))
+        results.append(run(f"locomo:{args.locomo}", configs, args.cache_dir))
     if args.demo:
-        results.append(run("demo", "ndcg@10", configs, args.cache_dir))
+        results.append(run("demo", configs, args.cache_dir))
     if args.beir:
-        results.append(run(f"beir:{args.beir}", "ndcg@10", configs, args.cache_dir))
+        results.append(run(f"beir:{args.beir}", configs, args.cache_dir))
     Path(args.out).write_text(json.dumps({"command": "scripts/bench_analyzer.py " + " ".join(sys.argv[1:]),
                                           "results": results}, indent=2) + "\n")
     return 0

@@ -23,18 +23,14 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from retrieval.config import PipelineConfig  # noqa: E402
-from retrieval.eval.cli_eval import open_eval_workspace  # noqa: E402
-from retrieval.eval.datasets import load_dataset  # noqa: E402
-from retrieval.eval.memo import QueryMemo  # noqa: E402
-from retrieval.eval.metrics import evidence_recall_at_k, mean, ndcg_at_k  # noqa: E402
+from retrieval.eval.cli_eval import open_benchmark_set  # noqa: E402
+from retrieval.eval.metrics import mean  # noqa: E402
 from retrieval.eval.runner import credited_ids  # noqa: E402
 from retrieval.factory import build_retriever  # noqa: E402
 from retrieval.store import scope_filter  # noqa: E402
 
 
 def peer_search(tbl, reranker, qvec, text: str, scope, k: int = 10) -> list[str]:
-    from lancedb.rerankers import RRFReranker  # noqa: F401 (imported by the caller)
-
     q = (tbl.search(query_type="hybrid", vector_column_name="vector", fts_columns="content")
          .vector(qvec).text(text).rerank(reranker).limit(k).select(["id"]))
     where = ["is_active = true"] + ([f"({scope_filter([scope])})"] if scope is not None else [])
@@ -42,23 +38,15 @@ def peer_search(tbl, reranker, qvec, text: str, scope, k: int = 10) -> list[str]
     return [r["id"] for r in q.to_list()]
 
 
-def run(spec: str, metric: str, configs: dict[str, dict], cache_dir: str) -> dict:
+def run(spec: str, configs: dict[str, dict], cache_dir: str) -> dict:
     from lancedb.index import FTS
     from lancedb.rerankers import LinearCombinationReranker, RRFReranker
 
-    from retrieval.models.registry import make_embedder
-
-    name, traces, queries = load_dataset(spec)
-    ws = open_eval_workspace(name, traces, cache_dir, embedder=make_embedder("minilm"),
-                             log=lambda m: print(m, file=sys.stderr))
-    ws.store.use_embedder(QueryMemo(ws.store.embedder, [q.query for q in queries]))  # one batched pass
+    ws, queries, metric, score = open_benchmark_set(spec, cache_dir, log=lambda m: print(m, file=sys.stderr))
     tbl = ws.store._table()
     if not any(getattr(ix, "name", "") == "content_idx" for ix in tbl.list_indices()):
         tbl.create_index("content", config=FTS(), replace=True)  # LanceDB defaults: stem, stopwords, ascii-fold
     tbl.optimize()
-
-    def score(ids, q):
-        return evidence_recall_at_k(ids, list(q.qrels), 10) if metric == "recall@10" else ndcg_at_k(ids, q.qrels, 10)
 
     embedder = ws.store.embedder
     qvecs = embedder.embed_query([q.query for q in queries])
@@ -113,11 +101,11 @@ def main() -> int:
         configs[f"ours: {label}"] = json.loads(knobs)
     results = []
     if args.beir:
-        results.append(run(f"beir:{args.beir}", "ndcg@10", configs, args.cache_dir))
+        results.append(run(f"beir:{args.beir}", configs, args.cache_dir))
     if args.locomo:
-        results.append(run(f"locomo:{args.locomo}", "recall@10", configs, args.cache_dir))
+        results.append(run(f"locomo:{args.locomo}", configs, args.cache_dir))
     if args.demo:
-        results.append(run("demo", "ndcg@10", configs, args.cache_dir))
+        results.append(run("demo", configs, args.cache_dir))
     cmd = "scripts/bench_peer.py " + " ".join(sys.argv[1:])
     Path(args.out).write_text(json.dumps({"command": cmd, "results": results}, indent=2) + "\n")
     for r in results:

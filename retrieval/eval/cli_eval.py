@@ -142,14 +142,31 @@ def run_eval_cli(args) -> int:
     return 0
 
 
+def headline_metric(locomo: bool):
+    """The one metric a dataset is judged by: `(name, score(ranked_ids, labelled_query) -> float)`."""
+    if locomo:
+        return "recall@10", lambda ranked, q: evidence_recall_at_k(ranked, list(q.qrels), 10)
+    return "ndcg@10", lambda ranked, q: ndcg_at_k(ranked, q.qrels, 10)
+
+
+def open_benchmark_set(spec: str, cache_dir: str, log=print):
+    """A dataset's cached MiniLM store with its queries embedded once: `(ws, queries, metric, score)`."""
+    from ..models.registry import make_embedder
+    from .memo import QueryMemo
+
+    name, traces, queries = load_dataset(spec)
+    ws = open_eval_workspace(name, traces, cache_dir, embedder=make_embedder("minilm"), log=log)
+    ws.store.use_embedder(QueryMemo(ws.store.embedder, [q.query for q in queries]))
+    metric, score = headline_metric(name.startswith("locomo"))
+    return ws, queries, metric, score
+
+
 def run_lab(runs, locomo: bool) -> dict:
     """Every fusion function's best on the tune half, its held-out score and the whole set (`--lab`)."""
     from .lab import fusion_grid, search_fusions
 
-    metric = "recall@10" if locomo else "ndcg@10"
-    scorer = (lambda ranked, q: {metric: evidence_recall_at_k(ranked, list(q.qrels), 10)}) if locomo else \
-        (lambda ranked, q: {metric: ndcg_at_k(ranked, q.qrels, 10)})
-    lab = search_fusions(runs, fusion_grid(), metric=metric, scorer=scorer)
+    metric, score = headline_metric(locomo)
+    lab = search_fusions(runs, fusion_grid(), metric=metric, scorer=lambda ranked, q: {metric: score(ranked, q)})
     best = {}
     for fusion, norm in (("rrf", None), ("convex", "minmax"), ("convex", "theoretical"), ("convex", "zscore")):
         if any(s.candidate.fusion == fusion for s in lab.scores):
