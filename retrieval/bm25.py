@@ -131,7 +131,7 @@ class BM25Index:
         removes = [i for i in removes if isinstance(i, str) and i not in prepared]
         with self._lock:
             if complete:
-                removes = [d[0] for d in self._snap.live_docs() if d[0] not in prepared]
+                removes = [i for i in self._snap.live_ids() if i not in prepared]
             self._snap, removed = next_version(self._snap, prepared, removes)
         return removed
 
@@ -145,8 +145,8 @@ class BM25Index:
     def load(cls, path, tokenizer: Tokenizer | None = None) -> "BM25Index":
         """Load a saved index. A missing, truncated or foreign file, or one saved with another
         tokenizer, raises ValueError (the caller rebuilds)."""
-        meta, docs = load_index(path, tokenizer_id(tokenizer or default_tokenizer))
+        meta, rows = load_index(path, tokenizer_id(tokenizer or default_tokenizer))
         idx = cls(k1=meta["k1"], b=meta["b"], tokenizer=tokenizer)
-        idx._snap = build_snapshot(idx.k1, idx.b, idx.tokenizer, meta["terms"], meta["scopes"], docs, 0)
+        idx._snap = build_snapshot(idx.k1, idx.b, idx.tokenizer, meta["terms"], rows, 0)
         idx.source = meta.get("source")
         return idx

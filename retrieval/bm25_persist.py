@@ -14,45 +14,39 @@ import numpy as np
 
 from .types import Scope
 
-FORMAT = 2
+FORMAT = 3  # 3: int32 term ids, float32 tfs (half the size of 2, which is still read)
+READABLE = (2, 3)
 
 
 def save_index(snap, path, tokenizer: str, source: dict | None) -> None:
     """Write `snap` (a BM25Snapshot) atomically: a crash leaves the old file or the new one."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    docs = list(snap.live_docs())
-    scopes = sorted({d[4] for d in docs if d[4] is not None}, key=lambda s: (s.scope, s.scope_id))
-    code = {s: i for i, s in enumerate(scopes)}
+    ids, lens, tids, tfs, codes, scopes = snap.live_rows()
     meta = {
         "format": FORMAT, "k1": snap.k1, "b": snap.b, "tokenizer": tokenizer, "terms": snap.terms,
-        "ids": [d[0] for d in docs], "scopes": [[s.scope, s.scope_id] for s in scopes], "source": source,
+        "ids": ids, "scopes": [[s.scope, s.scope_id] for s in scopes], "source": source,
     }
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp.npz")  # per process: two writers never share it
     with open(tmp, "wb") as fh:
-        np.savez(
-            fh,
-            meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
-            lens=np.asarray([len(d[1]) for d in docs], dtype=np.int64),
-            tids=np.concatenate([d[1] for d in docs]) if docs else np.zeros(0, np.int64),
-            tfs=np.concatenate([d[2] for d in docs]) if docs else np.zeros(0, np.float64),
-            scope_code=np.asarray([code[d[4]] if d[4] is not None else -1 for d in docs], dtype=np.int32),
-        )
+        np.savez(fh, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), lens=lens.astype(np.int64),
+                 tids=tids.astype(np.int32), tfs=tfs.astype(np.float32), scope_code=codes.astype(np.int32))
         fh.flush()
         os.fsync(fh.fileno())
     tmp.replace(path)
 
 
-def load_index(path, tokenizer: str) -> tuple[dict, list[tuple]]:
-    """(meta, docs) of a sidecar, docs as `(id, term ids, tfs, length, scope)`; ValueError if unusable."""
+def load_index(path, tokenizer: str) -> tuple[dict, tuple]:
+    """(meta, rows) of a sidecar, rows as `(ids, lengths, term ids, tfs, scope codes, scopes)` (the
+    shape `build_snapshot` takes); ValueError if unusable."""
     path = Path(path)
     try:
         with np.load(path, allow_pickle=False) as data:
             meta = json.loads(bytes(data["meta"]).decode())
-            lens, tids = data["lens"].astype(np.int64), data["tids"].astype(np.int64)
-            tfs, codes = data["tfs"].astype(np.float64), data["scope_code"].astype(np.int64)
-        if meta.get("format") != FORMAT:
-            raise ValueError(f"format {meta.get('format')!r}, expected {FORMAT}")
+            if meta.get("format") not in READABLE:
+                raise ValueError(f"format {meta.get('format')!r}, expected one of {READABLE}")
+            lens, codes = data["lens"].astype(np.int64), data["scope_code"].astype(np.int32)
+            tids, tfs = data["tids"], data["tfs"]
         k1, b = meta["k1"], meta["b"]
         if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in (k1, b)):
             raise ValueError(f"bad k1/b {k1!r}/{b!r}")
@@ -66,12 +60,11 @@ def load_index(path, tokenizer: str) -> tuple[dict, list[tuple]]:
             raise ValueError("bad term frequencies")
         if len(set(ids)) != len(ids):
             raise ValueError("repeated document ids")
+        tids, tfs = tids.astype(np.int32, copy=False), tfs.astype(np.float32, copy=False)
     except Exception as exc:  # a zip error, a missing key, bad JSON, a truncated array: all mean "rebuild"
         raise ValueError(f"{path} is not a usable BM25 index ({type(exc).__name__}: {exc}); rebuild it") from exc
     saved = meta.get("tokenizer")
     if saved != tokenizer:
         raise ValueError(f"{path} was built with tokenizer {saved!r}, not {tokenizer!r}; rebuild it")
-    bounds = np.r_[0, np.cumsum(lens)]
-    docs = [(ids[i], tids[bounds[i]:bounds[i + 1]], tfs[bounds[i]:bounds[i + 1]], float(tfs[bounds[i]:bounds[i + 1]].sum()),
-             scopes[codes[i]] if codes[i] >= 0 else None) for i in range(len(ids))]
-    return {"k1": float(k1), "b": float(b), "terms": terms, "scopes": scopes, "source": meta.get("source")}, docs
+    return ({"k1": float(k1), "b": float(b), "terms": terms, "scopes": scopes, "source": meta.get("source")},
+            (ids, lens, tids, tfs, codes, scopes))

@@ -12,7 +12,8 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from . import bm25_scoring as scoring
-from .bm25_arena import UNSCOPED, Arena
+from .bm25_arena import TF, TID, UNSCOPED, Arena
+from .bm25_topk import TopK
 from .bm25_tokenizer import Tokenizer
 from .types import Scope
 
@@ -26,7 +27,7 @@ def _pad(arr: np.ndarray, n: int, fill=0) -> np.ndarray:
     return out
 
 
-class BM25Snapshot:
+class BM25Snapshot(TopK):
     """One immutable version of a `BM25Index`: every read of one query sees the same documents."""
 
     def __init__(self, arena: Arena, k1: float, b: float, tokenizer: Tokenizer, live: np.ndarray,
@@ -37,6 +38,7 @@ class BM25Snapshot:
         self._n_docs, self._total_len, self.version = n_docs, total_len, version
         self._n_scopes = len(arena.scope_list)
         self._sat: dict[int, np.ndarray] = {}  # saturated tf per posting (0 for dead slots), per term
+        self._scope_slots: dict[bytes, np.ndarray] = {}  # live slots of a set of scope codes
 
     def __repr__(self) -> str:
         return f"BM25Snapshot(version={self.version}, docs={self._n_docs})"
@@ -67,26 +69,6 @@ class BM25Snapshot:
         tid = self._tid(term)
         return float(scoring.idf(self._n_docs, int(self._df[tid]) if tid is not None else 0))
 
-    def _score_all(self, counts: Counter) -> np.ndarray:
-        """Dense score vector over slots (a repeated query token counts again)."""
-        scores = np.zeros(self._n_slots, dtype=np.float64)
-        if self._n_docs == 0:
-            return scores
-        a = self._a
-        avgdl = scoring.safe_avgdl(self._total_len, self._n_docs)
-        for term, qtf in counts.items():
-            tid = self._tid(term)
-            if tid is None or self._df[tid] == 0:
-                continue
-            n = int(self._plen[tid])
-            docs = a.post_docs[tid][:n]
-            sat = self._sat.get(tid)
-            if sat is None:  # two readers may both compute it; the values are equal
-                sat = scoring.saturation(a.post_tf[tid][:n], a.doc_len[docs], avgdl, self.k1, self.b)
-                sat = self._sat[tid] = np.where(self._live[docs], sat, 0.0)
-            scores[docs] += (qtf * scoring.idf(self._n_docs, int(self._df[tid]))) * sat
-        return scores
-
     def search(self, query: str, top_k: int = 10, scopes: Sequence[Scope] | None = None) -> list[tuple[str, float]]:
         """Top-k `(id, score)` of documents sharing a query term; score desc, ties id asc.
 
@@ -96,17 +78,15 @@ class BM25Snapshot:
         if top_k <= 0:
             return []
         tokens = self.tokenizer(query or "")
-        if not tokens:
+        if not tokens or self._n_docs == 0:
             return []
-        scores = self._score_all(Counter(tokens))
-        cand = np.flatnonzero(scores > 0)
+        codes = None
         if scopes is not None:
             sc = self._a.scopes
-            codes = [sc[s] for s in scopes if s in sc and sc[s] < self._n_scopes]
-            cand = cand[np.isin(self._a.scope_code[cand], np.asarray(codes, dtype=np.int32))]
+            codes = np.asarray([sc[s] for s in scopes if s in sc and sc[s] < self._n_scopes], dtype=np.int32)
+        cand, cs = self._candidates(self._query_terms(Counter(tokens)), top_k, codes)
         if len(cand) == 0:
             return []
-        cs = scores[cand]
         if len(cand) > 4096 and top_k < 256:
             # Cheap pre-filter: a threshold from a strided sample. If at least top_k candidates
             # clear it, the true top-k all do (the k-th largest is >= it), so the result is exact.
@@ -125,13 +105,15 @@ class BM25Snapshot:
         return [(ids[slot], score) for slot, score in hits]
 
     def score(self, query: str, id: str) -> float:
-        return sum(self.explain(query, id).values())
+        counts = Counter(self.tokenizer(query or ""))
+        return self._canonical_sum(counts, self.explain(query, id))
 
     def scores_for(self, query: str, ids: Iterable[str]) -> dict[str, float]:
         """Exact BM25 score of each known id (unknown ids skipped), the query tokenized once."""
         counts = Counter(self.tokenizer(query or ""))
         slots = {i: self._slot_of(i) for i in ids if isinstance(i, str)}
-        return {i: sum(self._contributions(counts, s).values()) for i, s in slots.items() if s is not None}
+        return {i: self._canonical_sum(counts, self._contributions(counts, s)) for i, s in slots.items()
+                if s is not None}
 
     def explain(self, query: str, id: str) -> dict[str, float]:
         """Per query term contribution to `id`'s score (0.0 for terms the document lacks).
@@ -145,7 +127,7 @@ class BM25Snapshot:
 
     def _contributions(self, counts: Counter, slot: int) -> dict[str, float]:
         a = self._a
-        doc_tf = dict(zip(a.doc_terms[slot].tolist(), a.doc_tfs[slot].tolist()))
+        doc_tf = dict(zip(a.doc_terms(slot).tolist(), a.doc_tfs(slot).tolist()))
         avgdl = scoring.safe_avgdl(self._total_len, self._n_docs)
         out: dict[str, float] = {}
         for term, qtf in counts.items():
@@ -166,7 +148,7 @@ class BM25Snapshot:
         if slot is None:
             raise KeyError(f"document {id!r} is not in the BM25 index")
         a = self._a
-        doc_tf = dict(zip(a.doc_terms[slot].tolist(), a.doc_tfs[slot].tolist()))
+        doc_tf = dict(zip(a.doc_terms(slot).tolist(), a.doc_tfs(slot).tolist()))
         avgdl = scoring.safe_avgdl(self._total_len, self._n_docs)
         dl = float(a.doc_len[slot])
         rows = []
@@ -193,13 +175,23 @@ class BM25Snapshot:
             "version": self.version,
         }
 
-    def live_docs(self):
-        """(id, term ids, tfs, doc length, scope) per live document, in slot order (for saving)."""
+    def live_ids(self) -> list[str]:
+        ids = self._a.ids
+        return [ids[s] for s in np.flatnonzero(self._live).tolist()]
+
+    def live_rows(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[Scope]]:
+        """Every live document in slot order, flat (saving, compaction): (ids, lengths, term ids, tfs,
+        scope codes into the returned scope list, -1 unscoped), gathered vectorised."""
         a = self._a
-        for s in np.flatnonzero(self._live).tolist():
-            code = int(a.scope_code[s])
-            yield a.ids[s], a.doc_terms[s], a.doc_tfs[s], float(a.doc_len[s]), (
-                None if code == UNSCOPED else a.scope_list[code])
+        slots = np.flatnonzero(self._live)
+        lens, tids, tfs = a.rows(slots)
+        codes = a.scope_code[slots]
+        used = np.unique(codes[codes >= 0])
+        remap = np.full(len(a.scope_list) + 1, -1, np.int32)  # the last entry maps UNSCOPED (-1) to -1
+        remap[used] = np.arange(len(used), dtype=np.int32)
+        ids = a.ids
+        return ([ids[s] for s in slots.tolist()], lens, tids, tfs, remap[codes],
+                [a.scope_list[c] for c in used.tolist()])
 
     @property
     def terms(self) -> list[str]:
@@ -223,8 +215,8 @@ def next_version(cur: BM25Snapshot, adds: Prepared, removes: Sequence[str]) -> t
     a = cur._a
     encoded = []
     for doc_id, (counts, scope) in adds.items():
-        tids = np.fromiter((a.term_id(t) for t in counts), dtype=np.int64, count=len(counts))
-        tfs = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
+        tids = np.fromiter((a.term_id(t) for t in counts), dtype=TID, count=len(counts))
+        tfs = np.fromiter(counts.values(), dtype=TF, count=len(counts))
         encoded.append((doc_id, tids, tfs, a.scope_id(scope)))
     # Slots past cur's count that a failed batch may have left in the arena stay dead.
     live = _pad(cur._live, len(a.ids) + len(encoded), False)
@@ -234,7 +226,7 @@ def next_version(cur: BM25Snapshot, adds: Prepared, removes: Sequence[str]) -> t
     def drop(slot: int) -> None:
         nonlocal n_docs, total
         live[slot] = False
-        df[a.doc_terms[slot]] -= 1  # term ids are unique per document
+        df[a.doc_terms(slot)] -= 1  # term ids are unique per document
         n_docs -= 1
         total -= float(a.doc_len[slot])
 
@@ -246,8 +238,8 @@ def next_version(cur: BM25Snapshot, adds: Prepared, removes: Sequence[str]) -> t
     pend_t, pend_d, pend_f = [], [], []
     for doc_id, tids, tfs, code in encoded:
         old = cur._slot_of(doc_id)
-        if (old is not None and int(a.scope_code[old]) == code and np.array_equal(a.doc_terms[old], tids)
-                and np.array_equal(a.doc_tfs[old], tfs)):
+        if (old is not None and int(a.scope_code[old]) == code and np.array_equal(a.doc_terms(old), tids)
+                and np.array_equal(a.doc_tfs(old), tfs)):
             continue
         if old is not None:
             drop(old)
@@ -255,7 +247,7 @@ def next_version(cur: BM25Snapshot, adds: Prepared, removes: Sequence[str]) -> t
         live[slot] = True
         df[tids] += 1
         n_docs += 1
-        total += float(tfs.sum())
+        total += float(np.sum(tfs, dtype=np.float64))
         pend_t.append(tids)
         pend_d.append(np.full(len(tids), slot, np.int32))
         pend_f.append(tfs)
@@ -264,33 +256,20 @@ def next_version(cur: BM25Snapshot, adds: Prepared, removes: Sequence[str]) -> t
     nxt = BM25Snapshot(a, cur.k1, cur.b, cur.tokenizer, live[: len(a.ids)], df, plen, n_docs, total,
                        cur.version + 1)
     if len(a.ids) - n_docs > max(4096, n_docs):  # mostly dead slots: move the live ones to a fresh arena
-        nxt = build_snapshot(cur.k1, cur.b, cur.tokenizer, nxt.terms, list(a.scope_list), list(nxt.live_docs()),
-                             nxt.version)
+        nxt = build_snapshot(cur.k1, cur.b, cur.tokenizer, nxt.terms, nxt.live_rows(), nxt.version)
     return nxt, removed
 
 
-def build_snapshot(k1: float, b: float, tokenizer: Tokenizer, terms: Sequence[str], scope_list: Sequence[Scope],
-                   docs: Sequence[tuple], version: int) -> BM25Snapshot:
-    """Bulk-build a version from `(id, term ids, tfs, doc length, scope)` rows; unused terms dropped."""
-    all_t = np.concatenate([d[1] for d in docs]) if docs else _EMPTY_I
-    used = np.unique(all_t)
+def build_snapshot(k1: float, b: float, tokenizer: Tokenizer, terms: Sequence[str], rows: tuple,
+                   version: int) -> BM25Snapshot:
+    """Bulk-build a version from `rows` = (ids, lengths, term ids, tfs, scope codes, scope list) — the
+    shape of `live_rows()` and of a loaded sidecar — vectorised; unused terms are dropped."""
+    ids, lens, tids, tfs, codes, scope_list = rows
+    tids = np.asarray(tids, np.int64)
+    used = np.unique(tids)
     remap = np.full(len(terms) + 1, -1, np.int64)
     remap[used] = np.arange(len(used))
-    a = Arena([terms[i] for i in used.tolist()], [])
-    for s in scope_list:  # keep scope codes stable across a compaction
-        a.scope_id(s)
-    pend_t, pend_d, pend_f = [], [], []
-    for doc_id, tids, tfs, _dl, scope in docs:
-        tids = remap[np.asarray(tids, np.int64)]
-        slot = a.new_slot(doc_id, tids, np.asarray(tfs, np.float64), a.scope_id(scope))
-        pend_t.append(tids)
-        pend_d.append(np.full(len(tids), slot, np.int32))
-        pend_f.append(a.doc_tfs[slot])
-    plen = np.zeros(len(used), np.int64)
-    df = plen.copy()
-    if pend_t:
-        t = np.concatenate(pend_t)
-        df = np.bincount(t, minlength=len(used)).astype(np.int64)
-        a.append_postings(plen, t, np.concatenate(pend_d), np.concatenate(pend_f))
-    n = len(docs)
-    return BM25Snapshot(a, k1, b, tokenizer, np.ones(n, bool), df, plen, n, float(a.doc_len[:n].sum()), version)
+    a, df, plen = Arena.bulk([terms[i] for i in used.tolist()], list(scope_list), list(ids),
+                             np.asarray(lens, np.int64), remap[tids], tfs, codes)
+    n = len(ids)
+    return BM25Snapshot(a, k1, b, tokenizer, np.ones(n, bool), df, plen, n, float(a.doc_len.sum()), version)

@@ -450,3 +450,91 @@ def test_readers_never_see_a_half_applied_batch():
         a, b = idx.search(q, top_k=2000), fresh.search(q, top_k=2000)
         assert [i for i, _ in a] == [i for i, _ in b]
         assert [s for _, s in a] == pytest.approx([s for _, s in b], rel=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(ops=st.lists(st.tuples(st.booleans(), st.integers(0, 9), doc_text, st.sampled_from([None, U1, U2])),
+                    max_size=30),
+       query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4))
+def test_a_saved_and_reloaded_index_scores_and_explains_exactly_the_same(tmp_path_factory, ops, query):
+    """The bulk (vectorised) load path rebuilds exactly what the incremental path built."""
+    idx = BM25Index()
+    for add, k, text, scope in ops:
+        if add:
+            idx.add_document(f"d{k}", text, scope)
+        else:
+            idx.remove_document(f"d{k}")
+    path = tmp_path_factory.mktemp("rt") / "bm25.npz"
+    idx.save(path)
+    back = BM25Index.load(path)
+    q = " ".join(query)
+    for scopes in (None, [U1], [U2, U1]):
+        assert back.search(q, top_k=100, scopes=scopes) == idx.search(q, top_k=100, scopes=scopes)
+    assert back.stats()["postings"] == idx.stats()["postings"] and len(back) == len(idx)
+    for doc_id, _ in idx.search(q, top_k=100):
+        assert back.explain_terms(q, doc_id) == idx.explain_terms(q, doc_id)
+
+
+def test_a_format_2_sidecar_still_loads(tmp_path):
+    """Format 2 (int64 term ids, float64 tfs) is read; saving writes the compact format 3."""
+    import json
+
+    meta = {"format": 2, "k1": 1.2, "b": 0.75, "tokenizer": __import__("retrieval.bm25", fromlist=["x"]).tokenizer_id(
+        default_tokenizer), "terms": ["alpha", "beta"], "ids": ["a", "b"], "scopes": [["user", "u1"]], "source": None}
+    path = tmp_path / "old.npz"
+    np.savez(path, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8), lens=np.array([2, 1], np.int64),
+             tids=np.array([0, 1, 1], np.int64), tfs=np.array([1.0, 2.0, 1.0]), scope_code=np.array([0, -1], np.int32))
+    old = BM25Index.load(path)
+    fresh = BM25Index()
+    fresh.add_documents([("a", "alpha beta beta", U1), ("b", "beta")])
+    assert old.search("beta alpha") == fresh.search("beta alpha")
+    assert old.search("alpha", scopes=[U1])[0][0] == "a"
+    old.save(tmp_path / "new.npz")
+    with np.load(tmp_path / "new.npz") as data:
+        assert (data["tids"].dtype, data["tfs"].dtype) == (np.int32, np.float32)
+
+
+@settings(max_examples=80, deadline=None)
+@given(docs=st.lists(st.tuples(st.lists(st.sampled_from(WORDS[:6]) | st.sampled_from(WORDS), min_size=1, max_size=12),
+                               st.sampled_from([None, U1, U2])), min_size=1, max_size=60),
+       query=st.lists(st.sampled_from(WORDS), min_size=2, max_size=5), top_k=st.integers(1, 12),
+       scoped=st.sampled_from([None, [U1], [U2, U1]]), removed=st.sets(st.integers(0, 59), max_size=10))
+def test_pruned_search_equals_exhaustive_scoring(docs, query, top_k, scoped, removed):
+    """MaxScore pruning (tried above a postings threshold, lowered here to 0) returns exactly the
+    exhaustive top k: the same ids in the same order (ties by id) and the same score floats."""
+    import retrieval.bm25_topk as topk
+
+    idx = BM25Index()
+    idx.add_documents([(f"d{i:02d}", " ".join(words), scope) for i, (words, scope) in enumerate(docs)])
+    idx.remove_documents([f"d{i:02d}" for i in removed])
+    q = " ".join(query)
+    snap = idx.snapshot()
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(topk, "PRUNE_MIN_POSTINGS", 10**12)
+        m.setattr(topk, "SCOPE_EXACT_MAX", -1)
+        exhaustive = snap.search(q, top_k, scoped)
+    for scope_exact in (-1, 10**6):  # MaxScore for scoped queries too; the small-scope plan
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(topk, "PRUNE_MIN_POSTINGS", 0)
+            m.setattr(topk, "SCOPE_EXACT_MAX", scope_exact)
+            assert snap.search(q, top_k, scoped) == exhaustive
+    for doc_id, score in exhaustive:
+        assert score == idx.score(q, doc_id) == idx.scores_for(q, [doc_id])[doc_id]
+
+
+def test_pruning_happens_and_skips_most_postings(monkeypatch):
+    """A rare term beside a term in every document: the pruned path is taken and agrees."""
+    import retrieval.bm25_topk as topk
+
+    idx = BM25Index()
+    idx.add_documents([(f"d{i}", "common " * (1 + i % 3) + ("rare" if i % 50 == 0 else "filler"))
+                       for i in range(2000)])
+    snap = idx.snapshot()
+    calls = []
+    real = topk.TopK._exact
+    monkeypatch.setattr(topk.TopK, "_exact", lambda self, t, s, a: calls.append(len(s)) or real(self, t, s, a))
+    monkeypatch.setattr(topk, "PRUNE_MIN_POSTINGS", 100)
+    got = snap.search("rare common", 5)
+    assert calls and calls[0] <= 40  # only the documents holding "rare" were scored in full
+    monkeypatch.setattr(topk, "PRUNE_MIN_POSTINGS", 10**12)
+    assert got == snap.search("rare common", 5)
