@@ -1,41 +1,75 @@
-"""The dense side's ANN index (IVF-FLAT) and the query plan it implies; a mixin of MemoryStore."""
+"""The dense side's ANN index (IVF-SQ) and the query plan it implies; a mixin of MemoryStore."""
 from __future__ import annotations
 
 import logging
 import math
+from typing import Sequence
+
+from .types import Scope
 
 log = logging.getLogger(__name__)
 
 # Below this many rows an exact (flat) scan is both exact and fast enough; above it we build an
-# IVF-FLAT cosine index (docs/BENCHMARKS.md: recall@30 vs exact and latency at 100k rows).
+# IVF-SQ cosine index: about sqrt(rows) partitions of 8-bit scalar-quantised vectors (a quarter of
+# IVF-FLAT's memory), 20% of them probed, the best 2×limit re-scored on the stored float vectors, so
+# every distance we report is exact. At 1M synthetic traces: recall@30 0.966 vs exact in ~30 ms
+# on a loaded machine, where IVF-FLAT needed 150 of 200 partitions (~500 ms) and IVF-PQ / RaBitQ
+# stayed under 0.89 (docs/BENCHMARKS.md, Scale). IVF-HNSW-SQ did not finish building in 14 min.
 ANN_MIN_ROWS = 50_000
-ANN_PROBE_FRACTION = 0.75
+ANN_PROBE_FRACTION = 0.2
+ANN_PROBE_ROWS = 100_000  # below 500k rows, probe enough partitions to cover this many rows
+ANN_REFINE = 2
+FLAT_PROBE_FRACTION = 0.75  # an IVF-FLAT index built by an earlier version: sqrt(rows)/5 partitions
 
 
 class AnnIndex:
-    """Needs `_table()`, `_plan_cache`, `columns` and `read_only` from the class it is mixed into."""
+    """Needs `_table()`, `_row_cache()`, `_plan_cache`, `columns` and `read_only` from the class it is
+    mixed into."""
 
     def _has_ann(self) -> bool:
-        return bool(self._ann_partitions())
+        return bool(self._ann_plan()[0])
 
     def _ann_partitions(self) -> int:
-        """Partitions to plan probes for (0 without an index); cached per table version.
+        return self._ann_plan()[0]
+
+    def _ann_plan(self) -> tuple[int, int, int]:
+        """(partitions, probes, refine factor) for the vector index, (0, 0, 0) without one; cached
+        per table version.
 
         LanceDB does not report an IVF index's partition count, so it is estimated from the row count
-        the same way it was chosen at build time. Rows only grow after a build, so the estimate can
-        over-probe (slower, never less recall); `ensure_ann_index(force=True)` rebuilds for the new size.
+        the same way it was chosen at build time (sqrt(rows); sqrt(rows)/5 for the IVF-FLAT indexes
+        earlier versions built). Rows only grow after a build, so the estimate can over-probe (slower,
+        never less recall); `ensure_ann_index(force=True)` rebuilds for the new size. Quantised
+        indexes get a refine step so that distances are exact.
         """
         tbl = self._table()
         if tbl is None:
-            return 0
+            return 0, 0, 0
         key = ("ann", tbl.version)
         if key not in self._plan_cache:
-            parts = 0
+            plan = (0, 0, 0)
             for idx in tbl.list_indices():
                 if self.columns.vector in list(getattr(idx, "columns", [])):
-                    parts = _partitions_for(tbl.count_rows())
+                    rows = tbl.count_rows()
+                    if str(getattr(idx, "index_type", "")).upper().replace("_", "") == "IVFFLAT":
+                        parts = max(8, round(math.sqrt(rows) / 5))
+                        plan = (parts, max(1, math.ceil(parts * FLAT_PROBE_FRACTION)), 0)
+                    else:
+                        parts = _partitions_for(rows)
+                        frac = min(1.0, max(ANN_PROBE_FRACTION, ANN_PROBE_ROWS / max(rows, 1)))
+                        plan = (parts, max(1, math.ceil(parts * frac)), ANN_REFINE)
             self._plan_cache = {k: v for k, v in self._plan_cache.items() if k[1] == tbl.version}
-            self._plan_cache[key] = parts
+            self._plan_cache[key] = plan
+        return self._plan_cache[key]
+
+    def _scoped_rows(self, scopes: Sequence[Scope]) -> int:
+        cache = self._row_cache()
+        if cache is not None:
+            return len(cache.positions(scopes))
+        tbl = self._table()
+        key = ("scoped", tbl.version, tuple(sorted(str(s) for s in scopes)))
+        if key not in self._plan_cache:
+            self._plan_cache[key] = tbl.count_rows(self.columns.scope_filter(scopes))
         return self._plan_cache[key]
 
     def index_state(self) -> dict:
@@ -52,12 +86,11 @@ class AnnIndex:
         return state
 
     def ensure_ann_index(self, min_rows: int = ANN_MIN_ROWS, force: bool = False) -> bool:
-        """Build an IVF-FLAT cosine index once the table passes `min_rows`; fold new rows in after.
+        """Build an IVF-SQ cosine index once the table passes `min_rows`; fold new rows in after.
 
-        `force=True` (re)builds now, whatever the size. Returns True when an index exists afterwards.
-        Exact search is kept for small tables: it is exact and, below the threshold, no slower.
-        IVF-FLAT (not HNSW/PQ): on this machine it built fastest and gave the best recall per
-        millisecond (docs/BENCHMARKS.md).
+        `force=True` (re)builds now, whatever the size (an IVF-FLAT index from an earlier version is
+        replaced). Returns True when an index exists afterwards. Exact search is kept for small
+        tables: it is exact and, below the threshold, no slower.
         """
         tbl = self._table()
         if tbl is None or self.read_only:  # a table inspected in place keeps the indexes it has
@@ -69,9 +102,9 @@ class AnnIndex:
             return True
         if rows < min_rows and not force:
             return False
-        from lancedb.index import IvfFlat
+        from lancedb.index import IvfSq
 
-        tbl.create_index("vector", config=IvfFlat(distance_type="cosine", num_partitions=_partitions_for(rows)),
+        tbl.create_index("vector", config=IvfSq(distance_type="cosine", num_partitions=_partitions_for(rows)),
                          replace=True)
         # `id` too: its index was made on the empty table, and rows appended since are scanned flat
         # (hydration by id at 1M rows: 444 ms with the stale index vs 137 ms rebuilt; docs/bench_scale.json).
@@ -84,5 +117,6 @@ class AnnIndex:
 
 
 def _partitions_for(rows: int) -> int:
-    """IVF partitions: about sqrt(rows)/5 (64 at 100k), probed at 75% — recall 0.99 vs exact there."""
-    return max(8, round(math.sqrt(rows) / 5))
+    """IVF partitions: about sqrt(rows) (316 at 100k, 1,000 at 1M); probed: enough to cover 100k
+    rows, at least 20% (all of them up to 100k rows, 200 of 1,000 at 1M)."""
+    return max(8, round(math.sqrt(rows)))

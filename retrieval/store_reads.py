@@ -73,7 +73,9 @@ class StoreReads:
         ids = [i for i in dict.fromkeys(ids) if isinstance(i, str)]
         if not ids:
             return []
-        found = {r["id"]: from_row(r) for r in self._fetch_rows(self.columns.ids_filter(ids), False)}
+        cache = self._row_cache()
+        rows = cache.rows(ids) if cache is not None else self._fetch_rows(self.columns.ids_filter(ids), False)
+        found = {r["id"]: from_row(r) for r in rows}
         return [found[i] for i in ids if i in found]
 
     def get_with_vectors(self, ids: Sequence[str], scopes: Sequence[Scope] | None = None,
@@ -81,8 +83,18 @@ class StoreReads:
         ids = list(dict.fromkeys(i for i in ids if isinstance(i, str)))
         if not ids:
             return {}
-        rows = self._fetch_rows(self._where(scopes, active_only, self.columns.ids_filter(ids)), True)
-        return {r["id"]: (from_row(r), np.asarray(r["vector"], dtype=np.float32)) for r in rows}
+        cache = self._row_cache()
+        if cache is None:
+            rows = self._fetch_rows(self._where(scopes, active_only, self.columns.ids_filter(ids)), True)
+            return {r["id"]: (from_row(r), np.asarray(r["vector"], dtype=np.float32)) for r in rows}
+        # Filter on the copy, then read only the vectors from LanceDB (two columns, not nineteen).
+        allowed = None if scopes is None else {(s.scope, s.scope_id) for s in scopes}
+        rows = [r for r in cache.rows(ids) if (not active_only or r["is_active"])
+                and (allowed is None or (r["scope"], r["scope_id"]) in allowed)]
+        if not rows:
+            return {}
+        by_id = cache.exact_vectors([r["id"] for r in rows])
+        return {r["id"]: (from_row(r), by_id[r["id"]]) for r in rows if r["id"] in by_id}
 
     def browse(self, scope: Scope | None = None, contains: str | None = None, limit: int = 200,
                offset: int = 0) -> list[MemoryTrace]:

@@ -1,14 +1,16 @@
 """Scale: a store of N traces (default 1,000,000) with synthetic 384-d vectors — no model anywhere.
 
-Measures: bulk ingest rate (Arrow batches into the traces table) and upsert rate (MemoryStore.add on
-the full table), IVF-FLAT index build, BM25 build from the store (streamed) and its sidecar size and
-open time, peak resident memory of the process, retrieve() p50/p95 scoped and unscoped, ANN
-recall@30 vs exact (the store's own dense plan), and the Corpus browse (a LanceDB filter).
+Two processes, as a deployment has them. The build process: bulk ingest rate (Arrow batches into
+the traces table), IVF-SQ index build, BM25 build from the store (streamed) and its sidecar size, its
+peak resident memory. The serving process (started fresh, as the app would be): BM25 sidecar open
+time, the in-memory row copy's build time, retrieve() p50/p95 scoped and unscoped with each stage's
+median, ANN recall@30 vs exact (the store's own dense plan), the Corpus browse (a LanceDB filter),
+an upsert of 2,000 existing traces and the first query after it, and its peak resident memory.
 
 Vectors: 2,000 random unit centroids, each trace a centroid plus Gaussian noise (clustered, like
 real embeddings); a query is a stored trace's vector plus noise, looked up by its text.
 
-Run (2 shared cores: ~20–40 min at 1M):
+Run (2 cores, idle: ~12 min at 1M):
   nohup .venv/bin/python scripts/bench_scale.py --n 1000000 --out docs/bench_scale.json > /tmp/bench_scale.log 2>&1 &
 """
 from __future__ import annotations
@@ -20,6 +22,7 @@ import random
 import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -125,40 +128,17 @@ def probe_sweep(uri: str, n: int, count: int, probes: list[int], log) -> dict:
     qvecs = query_vectors(n, centroids, count)
     exact = [set(tbl.search(v).distance_type("cosine").bypass_vector_index().select(["id", "_distance"])
                  .limit(30).to_arrow()["id"].to_pylist()) for v in qvecs]
-    out = {"partitions": store._ann_partitions(), "queries": count, "sweep": []}
+    out = {"partitions": store._ann_plan()[0], "queries": count, "sweep": []}
     for p in probes:
         times, rec = [], []
         for v, e in zip(qvecs, exact):
             t0 = time.perf_counter()
-            got = tbl.search(v).distance_type("cosine").nprobes(p).select(["id", "_distance"]).limit(30).to_arrow()
+            got = tbl.search(v).distance_type("cosine").nprobes(p).refine_factor(2).select(["id", "_distance"])
+            got = got.limit(30).to_arrow()
             times.append((time.perf_counter() - t0) * 1000)
             rec.append(len(set(got["id"].to_pylist()) & e) / 30)
         out["sweep"].append({"nprobes": p, **ms_stats(times), "recall_at_30": round(float(np.mean(rec)), 4)})
         log(json.dumps(out["sweep"][-1]))
-    return out
-
-
-def stage_breakdown(uri: str, n: int, count: int, log) -> dict:
-    """Median per-stage milliseconds of retrieve() (its own timings), scoped and unscoped, sidecar reopened."""
-    from retrieval.workspace import Workspace
-
-    emb = SyntheticEmbedder()
-    centroids = unit(np.random.default_rng(0).normal(size=(CENTROIDS, DIM)).astype(np.float32))
-    queries = [f"{q} #{i}" for i, q in enumerate(queries_for(count, seed=9))]
-    emb.table.update(zip(queries, query_vectors(n, centroids, count)))
-    ws = Workspace(uri, embedder=emb, clock=lambda: NOW, fact_extractor=None)
-    t0 = time.perf_counter()
-    r = ws.retriever(fact_store=None)
-    out = {"sidecar_open_s": round(time.perf_counter() - t0, 1), "rss_mb": round(rss_mb())}
-    rng = random.Random(5)
-    for label, scopes in (("scoped", [Scope("user", f"u{rng.randrange(USERS)}") for _ in queries]),
-                          ("unscoped", [None] * count)):
-        stages: dict[str, list[float]] = {}
-        for q, sc in zip(queries, scopes):
-            for k, v in r.retrieve(q, scope=sc).diagnostics.timings_ms.items():
-                stages.setdefault(k, []).append(v)
-        out[label] = {k: round(statistics.median(v), 1) for k, v in stages.items()}
-        log(f"{label} stages (median ms): {out[label]}")
     return out
 
 
@@ -177,93 +157,126 @@ def recall_vs_exact(store, qvecs, scopes, k: int = 30) -> float:
     return round(hits / len(qvecs), 4)
 
 
+def build(root: Path, n: int, logf) -> dict:
+    """Ingest, index and build BM25 in this process; the numbers of the build side."""
+    from retrieval.store import MemoryStore
+    from retrieval.workspace import Workspace
+
+    uri = str(root / "db")
+    emb = SyntheticEmbedder()
+    centroids = unit(np.random.default_rng(0).normal(size=(CENTROIDS, DIM)).astype(np.float32))
+    store = MemoryStore(uri, embedder=emb, clock=lambda: NOW)
+    res = ingest(store, n, centroids, logf)
+    t0 = time.perf_counter()
+    store.ensure_ann_index(force=True)
+    res["ivf_build_s"] = round(time.perf_counter() - t0, 1)
+    res["ann_plan"] = dict(zip(("partitions", "nprobes", "refine_factor"), store._ann_plan()))
+    res["rss_after_ingest_mb"] = round(rss_mb())
+    logf(f"IVF-SQ index in {res['ivf_build_s']}s: {res['ann_plan']}")
+    t0 = time.perf_counter()
+    ws = Workspace(uri, embedder=emb, clock=lambda: NOW, fact_extractor=None)
+    ws.progress = lambda d, t: logf(f"  BM25 {d}/{t} rss {rss_mb():.0f} MB") if d % 200_000 == 0 or d == t else None
+    assert len(ws.bm25) == n
+    res["bm25_build_s"] = round(time.perf_counter() - t0, 1)
+    res["bm25_sidecar_mb"] = round(ws.bm25_path.stat().st_size / 2**20, 1)
+    res["build_peak_rss_mb"] = round(peak_rss_mb())
+    logf(f"BM25 built in {res['bm25_build_s']}s, sidecar {res['bm25_sidecar_mb']} MB")
+    return res
+
+
+def serve(root: Path, n: int, count: int, logf) -> dict:
+    """A fresh process over the built store: open, query, write once, query again."""
+    from retrieval.workspace import Workspace
+
+    uri = str(root / "db")
+    emb = SyntheticEmbedder()
+    centroids = unit(np.random.default_rng(0).normal(size=(CENTROIDS, DIM)).astype(np.float32))
+    res: dict = {}
+    t0 = time.perf_counter()
+    ws = Workspace(uri, embedder=emb, clock=lambda: NOW, fact_extractor=None)
+    assert len(ws.bm25) == n
+    res["bm25_open_s"] = round(time.perf_counter() - t0, 1)
+    store = ws.store
+    t0 = time.perf_counter()
+    assert store._row_cache() is not None
+    res["row_copy_build_s"] = round(time.perf_counter() - t0, 1)
+    res["rss_after_open_mb"] = round(rss_mb())
+    logf(f"sidecar opened in {res['bm25_open_s']}s, row copy in {res['row_copy_build_s']}s, rss {res['rss_after_open_mb']} MB")
+    rng = random.Random(5)
+    queries = [f"{q} #{i}" for i, q in enumerate(queries_for(count, seed=9))]  # unique: one vector each
+    emb.table.update(zip(queries, query_vectors(n, centroids, len(queries))))
+    scopes = [Scope("user", f"u{rng.randrange(USERS)}") for _ in queries]
+    r = ws.retriever(fact_store=None)
+    for label, sc_list in (("scoped", scopes), ("unscoped", [None] * len(queries))):
+        r.retrieve(queries[0], scope=sc_list[0])
+        times, stages = [], {}
+        for q, sc in zip(queries, sc_list):
+            t0 = time.perf_counter()
+            out = r.retrieve(q, scope=sc)
+            times.append((time.perf_counter() - t0) * 1000)
+            for k, v in out.diagnostics.timings_ms.items():
+                stages.setdefault(k, []).append(v)
+        res[f"retrieve_{label}"] = ms_stats(times)
+        res[f"stages_{label}_median_ms"] = {k: round(statistics.median(v), 1) for k, v in stages.items()}
+        logf(f"retrieve {label}: {res[f'retrieve_{label}']} stages {res[f'stages_{label}_median_ms']}")
+    qvecs = [emb.table[q] for q in queries[:50]]
+    res["ann_recall_at_30_unscoped"] = recall_vs_exact(store, qvecs, None)
+    res["recall_at_30_scoped"] = recall_vs_exact(store, qvecs, scopes[:50])
+    for label, sc_list in (("dense_unscoped", [None] * 50), ("dense_scoped", scopes[:50])):
+        dense_t = []
+        for v, sc in zip(qvecs, sc_list):
+            t0 = time.perf_counter()
+            store.query_vector(v, top_k=30, scopes=[sc] if sc else None)
+            dense_t.append((time.perf_counter() - t0) * 1000)
+        res[label] = ms_stats(dense_t)
+    logf(f"recall unscoped {res['ann_recall_at_30_unscoped']} scoped {res['recall_at_30_scoped']}")
+    browse_t = []
+    for i in range(10):
+        t0 = time.perf_counter()
+        page = store.browse(scope=scopes[i], contains=f"w{100 + i}", limit=50)
+        browse_t.append((time.perf_counter() - t0) * 1000)
+    res["browse_scoped_contains"] = {**ms_stats(browse_t), "rows": len(page)}
+    again = store.get([f"t{i}" for i in range(0, n, max(1, n // 2000))][:2000])
+    t0 = time.perf_counter()
+    ws.ingest(again)
+    res["upsert_2000_existing_s"] = round(time.perf_counter() - t0, 2)
+    t0 = time.perf_counter()
+    r.retrieve(queries[1], scope=scopes[1])
+    res["first_retrieve_after_a_write_s"] = round(time.perf_counter() - t0, 2)
+    res["serve_peak_rss_mb"] = round(peak_rss_mb())
+    logf(json.dumps(res))
+    return res
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--root", default=None, help="where to build the store (default a temp dir, removed after)")
     ap.add_argument("--out", default="docs/bench_scale.json")
+    ap.add_argument("--serve-only", action="store_true", help="only the serving process, on the store at --root")
     ap.add_argument("--probe-sweep", type=int, nargs="*", metavar="NPROBES",
                     help="only sweep IVF nprobes (unscoped dense latency, recall@30) on the store already at --root")
     args = ap.parse_args()
     logf = lambda m: print(f"[{time.strftime('%H:%M:%S')}] {m}", flush=True)  # noqa: E731
     root = Path(args.root or tempfile.mkdtemp(prefix="bench-scale-"))
-    uri = str(root / "db")
     if args.probe_sweep:
         res = json.loads(Path(args.out).read_text()) if Path(args.out).is_file() else {}
-        res["stage_breakdown"] = stage_breakdown(uri, args.n, 30, logf)
         res["probe_sweep"] = {"command": "python " + " ".join(sys.argv),
-                              **probe_sweep(uri, args.n, 50, args.probe_sweep, logf)}
+                              **probe_sweep(str(root / "db"), args.n, 50, args.probe_sweep, logf)}
         Path(args.out).write_text(json.dumps(res, indent=2) + "\n")
+        return 0
+    if args.serve_only:
+        Path(args.out).write_text(json.dumps(serve(root, args.n, args.queries, logf), indent=2) + "\n")
         return 0
     res: dict = {"command": "python " + " ".join(sys.argv), "traces": args.n, "dim": DIM, "cpu_count": os.cpu_count(),
                  "queries": args.queries, "users": USERS}
     try:
-        from retrieval.store import MemoryStore
-        from retrieval.workspace import Workspace
-
-        emb = SyntheticEmbedder()
-        centroids = unit(np.random.default_rng(0).normal(size=(CENTROIDS, DIM)).astype(np.float32))
-        store = MemoryStore(uri, embedder=emb, clock=lambda: NOW)
-        res.update(ingest(store, args.n, centroids, logf))
-        t0 = time.perf_counter()
-        store.ensure_ann_index(force=True)
-        res["ivf_build_s"] = round(time.perf_counter() - t0, 1)
-        res["rss_after_ingest_mb"] = round(rss_mb())
-        logf(f"IVF index in {res['ivf_build_s']}s")
-
-        t0 = time.perf_counter()
-        ws = Workspace(uri, embedder=emb, clock=lambda: NOW, fact_extractor=None)
-        ws.progress = lambda d, t: logf(f"  BM25 {d}/{t} rss {rss_mb():.0f} MB") if d % 200_000 == 0 or d == t else None
-        bm25 = ws.bm25
-        res["bm25_build_s"] = round(time.perf_counter() - t0, 1)
-        res["bm25_sidecar_mb"] = round(ws.bm25_path.stat().st_size / 2**20, 1)
-        res["rss_after_bm25_mb"] = round(rss_mb())
-        logf(f"BM25 built in {res['bm25_build_s']}s, sidecar {res['bm25_sidecar_mb']} MB")
-        del bm25, ws
-        t0 = time.perf_counter()
-        ws = Workspace(uri, embedder=emb, clock=lambda: NOW, fact_extractor=None)
-        assert len(ws.bm25) == args.n
-        res["bm25_open_s"] = round(time.perf_counter() - t0, 1)
-        logf(f"BM25 sidecar opened in {res['bm25_open_s']}s")
-
-        rng = random.Random(5)
-        queries = queries_for(args.queries, seed=9)
-        queries = [f"{q} #{i}" for i, q in enumerate(queries)]  # unique texts: one synthetic vector each
-        emb.table.update(zip(queries, query_vectors(args.n, centroids, len(queries))))
-        scopes = [Scope("user", f"u{rng.randrange(USERS)}") for _ in queries]
-        r = ws.retriever(fact_store=None)
-        for label, sc_list in (("scoped", scopes), ("unscoped", [None] * len(queries))):
-            r.retrieve(queries[0], scope=sc_list[0])
-            times = []
-            for q, sc in zip(queries, sc_list):
-                t0 = time.perf_counter()
-                r.retrieve(q, scope=sc)
-                times.append((time.perf_counter() - t0) * 1000)
-            res[f"retrieve_{label}"] = ms_stats(times)
-            logf(f"retrieve {label}: {res[f'retrieve_{label}']}")
-        qvecs = [emb.table[q] for q in queries[:50]]
-        res["ann_recall_at_30_unscoped"] = recall_vs_exact(store, qvecs, None)
-        res["recall_at_30_scoped"] = recall_vs_exact(store, qvecs, scopes[:50])
-        dense_t = []
-        for v in qvecs:
-            t0 = time.perf_counter()
-            store.query_vector(v, top_k=30)
-            dense_t.append((time.perf_counter() - t0) * 1000)
-        res["dense_unscoped"] = ms_stats(dense_t)
-        logf(f"recall unscoped {res['ann_recall_at_30_unscoped']} scoped {res['recall_at_30_scoped']}")
-        browse_t = []
-        for i in range(10):
-            t0 = time.perf_counter()
-            page = store.browse(scope=scopes[i], contains=f"w{100 + i}", limit=50)
-            browse_t.append((time.perf_counter() - t0) * 1000)
-        res["browse_scoped_contains"] = {**ms_stats(browse_t), "rows": len(page)}
-        again = store.get([f"t{i}" for i in range(0, args.n, max(1, args.n // 2000))][:2000])
-        t0 = time.perf_counter()
-        store.add(again)
-        res["upsert_2000_existing_s"] = round(time.perf_counter() - t0, 2)
-        res["peak_rss_mb"] = round(peak_rss_mb())
-        logf(json.dumps(res))
+        res.update(build(root, args.n, logf))
+        served = root / "serve.json"
+        subprocess.run([sys.executable, __file__, "--serve-only", "--root", str(root), "--n", str(args.n),
+                        "--queries", str(args.queries), "--out", str(served)], check=True)
+        res.update(json.loads(served.read_text()))
     finally:
         if not args.root:
             shutil.rmtree(root, ignore_errors=True)

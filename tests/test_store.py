@@ -11,6 +11,15 @@ from retrieval.scoring import cognitive_score
 from conftest import NOW, U1, U2, make_trace
 
 
+@pytest.fixture(autouse=True, params=["lancedb", "row-copy"])
+def read_path(request, monkeypatch):
+    """Every test here runs twice: rows read from LanceDB, and from the in-memory row copy that
+    stores past ROW_CACHE_MIN rows use (retrieval.store_cache) — the results must not differ."""
+    if request.param == "row-copy":
+        monkeypatch.setattr("retrieval.store_cache.ROW_CACHE_MIN", 0)
+    return request.param
+
+
 def test_cognitive_score_golden():
     t = make_trace("t", "x", days=1, valence=0.8, confidence=1.0)
     score, parts = cognitive_score(t, cosine=1.0, now=NOW, mood=Mood(valence=0.5))
@@ -148,3 +157,76 @@ def test_ann_index_is_built_past_the_threshold_and_still_finds_exact_match(tmp_p
     assert s.index_state()["ann_index"]
     hits = s.query("note number 123 about topic 4 and 3", top_k=5)
     assert "t123" in [h.id for h in hits]
+
+
+def test_the_row_copy_follows_every_write(store, traces, read_path):
+    """Upsert, deactivate, delete: the next read sees each write (the copy is per table version)."""
+    store.add(traces)
+    v = store.embed_query(traces[0].content)
+    assert store.get([traces[0].id])[0].content == traces[0].content
+    store.add([make_trace(traces[0].id, "rewritten text entirely", "u1")])
+    assert store.get([traces[0].id])[0].content == "rewritten text entirely"
+    store.set_active([traces[1].id], False)
+    assert traces[1].id not in {h.id for h in store.query_vector(v, top_k=50)}
+    assert traces[1].id not in store.get_with_vectors([traces[1].id])
+    assert traces[1].id in store.get_with_vectors([traces[1].id], active_only=False)
+    store.delete([traces[2].id])
+    assert store.get([traces[2].id]) == [] and traces[2].id not in {h.id for h in store.query_vector(v, top_k=50)}
+    if read_path == "row-copy":
+        assert store._row_cache() is not None and store._row_cache().inactive >= 2
+
+
+def test_get_with_vectors_filters_scope_and_activity_on_both_paths(store, traces):
+    store.add(traces)
+    ids = [t.id for t in traces]
+    got = store.get_with_vectors(ids, scopes=[U1])
+    assert got and all(t.scope_key == U1 and t.is_active for t, _v in got.values())
+    for t, vec in got.values():
+        assert vec.shape == (64,) and abs(float(vec @ store.embed_query(t.content)) - 1.0) < 1e-5
+
+
+def test_the_row_copy_returns_exactly_what_lancedb_returns(tmp_path, monkeypatch):
+    """Same store, both read paths: scoped (float16 candidates, exact float32 cosines) and unscoped
+    queries give the same ids in the same order with the same scores (to float32 rounding: numpy's
+    cosine vs LanceDB's); get/get_with_vectors agree exactly."""
+    import random
+
+    import hashlib
+
+    import numpy as np
+
+    class RandomEmbedder:  # continuous cosines: no ties at the cut for either path to break its own way
+        name, dim = "random-64", 64
+
+        def embed(self, texts):
+            seeds = [int(hashlib.sha256(t.encode()).hexdigest()[:8], 16) for t in texts]
+            v = np.stack([np.random.default_rng(x).normal(size=64) for x in seeds]).astype(np.float32)
+            return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    rng = random.Random(3)
+    words = [f"w{i}" for i in range(400)]
+    st = MemoryStore(str(tmp_path / "db"), embedder=RandomEmbedder(), clock=lambda: NOW)
+    st.add([make_trace(f"t{i}", " ".join(rng.choices(words, k=8)), f"u{i % 3}", days=i % 40,
+                       is_active=i % 17 != 0) for i in range(300)])
+    queries = [" ".join(rng.choices(words, k=3)) for _ in range(12)]
+
+    def read_all():
+        out = []
+        for q in queries:
+            v = st.embed_query(q)
+            for scopes in (None, [Scope("user", "u1")], [Scope("user", "u0"), Scope("user", "u2")]):
+                out.append([(h.id, h.retrieval_score) for h in st.query_vector(v, top_k=8, scopes=scopes)])
+        ids = [f"t{i}" for i in range(0, 300, 7)]
+        out.append([t.id for t in st.get(ids)])
+        out.append(sorted((i, t.content, v.tobytes()) for i, (t, v) in st.get_with_vectors(ids, [Scope("user", "u1")]).items()))
+        return out
+
+    monkeypatch.setattr("retrieval.store_cache.ROW_CACHE_MIN", 10**9)
+    plain = read_all()
+    monkeypatch.setattr("retrieval.store_cache.ROW_CACHE_MIN", 0)
+    assert st._row_cache() is not None
+    copied = read_all()
+    assert copied[-2:] == plain[-2:]
+    for got, want in zip(copied[:-2], plain[:-2]):
+        assert [i for i, _ in got] == [i for i, _ in want], (got, want)
+        assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-6)
