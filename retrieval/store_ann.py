@@ -46,7 +46,8 @@ class AnnIndex:
         if tbl is None:
             return 0, 0, 0
         key = ("ann", tbl.version)
-        if key not in self._plan_cache:
+        plan = self._plan_cache.get(key)
+        if plan is None:
             plan = (0, 0, 0)
             for idx in tbl.list_indices():
                 if self.columns.vector in list(getattr(idx, "columns", [])):
@@ -58,9 +59,11 @@ class AnnIndex:
                         parts = _partitions_for(rows)
                         frac = min(1.0, max(ANN_PROBE_FRACTION, ANN_PROBE_ROWS / max(rows, 1)))
                         plan = (parts, max(1, math.ceil(parts * frac)), ANN_REFINE)
-            self._plan_cache = {k: v for k, v in self._plan_cache.items() if k[1] == tbl.version}
-            self._plan_cache[key] = plan
-        return self._plan_cache[key]
+            # readers share this cache: copy (atomic under the GIL), never iterate it live
+            kept = {k: v for k, v in list(self._plan_cache.items()) if k[1] == tbl.version}
+            kept[key] = plan
+            self._plan_cache = kept
+        return plan
 
     def _scoped_rows(self, scopes: Sequence[Scope]) -> int:
         cache = self._row_cache()
@@ -68,20 +71,22 @@ class AnnIndex:
             return len(cache.positions(scopes))
         tbl = self._table()
         key = ("scoped", tbl.version, tuple(sorted(str(s) for s in scopes)))
-        if key not in self._plan_cache:
-            self._plan_cache[key] = tbl.count_rows(self.columns.scope_filter(scopes))
-        return self._plan_cache[key]
+        rows = self._plan_cache.get(key)
+        if rows is None:
+            rows = self._plan_cache[key] = tbl.count_rows(self.columns.scope_filter(scopes))
+        return rows
 
     def index_state(self) -> dict:
         """What the Home page shows: rows, whether an ANN index exists and how many rows it lacks."""
         tbl = self._table()
         if tbl is None:
-            return {"rows": 0, "ann_index": False, "unindexed_rows": 0}
-        state = {"rows": tbl.count_rows(), "ann_index": False, "unindexed_rows": 0}
+            return {"rows": 0, "ann_index": False, "ann_type": None, "unindexed_rows": 0}
+        state = {"rows": tbl.count_rows(), "ann_index": False, "ann_type": None, "unindexed_rows": 0}
         for idx in tbl.list_indices():
             if self.columns.vector in list(getattr(idx, "columns", [])):
                 stats = tbl.index_stats(idx.name)
                 state["ann_index"] = True
+                state["ann_type"] = str(getattr(idx, "index_type", "") or "") or None
                 state["unindexed_rows"] = int(getattr(stats, "num_unindexed_rows", 0) or 0)
         return state
 

@@ -93,6 +93,10 @@ class RowCache:
         vecs = flat.reshape(got.num_rows, -1).astype(np.float32, copy=False)
         return dict(zip(got.column("id").to_pylist(), vecs))
 
+    def scope_counts(self) -> dict[tuple[str, str], int]:
+        """Rows per (scope, scope id), inactive ones included."""
+        return {k: int(self._bounds[c + 1] - self._bounds[c]) for k, c in self._scope_code.items()}
+
     def positions(self, scopes: Sequence[Scope]) -> np.ndarray:
         """Row positions (ascending) of the rows in `scopes`."""
         parts = []

@@ -51,9 +51,12 @@ class StoreReads:
         return list(zip(data["scope"].to_pylist(), data["scope_id"].to_pylist()))
 
     def scopes(self) -> list[Scope]:
-        return [Scope(a, b) for a, b in sorted(set(self._scope_column_pairs()))]
+        return list(self.scope_counts())
 
     def scope_counts(self) -> dict[Scope, int]:
+        cache = self._row_cache()
+        if cache is not None:  # a million rows: no Python pass over every scope column
+            return {Scope(*k): v for k, v in sorted(cache.scope_counts().items())}
         out: dict[tuple[str, str], int] = {}
         for pair in self._scope_column_pairs():
             out[pair] = out.get(pair, 0) + 1

@@ -302,7 +302,7 @@ class Workspace:
         root = self._root
         if root is not None and not root.exists():
             return {"uri": self.uri, "exists": False, "traces": 0, "bm25_documents": 0, "facts": 0, "scopes": {},
-                    "ann_index": False, "unindexed_rows": 0, "in_step": True, "table_version": 0,
+                    "ann_index": False, "ann_type": None, "unindexed_rows": 0, "in_step": True, "table_version": 0,
                     "bm25_table_version": 0, "facts_pending": 0, "read_only": False}
         state = self.store.index_state()
         bm25 = self.bm25
@@ -321,6 +321,7 @@ class Workspace:
             "facts": n_facts,
             "scopes": {str(k): v for k, v in self.store.scope_counts().items()},
             "ann_index": state["ann_index"],
+            "ann_type": state["ann_type"],
             "unindexed_rows": state["unindexed_rows"],
             "in_step": (version == self._bm25_version and pending == 0
                         and len(bm25) == self.store.count(active_only=True)),

@@ -38,7 +38,10 @@ def assert_bm25_equals_a_rebuild(ws: Workspace) -> None:
 
 
 @pytest.mark.integration
-def test_one_writer_four_readers_on_a_shared_workspace(tmp_path):
+@pytest.mark.parametrize("row_copy", [False, True], ids=["lancedb-reads", "row-copy"])
+def test_one_writer_four_readers_on_a_shared_workspace(tmp_path, monkeypatch, row_copy):
+    if row_copy:  # the in-memory row copy large stores read through, rebuilt after every write
+        monkeypatch.setattr("retrieval.store_cache.ROW_CACHE_MIN", 0)
     ws = Workspace(str(tmp_path / "db"), embedder=HashingEmbedder(64), clock=lambda: NOW)
     ws.ingest([trace_for(i, s) for i in range(30) for s in ("u1", "u2")])
     errors: list[BaseException] = []
