@@ -12,7 +12,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from . import bm25_scoring as scoring
-from .bm25_arena import TF, TID, UNSCOPED, Arena
+from .bm25_arena import TF, TID, Arena
 from .bm25_topk import TopK
 from .bm25_tokenizer import Tokenizer
 from .types import Scope
@@ -265,11 +265,13 @@ def build_snapshot(k1: float, b: float, tokenizer: Tokenizer, terms: Sequence[st
     """Bulk-build a version from `rows` = (ids, lengths, term ids, tfs, scope codes, scope list) — the
     shape of `live_rows()` and of a loaded sidecar — vectorised; unused terms are dropped."""
     ids, lens, tids, tfs, codes, scope_list = rows
-    tids = np.asarray(tids, np.int64)
-    used = np.unique(tids)
-    remap = np.full(len(terms) + 1, -1, np.int64)
-    remap[used] = np.arange(len(used))
+    tids = np.asarray(tids, TID)
+    used = np.flatnonzero(np.bincount(tids, minlength=len(terms)))
+    if len(used) < len(terms):  # drop unused terms (a compaction); a saved index has none
+        remap = np.full(len(terms), -1, TID)
+        remap[used] = np.arange(len(used), dtype=TID)
+        tids = remap[tids]
     a, df, plen = Arena.bulk([terms[i] for i in used.tolist()], list(scope_list), list(ids),
-                             np.asarray(lens, np.int64), remap[tids], tfs, codes)
+                             np.asarray(lens, np.int64), tids, tfs, codes)
     n = len(ids)
     return BM25Snapshot(a, k1, b, tokenizer, np.ones(n, bool), df, plen, n, float(a.doc_len.sum()), version)

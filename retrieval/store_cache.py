@@ -29,37 +29,58 @@ from .types import Scope
 ROW_CACHE_MIN = 50_000
 
 
+def _single_threaded_blas() -> None:
+    """One BLAS thread for this process. retrieve() already runs dense search beside BM25 and
+    hydration, and LanceDB has its own threads; OpenBLAS's extra threads only contend with them
+    (1M rows, 2 cores: scoped retrieve() p50 63 -> 54 ms). Torch (the embedder) is not affected."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # an optimisation only
+        return
+    threadpool_limits(limits=1, user_api="blas")
+
+
 class RowCache:
     """Every row of one table version without its vector; rows by id in microseconds."""
 
     def __init__(self, tbl, columns: Sequence[str], vector: str = "vector", batch: int = 50_000):
         self.version = int(tbl.version)
         self._tbl, self._vector = tbl, vector
-        parts, vecs, rowids = [], [], []
-        for b in tbl.search().select([*columns, vector]).with_row_id(True).limit(None).to_batches(batch):
-            flat = b.column(vector).flatten().to_numpy(zero_copy_only=False)
-            vecs.append(flat.reshape(b.num_rows, -1).astype(np.float16))
+        parts, rowids = [], []
+        for b in tbl.search().select(list(columns)).with_row_id(True).limit(None).to_batches(batch):
             rowids.append(b.column("_rowid").to_numpy(zero_copy_only=False))
-            parts.append(b.drop_columns([vector, "_rowid"]))
+            parts.append(b.drop_columns(["_rowid"]))
         data = pa.Table.from_batches(parts).combine_chunks() if parts else tbl.search().select(list(columns)).limit(0).to_arrow()
+        del parts  # the batches, now copied into one chunk per column
+        n = data.num_rows
         self.data: pa.Table = data
-        self.vectors = np.concatenate(vecs) if vecs else np.zeros((0, 0), np.float16)
         self.rowids = np.concatenate(rowids) if rowids else np.zeros(0, np.uint64)
-        self.pos: dict[str, int] = dict(zip(data.column("id").to_pylist(), range(data.num_rows)))
+        self.pos: dict[str, int] = dict(zip(data.column("id").to_pylist(), range(n)))
         self.active = data.column("is_active").to_numpy(zero_copy_only=False).astype(bool)
-        self.inactive = int(len(self.active) - self.active.sum())
-        v32 = np.empty(len(self.vectors), np.float32)  # row norms, in chunks (no float32 copy of all)
-        for i in range(0, len(self.vectors), batch):
-            v32[i:i + batch] = np.linalg.norm(self.vectors[i:i + batch].astype(np.float32), axis=1)
-        self.norms = v32
-        # rows grouped by scope: positions of one scope are a slice of `order`, ascending
+        self.inactive = int(n - self.active.sum())
+        # rows grouped by scope: the rows of scope code c are order[bounds[c]:bounds[c+1]], ascending
         key = pc.binary_join_element_wise(data.column("scope"), data.column("scope_id"), "\x1f")
-        enc = pc.dictionary_encode(key).combine_chunks() if data.num_rows else None
+        enc = pc.dictionary_encode(key).combine_chunks() if n else None
         codes = enc.indices.to_numpy(zero_copy_only=False) if enc is not None else np.zeros(0, np.int32)
         self._scope_code = {tuple(k.split("\x1f", 1)): c for c, k in enumerate(enc.dictionary.to_pylist())} \
             if enc is not None else {}
         self._order = np.argsort(codes, kind="stable")
         self._bounds = np.r_[0, np.cumsum(np.bincount(codes, minlength=len(self._scope_code)))]
+        # float16 vectors laid out in that scope order (a scope is one contiguous slice), filled batch
+        # by batch from a second scan matched on row id: no second full-size copy is ever made
+        slot = np.empty(n, np.int64)
+        slot[self._order] = np.arange(n)
+        by_rowid = np.argsort(self.rowids)
+        self.vectors = np.zeros((n, 0), np.float16)
+        self.norms = np.zeros(n, np.float32)
+        for b in tbl.search().select([vector]).with_row_id(True).limit(None).to_batches(batch):
+            m = b.column(vector).flatten().to_numpy(zero_copy_only=False).reshape(b.num_rows, -1)
+            if self.vectors.shape[1] != m.shape[1]:
+                self.vectors = np.zeros((n, m.shape[1]), np.float16)
+            rid = b.column("_rowid").to_numpy(zero_copy_only=False)
+            at = slot[by_rowid[np.searchsorted(self.rowids, rid, sorter=by_rowid)]]
+            self.vectors[at] = m
+            self.norms[at] = np.linalg.norm(m, axis=1)
 
     def __len__(self) -> int:
         return self.data.num_rows
@@ -109,20 +130,29 @@ class RowCache:
     def nearest(self, vector: np.ndarray, scopes: Sequence[Scope], k: int, active_only: bool = True) -> list[str]:
         """Ids of about the `k` rows in `scopes` most cosine-similar to `vector` by the float16 copy
         (candidates for an exact re-score, not final distances)."""
-        pos = self.positions(scopes)
-        if active_only:
-            pos = pos[self.active[pos]]
-        if len(pos) == 0:
-            return []
         q = np.asarray(vector, np.float32)
-        sims = (self.vectors[pos].astype(np.float32) @ q) / np.maximum(self.norms[pos] * float(np.linalg.norm(q)), 1e-12)
-        top = np.argpartition(-sims, k)[:k] if len(sims) > k else np.arange(len(sims))
+        qn = float(np.linalg.norm(q))
+        sims, rows = [], []
+        for sc in {(s.scope, s.scope_id) for s in scopes}:
+            c = self._scope_code.get(sc)
+            if c is None:
+                continue
+            b0, b1 = int(self._bounds[c]), int(self._bounds[c + 1])
+            orig = self._order[b0:b1]
+            sim = (self.vectors[b0:b1].astype(np.float32) @ q) / np.maximum(self.norms[b0:b1] * qn, 1e-12)
+            keep = self.active[orig] if active_only else slice(None)
+            sims.append(sim[keep])
+            rows.append(orig[keep])
+        if not rows or not sum(len(r) for r in rows):
+            return []
+        sim, orig = np.concatenate(sims), np.concatenate(rows)
+        top = np.argpartition(-sim, k)[:k] if len(sim) > k else np.arange(len(sim))
         ids = self.data.column("id")
-        return [ids[int(p)].as_py() for p in pos[top]]
+        return [ids[int(p)].as_py() for p in orig[top]]
 
 
 class RowCaching:
-    """Needs `_table()`, `columns` and `schema_columns()` from the class it is mixed into."""
+    """Needs `_table()` and `columns` from the class it is mixed into."""
 
     _row_cache_obj: RowCache | None = None
     _row_cache_lock = threading.Lock()
@@ -141,6 +171,8 @@ class RowCaching:
         with self._row_cache_lock:
             cache = self._row_cache_obj
             if cache is None or cache.version != tbl.version:
+                _single_threaded_blas()
+                self._row_cache_obj = cache = None  # let the old copy go first: never two at once
                 cols = [f.name for f in tbl.schema if f.name != self.columns.vector]
                 cache = self._row_cache_obj = RowCache(tbl, cols, self.columns.vector)
         return cache

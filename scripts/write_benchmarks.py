@@ -261,32 +261,60 @@ def section_scale(out: list[str]) -> None:
         out.append("")
     sc = load("bench_scale.json")
     if sc:
+        def met(ok: bool) -> str:
+            return "met" if ok else "**not met**"
+
+        rs, ru = sc["retrieve_scoped"], sc["retrieve_unscoped"]
+        plan = sc["ann_plan"]
         out += ["## Scale: 1,000,000 traces", "",
-                f"Command: `{sc['command']}` (writes docs/bench_scale.json). Synthetic {sc['dim']}-d vectors (no model), "
-                f"{sc['users']} users, {sc['queries']} queries; the machine's load average was 6–15 on {sc['cpu_count']} "
-                "cores during the run, so the timings run high.", "",
+                f"Command: `{sc['command']}` (writes docs/bench_scale.json). Synthetic {sc['dim']}-d vectors (no model): "
+                f"2,000 random centroids plus Gaussian noise larger than the centroid, {sc['users']} users, "
+                f"{sc['queries']} queries (2–5 Zipf terms, frequent ones included; a vector near a stored trace's). "
+                "Two processes, as a deployment has them: one builds (ingest, index, BM25), a fresh one serves "
+                f"(opens the store and queries). {sc['cpu_count']} cores, otherwise idle.", "",
                 "| what | result | target |", "|---|---|---|",
                 f"| bulk ingest | {sc['bulk_ingest_rows_per_s']:,} rows/s ({sc['bulk_ingest_s']} s) | — |",
-                f"| IVF index build | {sc['ivf_build_s']} s | — |",
-                f"| BM25 build / sidecar size / reopen | {sc['bm25_build_s']} s / {sc['bm25_sidecar_mb']} MB / "
-                f"{sc['bm25_open_s']} s | — |",
-                f"| peak resident memory | {sc['peak_rss_mb']:,} MB (builds BM25, then reopens it in the same process: "
-                f"two copies); {sc['stage_breakdown']['rss_mb']:,} MB for a process that opens it once | < 4,000 MB: "
-                "**not met** |",
-                f"| `retrieve()` scoped p50 / p95 | {sc['retrieve_scoped']['p50_ms']} / {sc['retrieve_scoped']['p95_ms']} ms "
-                "| ≤ 50 ms p50: **not met** |",
-                f"| `retrieve()` unscoped p50 / p95 | {sc['retrieve_unscoped']['p50_ms']} / "
-                f"{sc['retrieve_unscoped']['p95_ms']} ms | ≤ 50 ms p50: **not met** |",
+                f"| IVF-SQ index build ({plan['partitions']} partitions; {plan['nprobes']} probed, refine "
+                f"{plan['refine_factor']}) | {sc['ivf_build_s']} s | — |",
+                f"| BM25 build / sidecar size / open in the serving process | {sc['bm25_build_s']} s / "
+                f"{sc['bm25_sidecar_mb']} MB / {sc['bm25_open_s']} s | — |",
+                f"| row copy built by the serving process (retrieval/store_cache.py) | {sc['row_copy_build_s']} s | — |",
+                f"| peak resident memory, serving process | {sc['serve_peak_rss_mb']:,} MB | < 4,000 MB: "
+                f"{met(sc['serve_peak_rss_mb'] < 4000)} |",
+                f"| peak resident memory, build process | {sc['build_peak_rss_mb']:,} MB | < 4,000 MB: "
+                f"{met(sc['build_peak_rss_mb'] < 4000)} |",
+                f"| `retrieve()` scoped p50 / p95 | {rs['p50_ms']} / {rs['p95_ms']} ms | ≤ 50 ms p50: "
+                f"{met(rs['p50_ms'] <= 50)} |",
+                f"| `retrieve()` unscoped p50 / p95 | {ru['p50_ms']} / {ru['p95_ms']} ms | ≤ 50 ms p50: "
+                f"{met(ru['p50_ms'] <= 50)} |",
+                f"| dense search alone, unscoped / scoped p50 | {sc['dense_unscoped']['p50_ms']} / "
+                f"{sc['dense_scoped']['p50_ms']} ms | — |",
                 f"| ANN recall@30 vs exact, unscoped / scoped | {sc['ann_recall_at_30_unscoped']} / "
-                f"{sc['recall_at_30_scoped']} | ≥ 0.95 |",
+                f"{sc['recall_at_30_scoped']} | ≥ 0.95: {met(min(sc['ann_recall_at_30_unscoped'], sc['recall_at_30_scoped']) >= 0.95)} |",
                 f"| Corpus browse (scope + substring, LanceDB filter) p50 | {sc['browse_scoped_contains']['p50_ms']} ms | — |",
-                f"| upsert of 2,000 existing traces | {sc['upsert_2000_existing_s']} s | — |", "",
-                "Where `retrieve()` spends its time at 1M (scoped, ms): " + ", ".join(
-                    f"{k} {v}" for k, v in sc["stage_breakdown"]["scoped"].items()) + ". Dense search over IVF-FLAT with "
-                "150 probes dominates; the synthetic vectors are close to uniform in 384-d, the hardest case for IVF "
-                "(the probe sweep in the JSON trades recall for time: 10 probes 52 ms at recall 0.72, 80 probes 180 ms "
-                "at 0.954). Meeting 50 ms at this size needs a compressed index (IVF-PQ or HNSW-SQ) measured on real, "
-                "clustered vectors — not done here.", ""]
+                f"| upsert of 2,000 existing traces / first `retrieve()` after it (rebuilds the row copy) | "
+                f"{sc['upsert_2000_existing_s']} s / {sc['first_retrieve_after_a_write_s']} s | — |", "",
+                "Median milliseconds per stage (dense runs beside sparse + hydration): scoped " + ", ".join(
+                    f"{k} {v}" for k, v in sc["stages_scoped_median_ms"].items()) + "; unscoped " + ", ".join(
+                    f"{k} {v}" for k, v in sc["stages_unscoped_median_ms"].items()) + ".", "",
+                "What changed since the first 1M run (retrieve p50 628 ms scoped / 658 ms unscoped, peak RSS 6.5 GB, "
+                "IVF-FLAT with 150 of 200 partitions probed, every row read from LanceDB):", "",
+                "- **Dense index**: IVF-SQ (8-bit scalar quantisation), √rows partitions, 20 % probed, refine factor 2 "
+                "(exact distances for the returned rows). Index types compared on this 1M store with "
+                "`scripts/bench_ann_scale.py` (unscoped, 50 queries, recall@30 vs exact, machine at load ~2–3): "
+                "IVF-SQ 1,000 partitions — 100 probes 0.931 (19 ms), 200 probes 0.967 (30 ms); IVF-FLAT 1,000 — 40 probes "
+                "0.902 (25 ms); IVF-PQ 48 sub-vectors — at most 0.885 (40 probes, refine 10, 33 ms); IVF-RQ (RaBitQ) — at "
+                "most 0.753; IVF-HNSW-SQ had not finished building after 14 minutes on 2 cores and was dropped.",
+                "- **Row reads**: LanceDB 0.40 costs a fixed ~4–9 ms per column per random read, whatever the row count "
+                "(60 or 600 rows of one column: 9.2 vs 9.5 ms), so 60 traces × 18 columns cost ~80 ms. Past 50k rows "
+                "the serving process keeps the non-vector columns and float16 vectors of the table version it reads "
+                "(retrieval/store_cache.py); LanceDB returns ids + distances and vectors by row id. Small scopes (≤ 50k "
+                "rows) are searched exactly from the float16 copy, then re-scored on the stored float32 vectors. A "
+                "write moves the version on and the next query rebuilds the copy (the last row above).",
+                "- **BM25**: flat int32/float32 document rows and a vectorised load (sidecar 614 → 334 MB); exact "
+                "MaxScore top-k and a per-scope plan (retrieval/bm25_topk.py): sparse p50 34 → ~10 ms on this corpus.",
+                "- The build process still holds BM25 while building it (Python tokens per batch); the serving "
+                "process never builds.", ""]
 
 
 def section_speed(out: list[str]) -> None:
