@@ -4,9 +4,9 @@ Why: LanceDB 0.40 pays a fixed ~4–9 ms per column for every random-access read
 number of rows (60 rows or 600 of one column: 9.2 vs 9.5 ms at 1M rows). Hydrating 60 traces' 18
 columns costs ~80 ms at 1M rows — more than the whole retrieve() budget — while the same rows from
 an Arrow table in memory take ~2 ms. So past ROW_CACHE_MIN rows a store keeps every row's columns
-except the vector for the table version it reads (~350 MB and ~3 s to build at 1M synthetic traces)
-and LanceDB serves only what needs it: vector search (ids and distances) and vectors by id. A write
-moves the table version on; the next read rebuilds the copy (docs/BENCHMARKS.md, Scale).
+except the vector for the table version it reads (~350 MB at 1M synthetic traces) and LanceDB serves
+only what needs it: vector search (ids and distances) and vectors by row id. A write moves the table
+version on; the next read rebuilds the copy (~9 s at 1M, vectors included; docs/BENCHMARKS.md, Scale).
 
 The copy also holds every vector as float16 (768 MB at 1M × 384) for one plan: a scoped query whose
 scope is small is searched exactly, and a scope's rows lie scattered through the table, so LanceDB
@@ -155,6 +155,7 @@ class RowCaching:
     """Needs `_table()` and `columns` from the class it is mixed into."""
 
     _row_cache_obj: RowCache | None = None
+    _row_cache_small: tuple[int, int] | None = None  # (table version, threshold) found below it
     _row_cache_lock = threading.Lock()
 
     def _row_cache(self) -> RowCache | None:
@@ -166,7 +167,10 @@ class RowCaching:
         cache = self._row_cache_obj
         if cache is not None and cache.version == tbl.version:
             return cache
+        if self._row_cache_small == (tbl.version, ROW_CACHE_MIN):
+            return None
         if tbl.count_rows() < ROW_CACHE_MIN:
+            self._row_cache_small = (tbl.version, ROW_CACHE_MIN)
             return None
         with self._row_cache_lock:
             cache = self._row_cache_obj
