@@ -8,10 +8,11 @@ except the vector for the table version it reads (~350 MB at 1M synthetic traces
 only what needs it: vector search (ids and distances) and vectors by row id. A write moves the table
 version on; the next read rebuilds the copy (~9 s at 1M, vectors included; docs/BENCHMARKS.md, Scale).
 
-The copy also holds every vector as float16 (768 MB at 1M × 384) for one plan: a scoped query whose
-scope is small is searched exactly, and a scope's rows lie scattered through the table, so LanceDB
-reads them in ~135 ms at 1M rows (10k rows in scope). The float16 dot products pick 2×limit + 10
-candidates, whose stored float32 vectors (read by row id) give the exact cosines reported.
+The copy also holds every vector as int8 with a per-row scale (384 MB at 1M × 384) for one plan: a
+scoped query whose scope is small is searched exactly, and a scope's rows lie scattered through the
+table, so LanceDB reads them in ~135 ms at 1M rows (10k rows in scope). The int8 dot products pick
+2×limit + 10 candidates, whose stored float32 vectors (read by row id) give the exact cosines
+reported. Vectors are laid out scope by scope, so a scope is one contiguous slice.
 
 Only for the native schema (a table inspected in place reads LanceDB directly).
 """
@@ -27,6 +28,18 @@ import pyarrow.compute as pc
 from .types import Scope
 
 ROW_CACHE_MIN = 50_000
+
+
+def _release_freed_memory() -> None:
+    """Hand memory freed by a (re)build back to the OS: Arrow's pool and glibc keep it otherwise, and
+    each rebuild after a write would then add ~0.7 GB at 1M rows."""
+    pa.default_memory_pool().release_unused()
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to trim
+        pass
 
 
 def _single_threaded_blas() -> None:
@@ -66,21 +79,25 @@ class RowCache:
             if enc is not None else {}
         self._order = np.argsort(codes, kind="stable")
         self._bounds = np.r_[0, np.cumsum(np.bincount(codes, minlength=len(self._scope_code)))]
-        # float16 vectors laid out in that scope order (a scope is one contiguous slice), filled batch
+        # int8 vectors laid out in that scope order (a scope is one contiguous slice), filled batch
         # by batch from a second scan matched on row id: no second full-size copy is ever made
         slot = np.empty(n, np.int64)
         slot[self._order] = np.arange(n)
         by_rowid = np.argsort(self.rowids)
-        self.vectors = np.zeros((n, 0), np.float16)
-        self.norms = np.zeros(n, np.float32)
+        self.vectors = np.zeros((n, 0), np.int8)
+        self.scale = np.zeros(n, np.float32)  # per row: int8 value × scale ≈ the stored float
+        self.norms = np.zeros(n, np.float32)  # of the stored float32 vectors
         for b in tbl.search().select([vector]).with_row_id(True).limit(None).to_batches(batch):
             m = b.column(vector).flatten().to_numpy(zero_copy_only=False).reshape(b.num_rows, -1)
             if self.vectors.shape[1] != m.shape[1]:
-                self.vectors = np.zeros((n, m.shape[1]), np.float16)
+                self.vectors = np.zeros((n, m.shape[1]), np.int8)
             rid = b.column("_rowid").to_numpy(zero_copy_only=False)
             at = slot[by_rowid[np.searchsorted(self.rowids, rid, sorter=by_rowid)]]
-            self.vectors[at] = m
+            scale = np.maximum(np.abs(m).max(axis=1), 1e-30) / 127.0
+            self.vectors[at] = np.rint(m / scale[:, None]).astype(np.int8)
+            self.scale[at] = scale
             self.norms[at] = np.linalg.norm(m, axis=1)
+        _release_freed_memory()
 
     def __len__(self) -> int:
         return self.data.num_rows
@@ -91,7 +108,7 @@ class RowCache:
         return self.data.take(at).to_pylist() if at else []
 
     def nearest_exact(self, vector: np.ndarray, scopes: Sequence[Scope], limit: int) -> list[dict]:
-        """Rows (with `_distance`, cosine) of the `limit` nearest active rows in `scopes`: float16
+        """Rows (with `_distance`, cosine) of the `limit` nearest active rows in `scopes`: int8
         candidates (2·limit + 10), then exact float32 cosines of those."""
         vecs = self.exact_vectors(self.nearest(vector, scopes, 2 * limit + 10))
         if not vecs:
@@ -128,7 +145,7 @@ class RowCache:
         return np.sort(np.concatenate(parts)) if len(parts) > 1 else parts[0] if parts else np.zeros(0, np.int64)
 
     def nearest(self, vector: np.ndarray, scopes: Sequence[Scope], k: int, active_only: bool = True) -> list[str]:
-        """Ids of about the `k` rows in `scopes` most cosine-similar to `vector` by the float16 copy
+        """Ids of about the `k` rows in `scopes` most cosine-similar to `vector` by the int8 copy
         (candidates for an exact re-score, not final distances)."""
         q = np.asarray(vector, np.float32)
         qn = float(np.linalg.norm(q))
@@ -139,7 +156,8 @@ class RowCache:
                 continue
             b0, b1 = int(self._bounds[c]), int(self._bounds[c + 1])
             orig = self._order[b0:b1]
-            sim = (self.vectors[b0:b1].astype(np.float32) @ q) / np.maximum(self.norms[b0:b1] * qn, 1e-12)
+            dots = (self.vectors[b0:b1].astype(np.float32) @ q) * self.scale[b0:b1]
+            sim = dots / np.maximum(self.norms[b0:b1] * qn, 1e-12)
             keep = self.active[orig] if active_only else slice(None)
             sims.append(sim[keep])
             rows.append(orig[keep])
@@ -177,6 +195,7 @@ class RowCaching:
             if cache is None or cache.version != tbl.version:
                 _single_threaded_blas()
                 self._row_cache_obj = cache = None  # let the old copy go first: never two at once
+                _release_freed_memory()
                 cols = [f.name for f in tbl.schema if f.name != self.columns.vector]
                 cache = self._row_cache_obj = RowCache(tbl, cols, self.columns.vector)
         return cache

@@ -306,9 +306,9 @@ def section_scale(out: list[str]) -> None:
                 "table. IVF-HNSW-SQ had not finished building after 14 minutes on 2 cores and was dropped.",
                 "- **Row reads**: LanceDB 0.40 costs a fixed ~4–9 ms per column per random read, whatever the row count "
                 "(60 or 600 rows of one column: 9.2 vs 9.5 ms), so 60 traces × 18 columns cost ~80 ms. Past 50k rows "
-                "the serving process keeps the non-vector columns and float16 vectors of the table version it reads "
+                "the serving process keeps the non-vector columns and int8 vectors (per-row scale) of the table version it reads "
                 "(retrieval/store_cache.py); LanceDB returns ids + distances and vectors by row id. Small scopes (≤ 50k "
-                "rows) are searched exactly from the float16 copy, then re-scored on the stored float32 vectors. A "
+                "rows) are searched from the int8 copy (2 × limit + 10 candidates), then re-scored on the stored float32 vectors. A "
                 "write moves the version on and the next query rebuilds the copy (the last row above).",
                 "- **BM25**: flat int32/float32 document rows and a vectorised load (sidecar 614 → 334 MB); exact "
                 "MaxScore top-k and a per-scope plan (retrieval/bm25_topk.py): sparse p50 34 → ~10 ms on this corpus.",

@@ -186,7 +186,7 @@ def test_get_with_vectors_filters_scope_and_activity_on_both_paths(store, traces
 
 
 def test_the_row_copy_returns_exactly_what_lancedb_returns(tmp_path, monkeypatch):
-    """Same store, both read paths: scoped (float16 candidates, exact float32 cosines) and unscoped
+    """Same store, both read paths: scoped (int8 candidates, exact float32 cosines) and unscoped
     queries give the same ids in the same order with the same scores (to float32 rounding: numpy's
     cosine vs LanceDB's); get/get_with_vectors agree exactly."""
     import random
