@@ -59,12 +59,17 @@ class RowCache:
     def __init__(self, tbl, columns: Sequence[str], vector: str = "vector", batch: int = 50_000):
         self.version = int(tbl.version)
         self._tbl, self._vector = tbl, vector
-        parts, rowids = [], []
+        chunks: dict[str, list] = {c: [] for c in columns}
+        rowids = []
         for b in tbl.search().select(list(columns)).with_row_id(True).limit(None).to_batches(batch):
             rowids.append(b.column("_rowid").to_numpy(zero_copy_only=False))
-            parts.append(b.drop_columns(["_rowid"]))
-        data = pa.Table.from_batches(parts).combine_chunks() if parts else tbl.search().select(list(columns)).limit(0).to_arrow()
-        del parts  # the batches, now copied into one chunk per column
+            for c in columns:
+                chunks[c].append(b.column(c))
+        # one contiguous array per column (a take over a chunked table copies every chunk: 84 ms
+        # for 60 rows at 1M, ~2 ms contiguous), concatenated a column at a time so that only one
+        # column's chunks (≤ ~250 MB at 1M) exist twice at once
+        data = pa.Table.from_arrays([pa.concat_arrays(chunks.pop(c)) if chunks[c] else
+                                     pa.array([], tbl.schema.field(c).type) for c in columns], names=list(columns))
         n = data.num_rows
         self.data: pa.Table = data
         self.rowids = np.concatenate(rowids) if rowids else np.zeros(0, np.uint64)
