@@ -37,7 +37,8 @@ c[0].metric("Traces", status["traces"])
 c[1].metric("BM25 documents", status["bm25_documents"], help="Active traces only; inactive ones are never searched.")
 c[2].metric("Facts", status["facts"])
 c[3].metric("Scopes", len(status["scopes"]))
-index = f"ANN ({status.get('ann_type') or 'IVF'})" if status["ann_index"] else "exact (flat) vector search"
+kind = (status.get("ann_type") or "IVF").upper().replace("IVF_", "IVF").replace("IVF", "IVF-", 1).rstrip("-")
+index = f"ANN ({kind})" if status["ann_index"] else "exact (flat) vector search"
 if status["ann_index"] and status["unindexed_rows"]:
     index += f", {status['unindexed_rows']} unindexed rows"
 st.caption(f"URI `{status['uri']}` · vector index: {index} · BM25 "

@@ -383,3 +383,23 @@ def test_tune_reads_the_demo_case_and_its_fusion_lab_applies_the_best(demo_env):
     assert at.session_state["i_fusion"] == best.fusion and at.session_state["t_dense_weight"] == best.dense_weight
     if best.fusion == "convex":
         assert at.session_state["t_normalization"] == best.normalization
+
+
+def test_home_names_the_vector_index_a_store_has(tmp_path, monkeypatch):
+    """Past the ANN threshold the store builds IVF-SQ; Home says so (forced here on a small store)."""
+    from datetime import datetime, timezone
+
+    from retrieval.models import HashingEmbedder
+    from retrieval.types import MemoryTrace
+    from retrieval.workspace import Workspace
+
+    db = str(tmp_path / "db")
+    ws = Workspace(db, embedder=HashingEmbedder(384), fact_extractor=None)
+    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    ws.ingest([MemoryTrace(id=f"t{i}", content=f"note {i} about topic {i % 37} and item {i % 11}", scope="user",
+                           scope_id=f"u{i % 3}", created_at=now) for i in range(600)])
+    assert ws.store.ensure_ann_index(force=True)
+    monkeypatch.setenv("RETRIEVAL_DB", db)
+    monkeypatch.setenv("RETRIEVAL_EMBEDDER", "hashing")
+    at = page()
+    assert not at.exception and "vector index: ANN (IVF-SQ)" in texts(at)
