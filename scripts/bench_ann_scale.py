@@ -69,6 +69,7 @@ def main() -> int:
         t0 = time.perf_counter()
         tbl.create_index("vector", config=configs[kind](), replace=True)
         entry = {"build_s": round(time.perf_counter() - t0, 1), "sweep": []}
+        print(kind, "build", entry["build_s"], "s", flush=True)
         probes, refines = SWEEPS[kind]
         for p in probes:
             for rf in refines:
@@ -84,7 +85,7 @@ def main() -> int:
                                        "recall_at_30": round(float(np.mean(rec)), 3)})
                 print(kind, json.dumps(entry["sweep"][-1]), flush=True)
         res["indexes"][kind] = entry
-    Path(args.out).write_text(json.dumps(res, indent=2) + "\n")
+        Path(args.out).write_text(json.dumps(res, indent=2) + "\n")  # after each kind: a stopped run keeps its rows
     return 0
 
 

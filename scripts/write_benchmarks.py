@@ -320,11 +320,14 @@ def section_scale(out: list[str]) -> None:
         ann = load("bench_ann_scale.json")
         if ann:
             out += [f"Vector index types on the same {ann['rows']:,}-row store ({ann['partitions']} partitions, "
-                    f"{ann['queries']} unscoped queries, recall@30 vs exact; command: `{ann['command']}`):", "",
+                    f"{ann['queries']} unscoped queries, recall@30 vs exact; command: `{ann['command']}`"
+                    + (f"; {ann['note']}" if ann.get("note") else "") + "). Earlier in the session, the same sweep "
+                    "on a fresh store measured IVF-PQ (48 sub-vectors) at most 0.885 (40 probes, refine 10, 33 ms) and "
+                    "IVF-RQ at most 0.75.", "",
                     "| index | build s | nprobes | refine | p50 ms | recall@30 |", "|---|---|---|---|---|---|"]
             for kind, e in ann["indexes"].items():
                 for row in e["sweep"]:
-                    out.append(f"| IVF-{kind.upper()} | {e['build_s']} | {row['nprobes']} | {row['refine'] or '—'} | "
+                    out.append(f"| IVF-{kind.upper()} | {e['build_s'] or '—'} | {row['nprobes']} | {row['refine'] or '—'} | "
                                f"{row['p50_ms']} | {row['recall_at_30']} |")
             out.append("")
 
@@ -380,7 +383,8 @@ def section_speed(out: list[str]) -> None:
         out += ["### Vector index choice at 100k × 384", "",
                 "Command: `python scripts/bench_ann.py` (writes docs/bench_ann.json). Hashing vectors do not cluster, "
                 "the hard case for IVF; recall@30 against exact search, unscoped and with a one-user (1%) "
-                "prefilter. The scoped column is why the store searches small scopes exactly.", "",
+                "prefilter. The scoped column is why the store searches small scopes exactly. This comparison chose "
+                "IVF-FLAT at 100k; the 1M comparison in the Scale section replaced it with IVF-SQ.", "",
                 "| index | partitions | nprobes | build (s) | recall@30 | scoped recall@30 | p50 (ms) |",
                 "|---|---|---|---|---|---|---|"]
         for row in a["rows"]:
