@@ -301,28 +301,36 @@ def section_scale(out: list[str]) -> None:
                 "Median milliseconds per stage (dense runs beside sparse + hydration): scoped " + ", ".join(
                     f"{k} {v}" for k, v in sc["stages_scoped_median_ms"].items()) + "; unscoped " + ", ".join(
                     f"{k} {v}" for k, v in sc["stages_unscoped_median_ms"].items()) + ".", "",
-                "What changed since the first 1M run (retrieve p50 628 ms scoped / 658 ms unscoped, peak RSS 6.5 GB, "
-                "IVF-FLAT with 150 of 200 partitions probed, every row read from LanceDB):", "",
+                "What changed since the first 1M run (docs/bench_scale.json at commit f8a8619, same script on a machine "
+                "at load 6–15: retrieve p50 628 ms scoped / 658 ms unscoped, peak RSS 6.5 GB, IVF-FLAT with 150 of 200 "
+                "partitions probed, every row read from LanceDB, BM25 sidecar 614 MB opened in 147 s, sparse stage "
+                "median 50 ms scoped / 39 ms unscoped):", "",
                 "- **Dense index**: IVF-SQ (8-bit scalar quantisation), √rows partitions, 20 % probed, refine factor 2 "
                 "(exact distances for the returned rows); the index types compared on this store are in the next "
                 "table. IVF-HNSW-SQ had not finished building after 14 minutes on 2 cores and was dropped.",
-                "- **Row reads**: LanceDB 0.40 costs a fixed ~4–9 ms per column per random read, whatever the row count "
-                "(60 or 600 rows of one column: 9.2 vs 9.5 ms), so 60 traces × 18 columns cost ~80 ms. Past 50k rows "
+                "- **Row reads**: LanceDB's random reads of a few rows are slow at this size (next paragraph). Past 50k rows "
                 "the serving process keeps the non-vector columns and int8 vectors (per-row scale) of the table version it reads "
                 "(retrieval/store_cache.py); LanceDB returns ids + distances and vectors by row id. Small scopes (≤ 50k "
-                "rows) are searched from the int8 copy (2 × limit + 10 candidates), then re-scored on the stored float32 vectors. A "
-                "write moves the version on and the next query rebuilds the copy (the last row above).",
-                f"- **BM25**: flat int32/float32 document rows and a vectorised load (sidecar 614 → {sc['bm25_sidecar_mb']} "
-                "MB, open 147 → ~17 s); exact MaxScore top-k and a per-scope plan (retrieval/bm25_topk.py): sparse "
-                "p50 34 → ~10 ms on this corpus (stage medians above).",
+                "rows) are searched from the int8 copy (2 × limit + 10 candidates), then re-scored on the stored float32 "
+                "vectors. A write moves the version on and the next query rebuilds the copy (the last row above).",
+                f"- **BM25**: flat int32/float32 document rows and a vectorised load (sidecar {sc['bm25_sidecar_mb']} MB, "
+                f"open {sc['bm25_open_s']} s); exact MaxScore top-k and a per-scope plan (retrieval/bm25_topk.py); "
+                "sparse stage medians above.",
                 "- The build process still holds BM25 while building it (Python tokens per batch); the serving "
                 "process never builds.", ""]
+        pr = load("probe_lancedb_reads.json")
+        if pr:
+            out += [f"Random reads on the 1M store after the benchmark's upsert (command: `{pr['command']}`): one "
+                    f"column for 60 random rows {pr['one_column_60_rows_ms']} ms, for 600 rows "
+                    f"{pr['one_column_600_rows_ms']} ms; all {pr['columns']} columns for 60 rows "
+                    f"{pr['all_columns_60_rows_ms']} ms; the same 60 rows from the row copy {pr['row_copy_60_rows_ms']} "
+                    f"ms (built in {pr['row_copy_build_s']} s).", ""]
         ann = load("bench_ann_scale.json")
         if ann:
             out += [f"Vector index types on the same {ann['rows']:,}-row store ({ann['partitions']} partitions, "
                     f"{ann['queries']} unscoped queries, recall@30 vs exact; command: `{ann['command']}`"
-                    + (f"; {ann['note']}" if ann.get("note") else "") + "). Earlier in the session, the same sweep "
-                    "on a fresh store measured IVF-PQ (48 sub-vectors) at most 0.885 (40 probes, refine 10, 33 ms) and "
+                    + (f"; {ann['note']}" if ann.get("note") else "") + "). Earlier in the session an ad-hoc sweep with the same logic "
+                    "(before it became this script, not re-run) on a fresh store measured IVF-PQ (48 sub-vectors) at most 0.885 (40 probes, refine 10, 33 ms) and "
                     "IVF-RQ at most 0.75.", "",
                     "| index | build s | nprobes | refine | p50 ms | recall@30 |", "|---|---|---|---|---|---|"]
             for kind, e in ann["indexes"].items():
