@@ -4,14 +4,15 @@ Why: LanceDB 0.40's random reads of a few rows are slow at this size: on the 1M 
 60 random rows cost 186 ms for all 19 columns and 128 ms for a single column, while the same rows
 from an Arrow table in memory take ~3 ms (scripts/probe_lancedb_reads.py). So past ROW_CACHE_MIN
 rows a store keeps every row's columns except the vector for the table version it reads (~350 MB at
-1M synthetic traces) and LanceDB serves only what needs it: vector search (ids and distances) and vectors by row id. A write moves the table
-version on; the next read rebuilds the copy (~9 s at 1M, vectors included; docs/BENCHMARKS.md, Scale).
+1M synthetic traces) and LanceDB serves only what needs it: vector search (ids and distances) and
+vectors by row id. A write moves the table version on; the next read rebuilds the copy (~10 s at 1M,
+vectors included; docs/BENCHMARKS.md, Scale).
 
 The copy also holds every vector as int8 with a per-row scale (384 MB at 1M × 384) for one plan: a
 scoped query whose scope is small is searched exactly, and a scope's rows lie scattered through the
-table, so an exact LanceDB search over them reads vectors from all over the file. The int8 dot products pick
-2×limit + 10 candidates, whose stored float32 vectors (read by row id) give the exact cosines
-reported. Vectors are laid out scope by scope, so a scope is one contiguous slice.
+table, so an exact LanceDB search over them reads vectors from all over the file. The int8 dot
+products pick 2×limit + 10 candidates, whose stored float32 vectors (read by row id) give the exact
+cosines reported. Vectors are laid out scope by scope, so a scope is one contiguous slice.
 
 Only for the native schema (a table inspected in place reads LanceDB directly).
 """
