@@ -6,21 +6,22 @@ converted to a similarity in exactly one place (`_similarity`).
 from __future__ import annotations
 
 import logging
+import threading
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
 from .external import NATIVE, ColumnMap
 from .remote import storage_options_from_env
 from .scoring import cognitive_score, resolve_weights
-from .store_ann import ANN_MIN_ROWS, AnnIndex
+from .store_ann import AnnIndex
 from .store_meta import DEFAULT_ANALYZER, StoreIdentity, check_embedder, embedder_for, read_identity, write_identity
 from .store_cache import RowCaching
 from .store_reads import StoreReads
+from .store_writes import AddReport, StoreWrites
 from .store_rows import SCALAR_COLUMNS, from_row, ids_filter, schema, scope_filter, sql_quote, to_row  # noqa: F401
 from .types import MemoryTrace, Mood, Scope, ScoredMemoryTrace, utcnow
 from .write_lock import lock_for
@@ -32,17 +33,9 @@ log = logging.getLogger(__name__)
 # while an exact scan of the scope's rows (scalar-indexed) stays fast.
 EXACT_SCOPE_ROWS = 50_000
 POSTFILTER_MAX = 1_000
-ADD_BATCH = 256
-
-Progress = Callable[[int, int], None]
-
-@dataclass
-class AddReport:
-    written: int = 0
-    duplicates: list[str] = field(default_factory=list)  # ids repeated in one batch (last kept)
 
 
-class MemoryStore(AnnIndex, RowCaching, StoreReads):
+class MemoryStore(AnnIndex, RowCaching, StoreReads, StoreWrites):
     """Traces in a LanceDB table; vector search + cognitive scoring.
 
     `embedder=None` uses the embedder the table records (SPEC §15); a named one must match it.
@@ -66,6 +59,7 @@ class MemoryStore(AnnIndex, RowCaching, StoreReads):
         self._tbl = None
         self._db = None
         self._plan_cache: dict[tuple, int] = {}
+        self._row_cache_lock = threading.RLock()  # the row copy's (store_cache): rebuilds, own writes
 
     def __repr__(self) -> str:
         return f"MemoryStore(uri={self.uri!r}, table={self.table_name!r}, embedder={self._embedder!r})"
@@ -189,88 +183,6 @@ class MemoryStore(AnnIndex, RowCaching, StoreReads):
     def dim(self) -> int:
         tbl = self._table()
         return tbl.schema.field("vector").type.list_size if tbl is not None else self.embedder.dim
-
-    # ------------------------------------------------------------------ rows
-    # ------------------------------------------------------------------ writing
-    def add(self, traces: Iterable[MemoryTrace], progress: Progress | None = None,
-            batch_size: int = ADD_BATCH) -> int:
-        """Upsert traces by id. The whole batch is validated before anything is written.
-
-        Ids repeated inside the batch: the last one wins; they are listed in `last_add_report`.
-        `progress(done, total)` is called after each embedded batch.
-        """
-        self._check_writable()
-        traces = list(traces)
-        for t in traces:
-            if not isinstance(t, MemoryTrace):
-                raise ValueError(f"add() takes MemoryTrace objects, got {type(t).__name__}")
-            t.validate()
-        unique: dict[str, MemoryTrace] = {}
-        dups: list[str] = []
-        for t in traces:
-            if t.id in unique:
-                dups.append(t.id)
-                del unique[t.id]  # keep batch order of the last occurrence
-            unique[t.id] = t
-        if dups:
-            log.warning("%d duplicate id(s) in one batch; the last occurrence of each was kept: %s",
-                        len(dups), ", ".join(sorted(set(dups))[:10]))
-        batch = list(unique.values())
-        self.last_add_report = AddReport(written=0, duplicates=sorted(set(dups)))
-        if not batch:
-            return 0
-        vecs = []
-        total = len(batch)
-        for start in range(0, total, batch_size):
-            chunk = batch[start:start + batch_size]
-            v = np.asarray(self.embedder.embed([t.content for t in chunk]), dtype=np.float32)
-            if v.shape != (len(chunk), self.embedder.dim):
-                raise ValueError(f"embedder returned shape {v.shape}, expected ({len(chunk)}, {self.embedder.dim})")
-            vecs.append(v)
-            if progress:
-                progress(min(start + batch_size, total), total)
-        vecs = np.concatenate(vecs)
-        rows = [to_row(t, v) for t, v in zip(batch, vecs)]
-        with self.write_lock():
-            tbl = self._table(create=True)
-            # Always an upsert, also into an empty table: two writers of one id leave one row.
-            tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(rows)
-            self.last_add_report.written = len(rows)
-            if read_identity(tbl).embedder is None:  # a store from before identities: record it now
-                write_identity(tbl, StoreIdentity(getattr(self.embedder, "name", None), self.dim,
-                                                  read_identity(tbl).analyzer))
-            self._maintain_index()
-        return len(rows)
-
-    def _maintain_index(self) -> None:
-        """Build the vector index once the table passes ANN_MIN_ROWS; fold in a large unindexed tail."""
-        rows = self._table().count_rows()
-        if not self._has_ann():
-            if rows >= ANN_MIN_ROWS:
-                self.ensure_ann_index(min_rows=ANN_MIN_ROWS)
-            return
-        unindexed = self.index_state()["unindexed_rows"]
-        if unindexed > max(10_000, rows // 10):  # a flat scan of the tail would start to cost
-            self._table().optimize()
-
-    def delete(self, ids: Iterable[str]) -> int:
-        self._check_writable()
-        ids = [i for i in ids if isinstance(i, str)]
-        tbl = self._table()
-        if tbl is None or not ids:
-            return 0
-        with self.write_lock():
-            before = tbl.count_rows()
-            tbl.delete(ids_filter(ids))
-            return before - tbl.count_rows()
-
-    def set_active(self, ids: Iterable[str], active: bool) -> None:
-        self._check_writable()
-        tbl = self._table()
-        ids = list(ids)
-        if tbl is not None and ids:
-            with self.write_lock():
-                tbl.update(where=ids_filter(ids), values={"is_active": bool(active)})
 
     # ------------------------------------------------------------------ search
     def embed_query(self, text: str) -> np.ndarray:

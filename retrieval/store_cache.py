@@ -5,8 +5,11 @@ Why: LanceDB 0.40's random reads of a few rows are slow at this size: on the 1M 
 from an Arrow table in memory take ~3 ms (scripts/probe_lancedb_reads.py). So past ROW_CACHE_MIN
 rows a store keeps every row's columns except the vector for the table version it reads (~350 MB at
 1M synthetic traces) and LanceDB serves only what needs it: vector search (ids and distances) and
-vectors by row id. A write moves the table version on; the next read rebuilds the copy (~10 s at 1M,
-vectors included; docs/BENCHMARKS.md, Scale).
+vectors by row id. This process's own writes (upsert, delete, activate) are applied to the copy as a
+small overlay when nothing else committed in between: the copy advances to the new version without
+a rebuild, and the overlay holds the written rows and their float32 vectors. Any other commit (another
+process's write, a compaction, which moves row ids) or an overlay past OVERLAY_MAX rows makes the next
+read rebuild the copy (~10 s at 1M, vectors included; docs/BENCHMARKS.md, Scale).
 
 The copy also holds every vector as int8 with a per-row scale (384 MB at 1M × 384) for one plan: a
 scoped query whose scope is small is searched exactly, and a scope's rows lie scattered through the
@@ -18,8 +21,10 @@ Only for the native schema (a table inspected in place reads LanceDB directly).
 """
 from __future__ import annotations
 
+import copy
 import threading
-from typing import Sequence
+from contextlib import contextmanager
+from typing import Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -28,6 +33,7 @@ import pyarrow.compute as pc
 from .types import Scope
 
 ROW_CACHE_MIN = 50_000
+OVERLAY_MAX = 20_000  # rows written or deleted since the copy's scan, before a rebuild
 
 
 def _release_freed_memory() -> None:
@@ -54,7 +60,10 @@ def _single_threaded_blas() -> None:
 
 
 class RowCache:
-    """Every row of one table version without its vector; rows by id in microseconds."""
+    """Every row of one table version without its vector; rows by id in microseconds.
+
+    The base (built from a scan) is never changed; `advanced()` returns a new copy sharing it with a
+    new overlay, so a reader holding the old copy keeps a consistent view while a write lands."""
 
     def __init__(self, tbl, columns: Sequence[str], vector: str = "vector", batch: int = 50_000):
         self.version = int(tbl.version)
@@ -75,7 +84,6 @@ class RowCache:
         self.rowids = np.concatenate(rowids) if rowids else np.zeros(0, np.uint64)
         self.pos: dict[str, int] = dict(zip(data.column("id").to_pylist(), range(n)))
         self.active = data.column("is_active").to_numpy(zero_copy_only=False).astype(bool)
-        self.inactive = int(n - self.active.sum())
         # rows grouped by scope: the rows of scope code c are order[bounds[c]:bounds[c+1]], ascending
         key = pc.binary_join_element_wise(data.column("scope"), data.column("scope_id"), "\x1f")
         enc = pc.dictionary_encode(key).combine_chunks() if n else None
@@ -102,15 +110,72 @@ class RowCache:
             self.vectors[at] = np.rint(m / scale[:, None]).astype(np.int8)
             self.scale[at] = scale
             self.norms[at] = np.linalg.norm(m, axis=1)
+        # the overlay: rows this process wrote since the scan (by id, with their float32 vectors)
+        # and the base ids those writes replaced or deleted
+        self.alive = np.ones(n, bool)  # base rows not replaced or deleted since the scan
+        self.live_active = self.active  # alive and active
+        self.ov_rows: dict[str, dict] = {}
+        self.ov_vecs: dict[str, np.ndarray] = {}
+        self.dead: frozenset[str] = frozenset()
+        self._count_overlay()
         _release_freed_memory()
 
     def __len__(self) -> int:
-        return self.data.num_rows
+        return int(self.alive.sum()) + len(self.ov_rows)
 
+    # ------------------------------------------------------------------ this process's own writes
+    def advanced(self, version: int, upserts: Sequence[dict] = (), deleted: Sequence[str] = (),
+                 vectors: Mapping[str, np.ndarray] | None = None) -> "RowCache | None":
+        """A copy at table `version` after this process's write: `upserts` (full rows, as the
+        table's schema reads them back, vector included) replace or add rows, `deleted` ids go.
+        None when the overlay would pass OVERLAY_MAX rows (rebuild instead)."""
+        new = copy.copy(self)
+        new.version = int(version)
+        ov_rows, ov_vecs, dead = dict(self.ov_rows), dict(self.ov_vecs), set(self.dead)
+        for i in deleted:
+            ov_rows.pop(i, None), ov_vecs.pop(i, None)
+            if i in self.pos:
+                dead.add(i)
+        # through Arrow with the copy's schema, so an overlay row reads exactly as a scanned one
+        plain = pa.Table.from_pylist([{k: v for k, v in r.items() if k != self._vector} for r in upserts],
+                                     schema=self.data.schema).to_pylist() if upserts else []
+        for row, r in zip(plain, upserts):
+            ov_rows[row["id"]] = row
+            ov_vecs[row["id"]] = np.asarray(r[self._vector], np.float32)
+            if row["id"] in self.pos:
+                dead.add(row["id"])
+        if len(ov_rows) + len(dead) > OVERLAY_MAX:
+            return None
+        new.ov_rows, new.ov_vecs, new.dead = ov_rows, ov_vecs, frozenset(dead)
+        if len(dead) != len(self.dead):
+            new.alive = self.alive.copy()
+            new.alive[[self.pos[i] for i in dead - self.dead]] = False
+            new.live_active = self.active & new.alive
+        new._count_overlay()
+        return new
+
+    def _count_overlay(self) -> None:
+        """Scope counts and the inactive count of the base as the overlay changes it."""
+        counts = {k: int(self._bounds[c + 1] - self._bounds[c]) for k, c in self._scope_code.items()}
+        inactive = int(len(self.active) - self.active.sum())
+        if self.dead:
+            gone = self.data.take([self.pos[i] for i in self.dead]).select(["scope", "scope_id", "is_active"])
+            for sc, sid, act in zip(*(gone.column(c).to_pylist() for c in ("scope", "scope_id", "is_active"))):
+                counts[(sc, sid)] -= 1
+                inactive -= not act
+        for r in self.ov_rows.values():
+            counts[(r["scope"], r["scope_id"])] = counts.get((r["scope"], r["scope_id"]), 0) + 1
+            inactive += not r["is_active"]
+        self._counts = {k: v for k, v in counts.items() if v > 0}
+        self.inactive = inactive
+
+    # ------------------------------------------------------------------ reads
     def rows(self, ids: Sequence[str]) -> list[dict]:
         """Rows of the known `ids`, in that order (unknown ids skipped)."""
-        at = [p for p in (self.pos.get(i) for i in ids) if p is not None]
-        return self.data.take(at).to_pylist() if at else []
+        base = [i for i in ids if i not in self.ov_rows and i not in self.dead and i in self.pos]
+        got = dict(zip(base, self.data.take([self.pos[i] for i in base]).to_pylist())) if base else {}
+        got.update((i, dict(self.ov_rows[i])) for i in ids if i in self.ov_rows)
+        return [got[i] for i in ids if i in got]
 
     def nearest_exact(self, vector: np.ndarray, scopes: Sequence[Scope], limit: int) -> list[dict]:
         """Rows (with `_distance`, cosine) of the `limit` nearest active rows in `scopes`: int8
@@ -126,36 +191,35 @@ class RowCache:
         return [{**r, "_distance": d} for (d, _), r in zip(best, self.rows([i for _, i in best]))]
 
     def exact_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
-        """The stored float32 vectors of the known `ids`, read by row id (one column: ~9 ms at 1M rows,
-        where a filter on `id` costs ~19 ms)."""
-        at = [p for p in (self.pos.get(i) for i in ids) if p is not None]
+        """The stored float32 vectors of the known `ids`: the overlay's from memory, the base's read
+        by row id (one column: ~9 ms at 1M rows, where a filter on `id` costs ~19 ms)."""
+        out = {i: self.ov_vecs[i] for i in ids if i in self.ov_vecs}
+        at = [self.pos[i] for i in ids if i not in out and i not in self.dead and i in self.pos]
         if not at:
-            return {}
+            return out
         got = self._tbl.take_row_ids(self.rowids[at].tolist()).select(["id", self._vector]).to_arrow()
         flat = got.column(self._vector).combine_chunks().flatten().to_numpy(zero_copy_only=False)
         vecs = flat.reshape(got.num_rows, -1).astype(np.float32, copy=False)
-        return dict(zip(got.column("id").to_pylist(), vecs))
+        out.update(zip(got.column("id").to_pylist(), vecs))
+        return out
 
     def scope_counts(self) -> dict[tuple[str, str], int]:
         """Rows per (scope, scope id), inactive ones included."""
-        return {k: int(self._bounds[c + 1] - self._bounds[c]) for k, c in self._scope_code.items()}
+        return dict(self._counts)
 
-    def positions(self, scopes: Sequence[Scope]) -> np.ndarray:
-        """Row positions (ascending) of the rows in `scopes`."""
-        parts = []
-        for sc in {(s.scope, s.scope_id) for s in scopes}:
-            c = self._scope_code.get(sc)
-            if c is not None:
-                parts.append(self._order[self._bounds[c]:self._bounds[c + 1]])
-        return np.sort(np.concatenate(parts)) if len(parts) > 1 else parts[0] if parts else np.zeros(0, np.int64)
+    def scoped_rows(self, scopes: Sequence[Scope]) -> int:
+        """How many rows `scopes` hold, inactive ones included."""
+        return sum(self._counts.get(sc, 0) for sc in {(s.scope, s.scope_id) for s in scopes})
 
     def nearest(self, vector: np.ndarray, scopes: Sequence[Scope], k: int, active_only: bool = True) -> list[str]:
         """Ids of about the `k` rows in `scopes` most cosine-similar to `vector` by the int8 copy
-        (candidates for an exact re-score, not final distances)."""
+        and the overlay's float32 vectors (candidates for an exact re-score, not final distances)."""
         q = np.asarray(vector, np.float32)
         qn = float(np.linalg.norm(q))
+        keep_mask = self.live_active if active_only else self.alive
+        wanted = {(s.scope, s.scope_id) for s in scopes}
         sims, rows = [], []
-        for sc in {(s.scope, s.scope_id) for s in scopes}:
+        for sc in wanted:
             c = self._scope_code.get(sc)
             if c is None:
                 continue
@@ -163,23 +227,27 @@ class RowCache:
             orig = self._order[b0:b1]
             dots = (self.vectors[b0:b1].astype(np.float32) @ q) * self.scale[b0:b1]
             sim = dots / np.maximum(self.norms[b0:b1] * qn, 1e-12)
-            keep = self.active[orig] if active_only else slice(None)
+            keep = keep_mask[orig]
             sims.append(sim[keep])
             rows.append(orig[keep])
-        if not rows or not sum(len(r) for r in rows):
-            return []
-        sim, orig = np.concatenate(sims), np.concatenate(rows)
+        pos = np.concatenate(rows) if rows else np.zeros(0, np.int64)
+        sim = np.concatenate(sims) if sims else np.zeros(0, np.float32)
+        extra = [i for i, r in self.ov_rows.items() if (r["scope"], r["scope_id"]) in wanted
+                 and (r["is_active"] or not active_only)]
+        if extra:
+            m = np.stack([self.ov_vecs[i] for i in extra])
+            sim = np.r_[sim, (m @ q) / np.maximum(np.linalg.norm(m, axis=1) * qn, 1e-12)]
         top = np.argpartition(-sim, k)[:k] if len(sim) > k else np.arange(len(sim))
-        ids = self.data.column("id")
-        return [ids[int(p)].as_py() for p in orig[top]]
+        ids_col = self.data.column("id")
+        return [ids_col[int(pos[t])].as_py() if t < len(pos) else extra[t - len(pos)] for t in top.tolist()]
 
 
 class RowCaching:
-    """Needs `_table()` and `columns` from the class it is mixed into."""
+    """Needs `_table()`, `columns` and `_row_cache_lock` from the class it is mixed into."""
 
     _row_cache_obj: RowCache | None = None
     _row_cache_small: tuple[int, int] | None = None  # (table version, threshold) found below it
-    _row_cache_lock = threading.Lock()
+    _row_cache_lock: threading.RLock  # set per store by MemoryStore.__init__
 
     def _row_cache(self) -> RowCache | None:
         """The copy for the table version this store reads, built on first need; None when the
@@ -204,3 +272,30 @@ class RowCaching:
                 cols = [f.name for f in tbl.schema if f.name != self.columns.vector]
                 cache = self._row_cache_obj = RowCache(tbl, cols, self.columns.vector)
         return cache
+
+    @contextmanager
+    def _row_copy_write(self, tbl):
+        """Around one write of this process: yields a dict the writer fills with the change
+        (`upserts`: full rows with vectors, `deleted`: ids). If the write was the table's only
+        commit since the copy's version, the copy advances by that change (no rebuild); anything
+        else (another writer's commit in between, several commits) leaves it for the next read to
+        rebuild. Readers of this store that see the new version wait here for the advanced copy."""
+        with self._row_cache_lock:
+            before = int(tbl.version)
+            change: dict = {}
+            yield change
+            after = int(tbl.version)
+            cache = self._row_cache_obj
+            if cache is None or cache.version != before or after == before:
+                return
+            self._row_cache_obj = cache.advanced(after, **change) if after == before + 1 else None
+
+    @contextmanager
+    def _rows_unchanged(self, tbl):
+        """Around commits that change no row and no row id (an index build, table metadata)."""
+        with self._row_cache_lock:
+            before = int(tbl.version)
+            yield
+            cache = self._row_cache_obj
+            if cache is not None and cache.version == before:
+                self._row_cache_obj = cache.advanced(int(tbl.version))

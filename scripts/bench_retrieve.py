@@ -72,7 +72,7 @@ def recall_vs_exact(store: MemoryStore, queries: list[str], scopes: list[Scope] 
 def bench_size(n: int, root: Path, queries: list[str]) -> dict:
     rss0 = rss_mb()
     r, build_s = build(n, root)
-    # index_s includes the IVF-FLAT build MemoryStore.add does by itself past ANN_MIN_ROWS.
+    # index_s includes the IVF-SQ build MemoryStore.add does by itself past ANN_MIN_ROWS.
     out: dict = {"traces": n, "index_s": round(build_s, 1)}
     t0 = time.perf_counter()
     out["ann_index"] = r.memory_store.ensure_ann_index()  # folds the last batch's unindexed rows in

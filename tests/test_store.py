@@ -137,7 +137,7 @@ def test_embedder_dimension_mismatch_is_explained(tmp_path, traces):
 
 
 def test_add_builds_the_index_by_itself_past_the_threshold(tmp_path, monkeypatch):
-    import retrieval.store as store_mod
+    import retrieval.store_writes as store_mod
 
     monkeypatch.setattr(store_mod, "ANN_MIN_ROWS", 300)
     s = MemoryStore(str(tmp_path / "db"), embedder=HashingEmbedder(32), clock=lambda: NOW)

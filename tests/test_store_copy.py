@@ -1,0 +1,153 @@
+"""The row copy of a large store follows this process's own writes without a rebuild, and reads
+exactly what LanceDB reads after any sequence of upserts, deletes and (de)activations
+(retrieval.store_cache)."""
+from __future__ import annotations
+
+import hashlib
+import random
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from retrieval import MemoryStore, Scope
+
+from conftest import NOW, make_trace
+
+WORDS = [f"w{i}" for i in range(300)]
+SCOPES = [Scope("user", f"u{i}") for i in range(3)]
+
+
+class RandomEmbedder:  # continuous cosines: no ties for either read path to break its own way
+    name, dim = "random-32", 32
+
+    def embed(self, texts):
+        seeds = [int(hashlib.sha256(t.encode()).hexdigest()[:8], 16) for t in texts]
+        v = np.stack([np.random.default_rng(x).normal(size=32) for x in seeds]).astype(np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def new_store(path) -> MemoryStore:
+    st_ = MemoryStore(str(path), embedder=RandomEmbedder(), clock=lambda: NOW)
+    rng = random.Random(1)
+    st_.add([make_trace(f"t{i}", " ".join(rng.choices(WORDS, k=6)), f"u{i % 3}", days=i % 30,
+                        is_active=i % 13 != 0) for i in range(120)])
+    return st_
+
+
+def reads(store: MemoryStore, written: tuple[str, ...] = ()) -> tuple[list, list[float]]:
+    """Everything a retrieval reads from the store, as comparable values, and the scores apart
+    (numpy's cosine vs LanceDB's: equal to float32 rounding). `written`: texts written since the
+    copy was made, searched for too (each is its own row's nearest neighbour)."""
+    out, scores = [], []
+    for q in ("w1 w2", "w40 w7 w9", "w200", *written):
+        v = store.embed_query(q)
+        for scopes in (None, [SCOPES[1]], [SCOPES[0], SCOPES[2]]):
+            for k in (3, 60):
+                hits = store.query_vector(v, top_k=k, scopes=scopes)
+                out.append([h.id for h in hits])
+                scores += [h.retrieval_score for h in hits]
+    ids = [f"t{i}" for i in range(0, 140, 3)] + ["new0", "new1", "nope"]
+    out.append([(t.id, t.content, t.is_active, t.scope_id) for t in store.get(ids)])
+    got = store.get_with_vectors(ids, [SCOPES[1]], active_only=False)
+    out.append(sorted((i, t.content, t.is_active, v.round(6).tobytes()) for i, (t, v) in got.items()))
+    out.append(sorted(store.get_with_vectors(ids)))
+    out.append(sorted((str(k), v) for k, v in store.scope_counts().items()))
+    return out, scores
+
+
+def assert_same_reads(store: MemoryStore, monkeypatch, written: tuple[str, ...] = ()) -> None:
+    got, got_scores = reads(store, written)
+    want, want_scores = lancedb_reads(store, monkeypatch, written)
+    assert got == want
+    assert got_scores == pytest.approx(want_scores, abs=1e-6)
+
+
+def lancedb_reads(store: MemoryStore, monkeypatch, written: tuple[str, ...] = ()) -> list:
+    """The same reads by another store object on the same table, reading LanceDB only."""
+    monkeypatch.setattr("retrieval.store_cache.ROW_CACHE_MIN", 10**9)
+    try:
+        plain = MemoryStore(store.uri, embedder=RandomEmbedder(), clock=lambda: NOW)
+        assert plain._row_cache() is None
+        return reads(plain, written)
+    finally:
+        monkeypatch.setattr("retrieval.store_cache.ROW_CACHE_MIN", 0)
+
+
+@pytest.fixture
+def copied(tmp_path, monkeypatch):
+    monkeypatch.setattr("retrieval.store_cache.ROW_CACHE_MIN", 0)
+    store = new_store(tmp_path / "db")
+    assert store._row_cache() is not None
+    return store
+
+
+def test_own_writes_advance_the_copy_without_a_rebuild(copied, monkeypatch):
+    base = copied._row_cache().data
+    copied.add([make_trace("t4", "rewritten w1 w2 text", "u2"), make_trace("new0", "brand new w40 note", "u1")])
+    copied.delete(["t5", "nope"])
+    copied.set_active(["t7", "new0"], False)
+    copied.set_active(["t13"], True)
+    cache = copied._row_cache()
+    assert cache.data is base, "the copy was rebuilt"
+    assert cache.version == copied._table().version
+    assert set(cache.ov_rows) == {"t4", "new0", "t7", "t13"} and cache.dead == {"t4", "t5", "t7", "t13"}
+    assert cache.inactive == copied.count() - copied.count(active_only=True)
+    assert len(cache) == copied.count()
+    written = ("rewritten w1 w2 text", "brand new w40 note")
+    assert_same_reads(copied, monkeypatch, written)
+
+
+def test_an_index_build_keeps_the_copy(copied):
+    copied.add([make_trace("new1", "another w7 note", "u0")])
+    cache = copied._row_cache()
+    assert copied.ensure_ann_index(force=True)
+    assert copied._row_cache() is not cache and copied._row_cache().data is cache.data
+
+
+def test_another_writers_commit_makes_the_copy_rebuild(copied, tmp_path, monkeypatch):
+    base = copied._row_cache().data
+    other = MemoryStore(str(tmp_path / "db"), embedder=RandomEmbedder(), clock=lambda: NOW)
+    other.add([make_trace("t1", "changed by another process w1", "u1")])
+    copied.add([make_trace("t2", "changed here w2", "u2")])  # our handle was one version behind
+    cache = copied._row_cache()
+    assert cache.data is not base and not cache.ov_rows
+    assert copied.get(["t1", "t2"])[0].content == "changed by another process w1"
+    assert_same_reads(copied, monkeypatch)
+
+
+def test_a_large_overlay_falls_back_to_a_rebuild(copied, monkeypatch):
+    monkeypatch.setattr("retrieval.store_cache.OVERLAY_MAX", 5)
+    base = copied._row_cache().data
+    copied.add([make_trace(f"new{i}", f"bulk w{i} note", "u1") for i in range(6)])
+    assert copied._row_cache_obj is None  # released before the rebuild, not held beside it
+    assert copied._row_cache().data is not base
+    assert_same_reads(copied, monkeypatch)
+
+
+OPS = st.lists(st.one_of(
+    st.tuples(st.just("add"), st.lists(st.integers(0, 140), min_size=1, max_size=4), st.integers(0, 2)),
+    st.tuples(st.just("delete"), st.lists(st.integers(0, 140), min_size=1, max_size=3), st.just(0)),
+    st.tuples(st.just("deactivate"), st.lists(st.integers(0, 140), min_size=1, max_size=3), st.just(0)),
+    st.tuples(st.just("activate"), st.lists(st.integers(0, 140), min_size=1, max_size=3), st.just(0)),
+), min_size=1, max_size=6)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=OPS)
+def test_any_sequence_of_own_writes_reads_as_lancedb_does(tmp_path_factory, monkeypatch, ops):
+    monkeypatch.setattr("retrieval.store_cache.ROW_CACHE_MIN", 0)
+    store = new_store(tmp_path_factory.mktemp("db") / "db")
+    base = store._row_cache().data
+    written = []
+    for n, (op, nums, scope) in enumerate(ops):
+        ids = [f"t{i}" for i in nums]
+        if op == "add":
+            written += [f"v{n} {i} w{n} text" for i in ids]
+            store.add([make_trace(i, f"v{n} {i} w{n} text", f"u{scope}") for i in ids])
+        elif op == "delete":
+            store.delete(ids)
+        else:
+            store.set_active(ids, op == "activate")
+    assert store._row_cache().data is base
+    assert_same_reads(store, monkeypatch, tuple(written))
