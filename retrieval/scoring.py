@@ -58,5 +58,8 @@ def cognitive_score(
         graph=0.0,  # no spreading activation in this store
         importance=_clamp01(0.5 + 0.5 * trace.confidence),
     )
-    total = sum(weights[k] * v for k, v in parts.as_dict().items())
+    # the breakdown's field order, left to right from 0, as sum() over as_dict() adds them
+    total = (0 + weights["strength"] * parts.strength + weights["similarity"] * parts.similarity
+             + weights["recency"] * parts.recency + weights["emotional"] * parts.emotional
+             + weights["graph"] * parts.graph + weights["importance"] * parts.importance)
     return _clamp01(total), parts

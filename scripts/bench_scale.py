@@ -119,24 +119,29 @@ def query_vectors(n: int, centroids: np.ndarray, count: int) -> list[np.ndarray]
 
 
 def probe_sweep(uri: str, n: int, count: int, probes: list[int], log) -> dict:
-    """Unscoped dense search on an existing store: latency and recall@30 vs exact per IVF nprobes."""
+    """The store's own unscoped dense search (MemoryStore.query_vector, top 30) on an existing store:
+    latency and recall@30 vs exact, per number of IVF partitions probed."""
     from retrieval.store import MemoryStore
 
     store = MemoryStore(uri, embedder=SyntheticEmbedder(), clock=lambda: NOW)
     tbl = store._table()
+    store._row_cache()
     centroids = unit(np.random.default_rng(0).normal(size=(CENTROIDS, DIM)).astype(np.float32))
     qvecs = query_vectors(n, centroids, count)
-    exact = [set(tbl.search(v).distance_type("cosine").bypass_vector_index().select(["id", "_distance"])
-                 .limit(30).to_arrow()["id"].to_pylist()) for v in qvecs]
-    out = {"partitions": store._ann_plan()[0], "queries": count, "sweep": []}
+    exact = [set(tbl.search(v).distance_type("cosine").where("is_active = true", prefilter=True)
+                 .bypass_vector_index().select(["id", "_distance"]).limit(30).to_arrow()["id"].to_pylist())
+             for v in qvecs]
+    partitions, _, refine = store._ann_plan()
+    out = {"partitions": partitions, "queries": count, "sweep": []}
     for p in probes:
+        store._plan_cache = {("ann", tbl.version): (partitions, p, refine)}  # this many probes
+        store.query_vector(qvecs[0], top_k=30)
         times, rec = [], []
         for v, e in zip(qvecs, exact):
             t0 = time.perf_counter()
-            got = tbl.search(v).distance_type("cosine").nprobes(p).refine_factor(2).select(["id", "_distance"])
-            got = got.limit(30).to_arrow()
+            got = {h.id for h in store.query_vector(v, top_k=30)}
             times.append((time.perf_counter() - t0) * 1000)
-            rec.append(len(set(got["id"].to_pylist()) & e) / 30)
+            rec.append(len(got & e) / 30)
         out["sweep"].append({"nprobes": p, **ms_stats(times), "recall_at_30": round(float(np.mean(rec)), 4)})
         log(json.dumps(out["sweep"][-1]))
     return out
@@ -241,7 +246,21 @@ def serve(root: Path, n: int, count: int, logf) -> dict:
     t0 = time.perf_counter()
     r.retrieve(queries[1], scope=scopes[1])
     res["first_retrieve_after_a_write_s"] = round(time.perf_counter() - t0, 2)
-    res["serve_peak_rss_mb"] = round(peak_rss_mb())  # open, 200 queries, a write and the rebuild after it
+    res["serve_peak_rss_mb"] = round(peak_rss_mb())  # open, 200 queries, a write and the queries after it
+    # Another writer's commit (a second store object: as another process would) cannot be applied
+    # to the row copy: the next read rebuilds it. The store level only: a Workspace would also
+    # re-sync BM25 from that process's journal.
+    from retrieval.store import MemoryStore
+
+    MemoryStore(uri, embedder=emb, clock=lambda: NOW).add(store.get(["t7"]))
+    store.version()  # checks out the latest version, as a Workspace does before reading
+    t0 = time.perf_counter()
+    store.query_vector(qvecs[0], top_k=30)
+    res["row_copy_rebuild_after_another_writer_s"] = round(time.perf_counter() - t0, 2)
+    res["peak_rss_mb_after_copy_rebuild"] = round(peak_rss_mb())
+    logf(f"own write: first retrieve {res['first_retrieve_after_a_write_s']}s, peak {res['serve_peak_rss_mb']} MB; "
+         f"another writer: copy rebuilt in {res['row_copy_rebuild_after_another_writer_s']}s, "
+         f"peak {res['peak_rss_mb_after_copy_rebuild']} MB")
     res["ann_recall_at_30_unscoped"] = recall_vs_exact(store, qvecs, None)
     res["recall_at_30_scoped"] = recall_vs_exact(store, qvecs, scopes[:50])
     res["peak_rss_mb_with_exact_scans"] = round(peak_rss_mb())  # the exact searches recall needs read every vector

@@ -185,10 +185,12 @@ def test_get_with_vectors_filters_scope_and_activity_on_both_paths(store, traces
         assert vec.shape == (64,) and abs(float(vec @ store.embed_query(t.content)) - 1.0) < 1e-5
 
 
-def test_the_row_copy_returns_exactly_what_lancedb_returns(tmp_path, monkeypatch):
+@pytest.mark.parametrize("indexed", [False, True])
+def test_the_row_copy_returns_exactly_what_lancedb_returns(tmp_path, monkeypatch, indexed):
     """Same store, both read paths: scoped (int8 candidates, exact float32 cosines) and unscoped
     queries give the same ids in the same order with the same scores (to float32 rounding: numpy's
-    cosine vs LanceDB's); get/get_with_vectors agree exactly."""
+    cosine vs LanceDB's); get/get_with_vectors agree exactly. With an IVF-SQ index, the copy
+    re-scores the index's candidates on its spill file where LanceDB uses its refine step."""
     import random
 
     import hashlib
@@ -209,6 +211,8 @@ def test_the_row_copy_returns_exactly_what_lancedb_returns(tmp_path, monkeypatch
     st.add([make_trace(f"t{i}", " ".join(rng.choices(words, k=8)), f"u{i % 3}", days=i % 40,
                        is_active=i % 17 != 0) for i in range(300)])
     queries = [" ".join(rng.choices(words, k=3)) for _ in range(12)]
+    if indexed:
+        assert st.ensure_ann_index(force=True) and st._ann_plan()[2] == 2
 
     def read_all():
         out = []
@@ -224,7 +228,7 @@ def test_the_row_copy_returns_exactly_what_lancedb_returns(tmp_path, monkeypatch
     monkeypatch.setattr("retrieval.store_cache.ROW_CACHE_MIN", 10**9)
     plain = read_all()
     monkeypatch.setattr("retrieval.store_cache.ROW_CACHE_MIN", 0)
-    assert st._row_cache() is not None
+    assert st._row_cache() is not None and st._row_cache().spilled
     copied = read_all()
     assert copied[-2:] == plain[-2:]
     for got, want in zip(copied[:-2], plain[:-2]):

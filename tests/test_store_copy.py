@@ -98,11 +98,36 @@ def test_own_writes_advance_the_copy_without_a_rebuild(copied, monkeypatch):
     assert_same_reads(copied, monkeypatch, written)
 
 
-def test_an_index_build_keeps_the_copy(copied):
-    copied.add([make_trace("new1", "another w7 note", "u0")])
-    cache = copied._row_cache()
+def test_with_an_index_the_copy_searches_the_index_and_the_rows_it_leaves_out(copied, tmp_path, monkeypatch):
+    """Unscoped: LanceDB searches only the IVF-SQ index (row ids); the rows outside it and this
+    process's writes are searched from the copy, and every candidate re-scored exactly. Each step
+    reads as LanceDB (refine step, flat scan of the unindexed rows) reads."""
+    import retrieval.store as store_mod
+
+    answered = []
+    real = store_mod.index_and_tail
+    monkeypatch.setattr(store_mod, "index_and_tail", lambda *a: answered.append(real(*a)) or answered[-1])
     assert copied.ensure_ann_index(force=True)
-    assert copied._row_cache() is not cache and copied._row_cache().data is cache.data
+    cache = copied._row_cache()
+    assert cache.unindexed_pos is not None and len(cache.unindexed_pos) == 0  # rebuilt after the index
+    copied.add([make_trace("t3", "rewritten w9 w40", "u1"), make_trace("new0", "fresh w1 w200", "u2")])
+    copied.delete(["t6"])
+    copied.set_active(["t8"], False)
+    assert copied._row_cache().data is cache.data
+    written = ("rewritten w9 w40", "fresh w1 w200")
+    assert_same_reads(copied, monkeypatch, written)
+    assert answered and all(a is not None for a in answered)
+    # another writer appends rows the index does not cover: the rebuilt copy finds them, and the
+    # rows written here since the index, by fragment
+    other = MemoryStore(str(tmp_path / "db"), embedder=RandomEmbedder(), clock=lambda: NOW)
+    other.add([make_trace(f"x{i}", f"other writer w{i} w3", "u0") for i in range(5)])
+    copied._table().checkout_latest()
+    cache = copied._row_cache()
+    assert copied.index_state()["unindexed_rows"] > 0
+    assert sorted(cache.data.column("id").take(cache.unindexed_pos).to_pylist()) == sorted(["new0", "t3", "t8"] + [f"x{i}" for i in range(5)])
+    answered.clear()
+    assert_same_reads(copied, monkeypatch, written + ("other writer w2 w3",))
+    assert answered and all(a is not None for a in answered)
 
 
 def test_another_writers_commit_makes_the_copy_rebuild(copied, tmp_path, monkeypatch):
@@ -151,3 +176,14 @@ def test_any_sequence_of_own_writes_reads_as_lancedb_does(tmp_path_factory, monk
             store.set_active(ids, op == "activate")
     assert store._row_cache().data is base
     assert_same_reads(store, monkeypatch, tuple(written))
+
+
+def test_without_a_spill_file_vectors_come_from_lancedb(tmp_path, monkeypatch):
+    """A spill directory that cannot be written (a full or missing disk) costs speed, not answers."""
+    monkeypatch.setenv("RETRIEVAL_SPILL_DIR", str(tmp_path / "no" / "such" / "dir"))
+    monkeypatch.setattr("retrieval.store_cache.ROW_CACHE_MIN", 0)
+    store = new_store(tmp_path / "db")
+    assert store.ensure_ann_index(force=True)
+    assert store._row_cache() is not None and not store._row_cache().spilled
+    store.add([make_trace("new0", "fresh w1 w200", "u2")])
+    assert_same_reads(store, monkeypatch, ("fresh w1 w200",))
