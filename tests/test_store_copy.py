@@ -187,3 +187,16 @@ def test_without_a_spill_file_vectors_come_from_lancedb(tmp_path, monkeypatch):
     assert store._row_cache() is not None and not store._row_cache().spilled
     store.add([make_trace("new0", "fresh w1 w200", "u2")])
     assert_same_reads(store, monkeypatch, ("fresh w1 w200",))
+
+
+@pytest.mark.parametrize("postfilter_max", [1_000, 0])
+def test_large_scopes_search_lancedb_and_rescore_on_the_spill_file(copied, monkeypatch, postfilter_max):
+    """A scope too big for the copy's exact scan, and (0) more inactive rows than a post-filter
+    takes: LanceDB searches with the filter, the copy re-scores its candidates exactly."""
+    monkeypatch.setattr("retrieval.store.EXACT_SCOPE_ROWS", 0)
+    monkeypatch.setattr("retrieval.store.POSTFILTER_MAX", postfilter_max)
+    assert copied.ensure_ann_index(force=True)
+    assert copied._row_cache().spilled
+    assert_same_reads(copied, monkeypatch)  # every row indexed: LanceDB's distances are quantised
+    copied.add([make_trace("new0", "fresh w1 w200", "u1")])
+    assert_same_reads(copied, monkeypatch, ("fresh w1 w200",))
