@@ -1,21 +1,23 @@
-"""An in-memory copy of a large store's non-vector columns (a mixin of MemoryStore).
+"""An in-memory copy of a large store's rows (a mixin of MemoryStore).
 
 Why: LanceDB 0.40's random reads of a few rows are slow at this size: on the 1M benchmark store,
 60 random rows cost 186 ms for all 19 columns and 128 ms for a single column, while the same rows
 from an Arrow table in memory take ~3 ms (scripts/probe_lancedb_reads.py). So past ROW_CACHE_MIN
-rows a store keeps every row's columns except the vector for the table version it reads (~350 MB at
-1M synthetic traces) and LanceDB serves only what needs it: vector search (ids and distances) and
-vectors by row id. This process's own writes (upsert, delete, activate) are applied to the copy as a
-small overlay when nothing else committed in between: the copy advances to the new version without
-a rebuild, and the overlay holds the written rows and their float32 vectors. Any other commit (another
-process's write, a compaction, which moves row ids) or an overlay past OVERLAY_MAX rows makes the next
-read rebuild the copy (~10 s at 1M, vectors included; docs/BENCHMARKS.md, Scale).
+rows a store keeps, for the table version it reads, every row's columns except the vector (~350 MB
+at 1M synthetic traces), every vector as int8 with a per-row scale (384 MB at 1M × 384), and the
+float32 vectors in an unlinked local file (store_spill.py). LanceDB serves only what needs its
+index: vector search, returning row ids or ids and distances (store_dense.py).
 
-The copy also holds every vector as int8 with a per-row scale (384 MB at 1M × 384) for one plan: a
-scoped query whose scope is small is searched exactly, and a scope's rows lie scattered through the
-table, so an exact LanceDB search over them reads vectors from all over the file. The int8 dot
-products pick 2×limit + 10 candidates, whose stored float32 vectors (read by row id) give the exact
-cosines reported. Vectors are laid out scope by scope, so a scope is one contiguous slice.
+The int8 vectors serve one plan: a scoped query whose scope is small is searched exactly, and a
+scope's rows lie scattered through the table, so an exact LanceDB search over them reads vectors
+from all over the file. The int8 dot products pick 2×limit + 10 candidates, whose float32 vectors
+give the exact cosines reported. Vectors are laid out scope by scope: a scope is one slice.
+
+This process's own writes (upsert, delete, (de)activate) are applied to the copy as a small overlay
+when nothing else committed in between: the copy advances to the new version without a rebuild,
+and the overlay holds the written rows and their float32 vectors. Any other commit (another
+process's write, an index build, a compaction, which moves row ids) or an overlay past OVERLAY_MAX
+rows makes the next read rebuild the copy (~9 s at 1M; docs/BENCHMARKS.md, Scale).
 
 Only for the native schema (a table inspected in place reads LanceDB directly).
 """
@@ -25,28 +27,29 @@ import copy
 import os
 import threading
 from contextlib import contextmanager
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .store_dense import newest_fragments
 from .store_spill import Spill
 from .types import Scope
 
-# LanceDB's scans read ahead up to this many bytes (its default: 2 GiB). A full scan of 1M × 384
-# vectors then held ~680 MB of read-ahead; with 64 MB, ~420 MB, for 15 % longer scans (the row
-# copy's build, BM25 builds). Read by LanceDB at each scan; an operator's own setting wins.
+# LanceDB's scans read ahead up to this many bytes (its default: 2 GiB). Scanning the 1M benchmark
+# store's vectors peaked ~680 MB above the process's baseline with the default and ~420 MB with
+# 64 MB, for ~15 % longer scans (the row copy's build, BM25 builds). Read by LanceDB at each scan;
+# an operator's own setting wins.
 os.environ.setdefault("LANCE_DEFAULT_IO_BUFFER_SIZE", str(64 * 2**20))
 
-ROW_CACHE_MIN = 50_000
+ROW_CACHE_MIN = 1_000  # a 10k store: retrieve() p50 52 -> 16 ms with the copy (scripts/bench_retrieve.py)
 VECTOR_BATCH = 8_192
 OVERLAY_MAX = 20_000  # rows written or deleted since the copy's scan, before a rebuild
 
 
 def _release_freed_memory() -> None:
-    """Hand memory freed by a (re)build back to the OS: Arrow's pool and glibc keep it otherwise, and
-    each rebuild after a write would then add ~0.7 GB at 1M rows."""
+    """Hand memory freed by a (re)build back to the OS: Arrow's pool and glibc keep it otherwise."""
     pa.default_memory_pool().release_unused()
     try:
         import ctypes
@@ -65,21 +68,6 @@ def _single_threaded_blas() -> None:
     except ImportError:  # an optimisation only
         return
     threadpool_limits(limits=1, user_api="blas")
-
-
-def _newest_fragments(rowids: np.ndarray, count: int) -> np.ndarray | None:
-    """Positions of the rows in the newest fragments (a row id is fragment << 32 | offset) that hold
-    exactly `count` rows: the rows an index built before they were appended does not cover. None
-    when no run of newest fragments holds exactly that many (then LanceDB searches them itself)."""
-    if count == 0:
-        return np.zeros(0, np.int64)
-    frag = (rowids >> np.uint64(32)).astype(np.int64)
-    ids, counts = np.unique(frag, return_counts=True)
-    total = np.cumsum(counts[::-1])
-    k = int(np.searchsorted(total, count))
-    if k >= len(total) or total[k] != count:
-        return None
-    return np.flatnonzero(frag >= ids[::-1][k])
 
 
 class RowCache:
@@ -146,7 +134,7 @@ class RowCache:
         # and the base ids those writes replaced or deleted
         self.slot_of, self._by_rowid, self._rowids_sorted = slot, by_rowid, self.rowids[by_rowid]
         # rows outside the vector index (`unindexed` of them, LanceDB says): the newest fragments
-        self.unindexed_pos = _newest_fragments(self.rowids, unindexed) if unindexed is not None else None
+        self.unindexed_pos = newest_fragments(self.rowids, unindexed) if unindexed is not None else None
         self.alive = np.ones(n, bool)  # base rows not replaced or deleted since the scan
         self.live_active = self.active  # alive and active
         self.ov_rows: dict[str, dict] = {}
@@ -167,8 +155,7 @@ class RowCache:
         return int(self.alive.sum()) + len(self.ov_rows)
 
     # ------------------------------------------------------------------ this process's own writes
-    def advanced(self, version: int, upserts: Sequence[dict] = (), deleted: Sequence[str] = (),
-                 vectors: Mapping[str, np.ndarray] | None = None) -> "RowCache | None":
+    def advanced(self, version: int, upserts: Sequence[dict] = (), deleted: Sequence[str] = ()) -> "RowCache | None":
         """A copy at table `version` after this process's write: `upserts` (full rows, as the
         table's schema reads them back, vector included) replace or add rows, `deleted` ids go.
         None when the overlay would pass OVERLAY_MAX rows (rebuild instead)."""

@@ -42,3 +42,18 @@ def index_and_tail(cache, tbl, vector: np.ndarray, vector_column: str, probes: i
     ids = [ids_col[int(cand[t])].as_py() if t < len(cand) else ov[t - len(cand)] for t in top.tolist()]
     best = sorted(zip(dist[top].tolist(), ids))[:limit]
     return [{**r, "_distance": d} for (d, _), r in zip(best, cache.rows([i for _, i in best]))]
+
+
+def newest_fragments(rowids: np.ndarray, count: int) -> np.ndarray | None:
+    """Positions of the rows in the newest fragments (a row id is fragment << 32 | offset) that hold
+    exactly `count` rows: the rows an index built before they were appended does not cover. None
+    when no run of newest fragments holds exactly that many (then LanceDB searches them itself)."""
+    if count == 0:
+        return np.zeros(0, np.int64)
+    frag = (rowids >> np.uint64(32)).astype(np.int64)
+    ids, counts = np.unique(frag, return_counts=True)
+    total = np.cumsum(counts[::-1])
+    k = int(np.searchsorted(total, count))
+    if k >= len(total) or total[k] != count:
+        return None
+    return np.flatnonzero(frag >= ids[::-1][k])

@@ -1,4 +1,4 @@
-"""Why the store keeps a row copy past 50k rows: LanceDB's random reads cost per column, not per row.
+"""Why the store keeps a row copy past 1,000 rows: LanceDB's random reads cost per column, not per row.
 
 On a store built by scripts/bench_scale.py (`--root` keeps it): one column read for 60 and for 600
 random rows, all columns for 60 rows, and the same 60 rows from the in-memory row copy.

@@ -15,8 +15,7 @@ from conftest import NOW, U1, U2, make_trace
 def read_path(request, monkeypatch):
     """Every test here runs twice: rows read from LanceDB, and from the in-memory row copy that
     stores past ROW_CACHE_MIN rows use (retrieval.store_cache) — the results must not differ."""
-    if request.param == "row-copy":
-        monkeypatch.setattr("retrieval.store_cache.ROW_CACHE_MIN", 0)
+    monkeypatch.setattr("retrieval.store_cache.ROW_CACHE_MIN", 0 if request.param == "row-copy" else 10**9)
     return request.param
 
 
