@@ -397,7 +397,8 @@ def section_speed(out: list[str]) -> None:
             out.append(line + ".")
         if r.get("ingest"):
             i = r["ingest"]
-            out.append(f"- ingest overhead beyond the embedder (real MiniLM, {i['traces']} demo traces): embedding "
+            out.append(f"- ingest overhead beyond the embedder (real MiniLM, {i['traces']} demo traces, fastest of "
+                       f"{i.get('rounds', 1)} alternating rounds): embedding "
                        f"alone {i['embed_only_s']} s, full ingest (embed + LanceDB + BM25 + facts) {i['full_ingest_s']} s "
                        f"→ **{i['overhead_pct']}%** (target ≤ 10%).")
         out.append("")
