@@ -24,7 +24,7 @@ Only for the native schema (a table inspected in place reads LanceDB directly).
 from __future__ import annotations
 
 import copy
-import os
+import logging
 import threading
 from contextlib import contextmanager
 from typing import Sequence
@@ -34,40 +34,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .store_dense import newest_fragments
+from .store_tuning import release_freed_memory, single_threaded_blas
 from .store_spill import Spill
 from .types import Scope
 
-# LanceDB's scans read ahead up to this many bytes (its default: 2 GiB). Scanning the 1M benchmark
-# store's vectors peaked ~680 MB above the process's baseline with the default and ~420 MB with
-# 64 MB, for ~15 % longer scans (the row copy's build, BM25 builds). Read by LanceDB at each scan;
-# an operator's own setting wins.
-os.environ.setdefault("LANCE_DEFAULT_IO_BUFFER_SIZE", str(64 * 2**20))
+log = logging.getLogger(__name__)
 
 ROW_CACHE_MIN = 1_000  # a 10k store: retrieve() p50 52 -> 16 ms with the copy (scripts/bench_retrieve.py)
 VECTOR_BATCH = 8_192
 OVERLAY_MAX = 20_000  # rows written or deleted since the copy's scan, before a rebuild
-
-
-def _release_freed_memory() -> None:
-    """Hand memory freed by a (re)build back to the OS: Arrow's pool and glibc keep it otherwise."""
-    pa.default_memory_pool().release_unused()
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc: nothing to trim
-        pass
-
-
-def _single_threaded_blas() -> None:
-    """One BLAS thread for this process. retrieve() already runs dense search beside BM25 and
-    hydration, and LanceDB has its own threads; OpenBLAS's extra threads only contend with them
-    (1M rows, 2 cores: scoped retrieve() p50 63 -> 54 ms). Torch (the embedder) is not affected."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # an optimisation only
-        return
-    threadpool_limits(limits=1, user_api="blas")
 
 
 class RowCache:
@@ -91,7 +66,7 @@ class RowCache:
         # column's chunks (≤ ~250 MB at 1M) exist twice at once
         data = pa.Table.from_arrays([pa.concat_arrays(chunks.pop(c)) if chunks[c] else
                                      pa.array([], tbl.schema.field(c).type) for c in columns], names=list(columns))
-        _release_freed_memory()  # the chunks: ~350 MB at 1M that the pool would otherwise keep
+        release_freed_memory()  # the chunks: ~350 MB at 1M that the pool would otherwise keep
         n = data.num_rows
         self.data: pa.Table = data
         self.rowids = np.concatenate(rowids) if rowids else np.zeros(0, np.uint64)
@@ -118,12 +93,14 @@ class RowCache:
         # a few float copies of it (at 1M rows, 50k-row batches peaked ~1 GB above the result)
         for k, b in enumerate(tbl.search().select([vector]).with_row_id(True).limit(None).to_batches(VECTOR_BATCH)):
             if k % 32 == 31:
-                _release_freed_memory()
+                release_freed_memory()
             m = b.column(vector).flatten().to_numpy(zero_copy_only=False).reshape(b.num_rows, -1)
             if self.vectors.shape[1] != m.shape[1]:
                 self.vectors = np.zeros((n, m.shape[1]), np.int8)
             rid = b.column("_rowid").to_numpy(zero_copy_only=False)
-            pos = by_rowid[np.searchsorted(self.rowids, rid, sorter=by_rowid)]
+            pos = by_rowid[np.minimum(np.searchsorted(self.rowids, rid, sorter=by_rowid), max(n - 1, 0))]
+            if not np.array_equal(self.rowids[pos], rid):
+                raise TableMoved("row ids changed between the copy's two scans")
             self.spill.write(pos, m)
             at = slot[pos]
             scale = np.maximum(np.abs(m).max(axis=1), 1e-30) / 127.0
@@ -141,7 +118,7 @@ class RowCache:
         self.ov_vecs: dict[str, np.ndarray] = {}
         self.dead: frozenset[str] = frozenset()
         self._count_overlay()
-        _release_freed_memory()
+        release_freed_memory()
 
     def positions_of(self, rowids: np.ndarray) -> np.ndarray:
         """Base positions of LanceDB row ids (-1 where a row id is not in the base)."""
@@ -286,6 +263,19 @@ class RowCache:
         return [ids_col[int(pos[t])].as_py() if t < len(pos) else extra[t - len(pos)] for t in top.tolist()]
 
 
+class TableMoved(RuntimeError):
+    """A commit moved the table's row ids while the copy was being built."""
+
+
+def _advance(cache: RowCache, version: int, change: dict) -> RowCache | None:
+    """The copy advanced by a committed change; None (rebuild on the next read) if that fails."""
+    try:
+        return cache.advanced(version, **change)
+    except Exception:  # the write itself is committed: never fail it for the copy's sake
+        log.exception("row copy: could not apply this process's write; it is rebuilt on the next read")
+        return None
+
+
 class RowCaching:
     """Needs `_table()`, `columns` and `_row_cache_lock` from the class it is mixed into."""
 
@@ -310,13 +300,19 @@ class RowCaching:
         with self._row_cache_lock:
             cache = self._row_cache_obj
             if cache is None or cache.version != tbl.version:
-                _single_threaded_blas()
+                single_threaded_blas()
                 self._row_cache_obj = cache = None  # let the old copy go first: never two at once
-                _release_freed_memory()
+                release_freed_memory()
                 cols = [f.name for f in tbl.schema if f.name != self.columns.vector]
-                state = self.index_state()
-                cache = self._row_cache_obj = RowCache(tbl, cols, self.columns.vector, unindexed=(
-                    state["unindexed_rows"] if state["ann_index"] else None))
+                version, state = int(tbl.version), self.index_state()
+                try:
+                    cache = RowCache(tbl, cols, self.columns.vector, unindexed=(
+                        state["unindexed_rows"] if state["ann_index"] else None))
+                except TableMoved:
+                    cache = None
+                if cache is None or int(tbl.version) != version:  # a commit landed mid-build: read
+                    return None  # LanceDB this time, and build again on the next read
+                self._row_cache_obj = cache
         return cache
 
     @contextmanager
@@ -334,7 +330,8 @@ class RowCaching:
             cache = self._row_cache_obj
             if cache is None or cache.version != before or after == before:
                 return
-            self._row_cache_obj = cache.advanced(after, **change) if after == before + 1 else None
+            # advance only by a change the writer recorded, made in exactly one commit
+            self._row_cache_obj = _advance(cache, after, change) if after == before + 1 and change else None
 
     @contextmanager
     def _rows_unchanged(self, tbl):
@@ -342,6 +339,6 @@ class RowCaching:
         with self._row_cache_lock:
             before = int(tbl.version)
             yield
-            cache = self._row_cache_obj
-            if cache is not None and cache.version == before:
-                self._row_cache_obj = cache.advanced(int(tbl.version))
+            cache, after = self._row_cache_obj, int(tbl.version)
+            if cache is not None and cache.version == before and after != before:
+                self._row_cache_obj = _advance(cache, after, {}) if after == before + 1 else None

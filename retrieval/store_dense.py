@@ -6,8 +6,13 @@ distances: no `id` column read (~8 ms at 1M rows), no flat scan of the rows the 
 (~15 ms for 2,000 rows after an upsert), no refine step reading float vectors at random. Here: row
 ids become copy positions, the rows outside the index (the copy knows which) and the rows this
 process wrote since the copy are searched exactly, and every candidate is re-scored on its stored
-float32 vector (the spill file, or the overlay in memory). Same answer as LanceDB's refine step:
-the best `limit × refine` by the index, re-ranked exactly (docs/BENCHMARKS.md, Scale).
+float32 vector (the spill file, or the overlay in memory). From the index, the same candidates as
+LanceDB's refine step (the best `limit × refine`, re-ranked exactly); rows outside it beyond that
+many are pre-selected on the int8 copy first, as a small scope is (docs/BENCHMARKS.md, Scale).
+
+Which rows the index leaves out is inferred from row ids (`newest_fragments`): an index covers the
+fragments that existed when it was built or last optimised, and later appends get newer fragment
+ids. When no run of newest fragments holds exactly LanceDB's unindexed count, LanceDB does it all.
 """
 from __future__ import annotations
 

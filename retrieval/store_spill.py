@@ -43,10 +43,18 @@ class Spill:
         cuts = np.flatnonzero(np.diff(ps) != 1) + 1
         try:
             for a, b in zip(np.r_[0, cuts], np.r_[cuts, len(ps)]):
-                os.pwrite(self._file.fileno(), ms[a:b].tobytes(), int(ps[a]) * self.row_bytes)
+                data, at = memoryview(ms[a:b].tobytes()), int(ps[a]) * self.row_bytes
+                while data:  # pwrite may write less than asked
+                    done = os.pwrite(self._file.fileno(), data, at)
+                    if done <= 0:
+                        raise OSError(f"pwrite wrote {done} bytes")
+                    data, at = data[done:], at + done
         except OSError as exc:
             self._off(exc)
 
     def read(self, positions: Sequence[int]) -> list[np.ndarray]:
         fd, rb = self._file.fileno(), self.row_bytes
-        return [np.frombuffer(os.pread(fd, rb, int(p) * rb), np.float32) for p in positions]
+        out = [os.pread(fd, rb, int(p) * rb) for p in positions]
+        if any(len(b) != rb for b in out):  # a regular local file reads whole rows; anything else is a bug
+            raise OSError(f"spill file: short read ({[len(b) for b in out if len(b) != rb][0]} of {rb} bytes)")
+        return [np.frombuffer(b, np.float32) for b in out]

@@ -200,3 +200,64 @@ def test_large_scopes_search_lancedb_and_rescore_on_the_spill_file(copied, monke
     assert_same_reads(copied, monkeypatch)  # every row indexed: LanceDB's distances are quantised
     copied.add([make_trace("new0", "fresh w1 w200", "u1")])
     assert_same_reads(copied, monkeypatch, ("fresh w1 w200",))
+
+
+def test_a_large_deactivation_drops_the_copy_instead_of_keeping_stale_rows(copied, monkeypatch):
+    monkeypatch.setattr("retrieval.store_cache.OVERLAY_MAX", 2)
+    monkeypatch.setattr("retrieval.store_writes.OVERLAY_MAX", 2)
+    copied.set_active(["t1", "t2", "t3"], False)
+    assert copied._row_cache_obj is None
+    assert not any(t.is_active for t in copied.get(["t1", "t2", "t3"]))
+    assert_same_reads(copied, monkeypatch)
+
+
+def test_a_commit_beside_a_metadata_write_makes_the_copy_rebuild(copied, tmp_path, monkeypatch):
+    from retrieval.store_meta import read_identity, write_identity
+
+    tbl = copied._table()
+    with copied._rows_unchanged(tbl):
+        MemoryStore(str(tmp_path / "db"), embedder=RandomEmbedder(), clock=lambda: NOW).delete(["t2"])
+        tbl.checkout_latest()
+        write_identity(tbl, read_identity(tbl))
+    assert copied._row_cache_obj is None
+    assert copied.get(["t2"]) == []
+    assert_same_reads(copied, monkeypatch)
+
+
+def test_a_failure_applying_a_write_to_the_copy_does_not_fail_the_write(copied, monkeypatch):
+    def broken(*a, **k):
+        raise RuntimeError("simulated")
+
+    monkeypatch.setattr("retrieval.store_cache.RowCache.advanced", broken)
+    assert copied.add([make_trace("new0", "fresh w1 w200", "u1")]) == 1
+    assert copied._row_cache_obj is None
+    assert copied.get(["new0"])[0].content == "fresh w1 w200"
+    assert_same_reads(copied, monkeypatch, ("fresh w1 w200",))
+
+
+def test_a_commit_during_the_build_is_not_served_from_a_mixed_copy(tmp_path, monkeypatch):
+    monkeypatch.setattr("retrieval.store_cache.ROW_CACHE_MIN", 0)
+    store = new_store(tmp_path / "db")
+    real = MemoryStore.index_state
+
+    def with_a_commit(self):
+        state = real(self)
+        if not getattr(store, "_moved", False):
+            store._moved = True
+            MemoryStore(str(tmp_path / "db"), embedder=RandomEmbedder(), clock=lambda: NOW).delete(["t4"])
+            self._table().checkout_latest()
+        return state
+
+    monkeypatch.setattr(MemoryStore, "index_state", with_a_commit)
+    assert store._row_cache() is None  # this read goes to LanceDB
+    assert store.get(["t4"]) == []
+    assert store._row_cache() is not None and "t4" not in store._row_cache().pos
+
+
+def test_many_rows_outside_the_index_are_preselected_then_scored_exactly(copied, tmp_path, monkeypatch):
+    assert copied.ensure_ann_index(force=True)
+    other = MemoryStore(str(tmp_path / "db"), embedder=RandomEmbedder(), clock=lambda: NOW)
+    other.add([make_trace(f"x{i}", f"outside w{i} w{i % 7}", f"u{i % 3}") for i in range(80)])
+    copied._table().checkout_latest()
+    assert len(copied._row_cache().unindexed_pos) == 80
+    assert_same_reads(copied, monkeypatch, ("outside w5 w5", "outside w70 w0"))
