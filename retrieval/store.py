@@ -20,7 +20,7 @@ from .scoring import cognitive_score, resolve_weights
 from .store_ann import AnnIndex
 from .store_meta import DEFAULT_ANALYZER, StoreIdentity, check_embedder, embedder_for, read_identity, write_identity
 from .store_cache import RowCaching
-from .store_dense import index_and_tail
+from .store_dense import cosine_distances, index_and_tail
 from .store_reads import StoreReads
 from .store_writes import AddReport, StoreWrites
 from .store_rows import SCALAR_COLUMNS, from_row, ids_filter, schema, scope_filter, sql_quote, to_row  # noqa: F401
@@ -254,7 +254,7 @@ class MemoryStore(AnnIndex, RowCaching, StoreReads, StoreWrites):
             q32 = np.asarray(vector, np.float32)
             for r in more:
                 v = np.asarray(r.pop("vector"), np.float32)
-                dist[r["id"]] = 1.0 - float(v @ q32) / max(float(np.linalg.norm(v) * np.linalg.norm(q32)), 1e-12)
+                dist[r["id"]] = float(cosine_distances(v, q32)[0])
             rows = [r for r in rows if r["id"] in have] + more
         rows = [{**r, "_distance": dist[r["id"]]} for r in rows if r["is_active"] or not postfilter]
         rows = sorted(rows, key=lambda r: (r["_distance"], r["id"]))[: 2 * top_k]

@@ -33,7 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .store_dense import newest_fragments
+from .store_dense import cosine_distances, newest_fragments
 from .store_tuning import release_freed_memory, single_threaded_blas
 from .store_spill import Spill
 from .types import Scope
@@ -198,7 +198,7 @@ class RowCache:
             return {}
         q = np.asarray(vector, np.float32)
         m = np.stack(list(vecs.values()))
-        dist = 1.0 - (m @ q) / np.maximum(np.linalg.norm(m, axis=1) * np.linalg.norm(q), 1e-12)
+        dist = cosine_distances(m, q)
         return dict(zip(vecs, dist.tolist()))
 
     @property
@@ -257,7 +257,7 @@ class RowCache:
                  and (r["is_active"] or not active_only)]
         if extra:
             m = np.stack([self.ov_vecs[i] for i in extra])
-            sim = np.r_[sim, (m @ q) / np.maximum(np.linalg.norm(m, axis=1) * qn, 1e-12)]
+            sim = np.r_[sim, 1.0 - cosine_distances(m, q)]
         top = np.argpartition(-sim, k)[:k] if len(sim) > k else np.arange(len(sim))
         ids_col = self.data.column("id")
         return [ids_col[int(pos[t])].as_py() if t < len(pos) else extra[t - len(pos)] for t in top.tolist()]

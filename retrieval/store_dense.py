@@ -19,6 +19,13 @@ from __future__ import annotations
 import numpy as np
 
 
+def cosine_distances(m: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """1 − cos of each row of `m` (float32 vectors) with `q`, as LanceDB reports cosine distance:
+    the one formula every exact re-score of the row copy uses."""
+    m = np.asarray(m, np.float32).reshape(-1, len(q))
+    return 1.0 - (m @ q) / np.maximum(np.linalg.norm(m, axis=1) * float(np.linalg.norm(q)), 1e-12)
+
+
 def index_and_tail(cache, tbl, vector: np.ndarray, vector_column: str, probes: int, refine: int,
                    limit: int) -> list[dict] | None:
     """Rows (with exact cosine `_distance`) of the `limit` nearest active rows, or None when the copy
@@ -41,7 +48,7 @@ def index_and_tail(cache, tbl, vector: np.ndarray, vector_column: str, probes: i
     cand = cand[cache.live_active[cand]]
     ov = [i for i, r in cache.ov_rows.items() if r["is_active"]]
     m = np.stack(cache.spill.read(cand) + [cache.ov_vecs[i] for i in ov]) if len(cand) or ov else np.zeros((0, len(q)))
-    dist = 1.0 - (m @ q) / np.maximum(np.linalg.norm(m, axis=1) * float(np.linalg.norm(q)), 1e-12)
+    dist = cosine_distances(m, q)
     top = np.argsort(dist, kind="stable")[:limit + 8]  # a few spare, so that ties break by id below
     ids_col = cache.data.column("id")
     ids = [ids_col[int(cand[t])].as_py() if t < len(cand) else ov[t - len(cand)] for t in top.tolist()]
