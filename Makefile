@@ -14,7 +14,7 @@ export TRANSFORMERS_OFFLINE := 1
 # This machine's pip config names local mirrors that may be absent; hide that noise only.
 PIPQ = 2>&1 | { grep -v "^WARNING: Location 'file:" || true; }
 
-.PHONY: run test install install-test chromium demo bench clean
+.PHONY: run test lint install install-test chromium demo bench clean screenshots
 
 $(PY):
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required, found " + sys.version' \
@@ -22,8 +22,9 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 # Stamps make a second run reinstall nothing; editing a requirements file reinstalls.
-$(VENV)/.installed: requirements.txt | $(PY)
+$(VENV)/.installed: requirements.txt pyproject.toml | $(PY)
 	$(PY) -m pip install -q -r requirements.txt $(PIPQ)
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e . $(PIPQ)
 	@touch $@
 
 $(VENV)/.installed-test: requirements-test.txt $(VENV)/.installed
@@ -50,8 +51,17 @@ run: $(VENV)/.installed $(DB)/traces.lance
 	RETRIEVAL_DB=$(DB) $(if $(MODE),RETRIEVAL_MODE=$(MODE)) $(VENV)/bin/streamlit run app.py --server.headless true --server.port $(PORT) \
 	  --browser.gatherUsageStats false
 
+# Lint and types first (seconds), then the whole suite.
+lint: $(VENV)/.installed-test
+	$(PY) -m ruff check .
+	$(PY) -m mypy
+
 test: $(VENV)/.installed-test chromium
 	$(PY) -m pytest
+
+# Regenerate the README's pictures (docs/screenshots/) from a running app; tests never write tracked files.
+screenshots: $(VENV)/.installed-test chromium
+	RETRIEVAL_SHOTS_DIR=$(CURDIR)/docs/screenshots $(PY) -m pytest tests/test_browser.py -q -k click_to_explain
 
 # Benchmarks write docs/*.json and docs/eval/*.json, then docs/BENCHMARKS.md is rendered from them.
 # EVAL points at the evaluation data (never copied into this repository).

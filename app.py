@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from retrieval.demo import load_examples
+from retrieval.ingest.demo import load_examples
 from ui.cache import db_uri, workspace
 from ui.widgets import nav
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import streamlit as st
 
 from retrieval.access import check_write
-from retrieval.audit import scopes_of
-from retrieval.loaders import FieldMap, csv_headers, jsonl_fields, load_file
-from retrieval.parse import ID_FIELDS, TEXT_FIELDS
+from retrieval.workspace.audit import scopes_of
+from retrieval.ingest.loaders import FieldMap, csv_headers, jsonl_fields, load_file
+from retrieval.ingest.parse import ID_FIELDS, TEXT_FIELDS
 from retrieval.types import SCOPES
 from ui.access import audit_rows, page_guard
 from ui.cache import ensure_model, workspace
@@ -95,7 +95,7 @@ def load_tab() -> None:
     st.caption("Three users' memories over 18 months: identifiers, paraphrases, changing facts, emotional "
                "episodes, long notes. Written for this project.")
     if st.button("Load the demo corpus", key=f"{P}demo", type="primary"):
-        from retrieval.demo import load_demo_traces
+        from retrieval.ingest.demo import load_demo_traces
 
         st.session_state[f"{P}report"] = None
         try:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from retrieval.compare import compare_rankings
+from retrieval.eval.compare import compare_rankings
 from retrieval.eval.runner import credited_ids, run_queries, score_ranking, summarize
 from ui.cache import ensure_model, get_generator, get_reranker, judgments, workspace
 from ui.sets import pick_labelled_set

@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from retrieval.config import PipelineConfig
+from retrieval.pipeline.config import PipelineConfig
 from retrieval.judgments import JudgmentStore
 from retrieval.judgments.diff import diff_snapshots
 from retrieval.judgments.io import import_case, parse_jsonl, parse_qrels, parse_queries, suggest_case_name

@@ -2,11 +2,11 @@
 
 Importing this package loads no model and imports neither Streamlit nor plotly.
 """
-from .bm25 import BM25Index
-from .fusion import Fused, reciprocal_rank_fusion
-from .hybrid import AGENTOS, HYBRID, PRESETS, STAGES, Explanation, HybridRetriever, RetrievalResult
-from .store import MemoryStore
-from .types import MemoryTrace, Mood, Scope, ScoreBreakdown, ScoredMemoryTrace
+from retrieval.bm25.index import BM25Index
+from retrieval.fusion import Fused, reciprocal_rank_fusion
+from retrieval.hybrid import AGENTOS, HYBRID, PRESETS, STAGES, Explanation, HybridRetriever, RetrievalResult
+from retrieval.store.memory import MemoryStore
+from retrieval.types import MemoryTrace, Mood, Scope, ScoreBreakdown, ScoredMemoryTrace
 
 __all__ = [
     "AGENTOS", "BM25Index", "Explanation", "Fused", "HYBRID", "HybridRetriever", "MemoryStore",

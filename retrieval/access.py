@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .types import Scope
+from retrieval.types import Scope
 
 MODES = ("normal", "demo")  # demo: read-only
 AUTHS = ("none", "oidc", "proxy")  # none: no sign-in (local use); oidc: st.login; proxy: an identity header

@@ -14,8 +14,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from . import bm25_scoring as scoring
-from .fusion import reciprocal_rank_fusion
+import retrieval.bm25.formula as scoring
+from retrieval.fusion import reciprocal_rank_fusion
 
 WARLOCK_K1 = 1.5
 WARLOCK_B = 0.75

@@ -3,9 +3,9 @@
     retrieve(query, …)    = assemble(search(query, …), settings)
     reweight(result, …)   = assemble(result's cached record, new settings)
 
-`retrieval.search` does the I/O once and returns a frozen `SearchRecord`; `retrieval.assemble` is a
-pure function of that record and a `Settings`; `retrieval.explain` reads the resulting diagnostics.
-The defaults and validation of every knob live in `retrieval.settings`.
+`retrieval.pipeline.search` does the I/O once and returns a frozen `SearchRecord`; `retrieval.pipeline.assemble` is a
+pure function of that record and a `Settings`; `retrieval.pipeline.explain` reads the resulting diagnostics.
+The defaults and validation of every knob live in `retrieval.pipeline.settings`.
 """
 from __future__ import annotations
 
@@ -13,16 +13,16 @@ import time
 from dataclasses import replace
 from typing import Iterable
 
-from .assemble import assemble
-from .assemble import reweight as _reweight
-from .bm25 import BM25Index
-from .presets import AGENTOS, HYBRID, PRESETS, Preset, get_preset  # noqa: F401 (re-exported)
-from .records import (ESC_EMPTY, ESC_FACTS, ESC_HYDE, ESC_MULTI, ESC_RERANK, ESC_SPARSE_EMPTY,  # noqa: F401
+from retrieval.pipeline.assemble import assemble
+from retrieval.pipeline.assemble import reweight as _reweight
+from retrieval.bm25.index import BM25Index
+from retrieval.pipeline.presets import AGENTOS, HYBRID, PRESETS, Preset, get_preset  # noqa: F401 (re-exported)
+from retrieval.pipeline.records import (ESC_EMPTY, ESC_FACTS, ESC_HYDE, ESC_MULTI, ESC_RERANK, ESC_SPARSE_EMPTY,  # noqa: F401
                       ESC_SPLIT, ESC_TRUNCATED, STAGES, Explanation, RetrievalResult, frozen)
-from .search import Hyde, Reranker, Services, StoreLookup, bm25_reader, search  # noqa: F401 (re-exported)
-from .settings import check_knob, resolve_settings
-from .split import validate_threshold
-from .types import MemoryTrace, Mood, Scope
+from retrieval.pipeline.search import Hyde, Reranker, Services, StoreLookup, bm25_reader, search  # noqa: F401 (re-exported)
+from retrieval.pipeline.settings import check_knob, resolve_settings
+from retrieval.pipeline.split import validate_threshold
+from retrieval.types import MemoryTrace, Mood, Scope
 
 FUSION_KNOBS = ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight", "fusion", "normalization")
 
@@ -38,7 +38,7 @@ class HybridRetriever:
                  multi_query_n: int = 0, fusion: str | None = None, normalization: str | None = None,
                  writer=None):
         """Fusion defaults left as None come from the preset (agentos: 0.7/0.3, k 60 as in AgentOS;
-        hybrid: see retrieval.presets). A value given here overrides the preset for every call.
+        hybrid: see retrieval.pipeline.presets). A value given here overrides the preset for every call.
         `writer` (a Workspace) makes `index`/`delete` go through its one write path."""
         self.preset = get_preset(preset)
         self.memory_store = memory_store

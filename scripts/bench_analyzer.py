@@ -18,12 +18,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from retrieval.bm25 import BM25Index  # noqa: E402
-from retrieval.bm25_tokenizer import ANALYZERS, make_tokenizer  # noqa: E402
-from retrieval.eval.cli_eval import open_benchmark_set  # noqa: E402
+from retrieval.bm25.index import BM25Index  # noqa: E402
+from retrieval.bm25.tokenizer import ANALYZERS, make_tokenizer  # noqa: E402
+from retrieval.cli.eval import open_benchmark_set  # noqa: E402
 from retrieval.eval.metrics import mean  # noqa: E402
 from retrieval.eval.runner import credited_ids  # noqa: E402
 from retrieval.hybrid import HybridRetriever  # noqa: E402

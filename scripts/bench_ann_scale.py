@@ -17,8 +17,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench_scale import CENTROIDS, DIM, query_vectors, unit  # noqa: E402
 

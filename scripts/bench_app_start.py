@@ -12,10 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-
-from test_browser import LAUNCH_ARGS, free_port  # noqa: E402
+from ui.serve import LAUNCH_ARGS, ROOT, free_port, wait_healthy
 
 
 def main() -> int:
@@ -45,12 +42,8 @@ def main() -> int:
                                      "--browser.gatherUsageStats", "false"], cwd=ROOT, env=env,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
-                while True:
-                    try:
-                        if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1).read() == b"ok":
-                            break
-                    except OSError:
-                        time.sleep(0.05)
+                if not wait_healthy(f"http://127.0.0.1:{port}", proc, 120):
+                    raise RuntimeError("streamlit did not start")
                 health.append(time.perf_counter() - t0)
                 page = browser.new_page()
                 page.goto(f"http://127.0.0.1:{port}")

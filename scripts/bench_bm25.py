@@ -18,9 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from retrieval.bm25 import BM25Index, default_tokenizer  # noqa: E402
+from retrieval.bm25.index import BM25Index, default_tokenizer  # noqa: E402
 
 VOCAB = 50_000
 

@@ -19,7 +19,6 @@ import sys
 import timeit
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from retrieval.fusion import NORMALIZATIONS, convex_fusion, reciprocal_rank_fusion  # noqa: E402
 

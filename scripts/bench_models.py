@@ -14,9 +14,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from retrieval.demo import load_demo_traces  # noqa: E402
+from retrieval.ingest.demo import load_demo_traces  # noqa: E402
 from retrieval.models import EmbeddingReranker, HydeGenerator, LocalGemmaGenerator, SentenceTransformerEmbedder  # noqa: E402
 
 QUERIES = ["what happened with the washing machine?", "where do I live now?", "how did the marathon go?",

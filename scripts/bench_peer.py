@@ -19,15 +19,14 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from retrieval.config import PipelineConfig  # noqa: E402
-from retrieval.eval.cli_eval import open_benchmark_set  # noqa: E402
+from retrieval.pipeline.config import PipelineConfig  # noqa: E402
+from retrieval.cli.eval import open_benchmark_set  # noqa: E402
 from retrieval.eval.metrics import mean  # noqa: E402
 from retrieval.eval.runner import credited_ids  # noqa: E402
-from retrieval.factory import build_retriever  # noqa: E402
-from retrieval.store import scope_filter  # noqa: E402
+from retrieval.pipeline.factory import build_retriever  # noqa: E402
+from retrieval.store.memory import scope_filter  # noqa: E402
 
 
 def peer_search(tbl, reranker, qvec, text: str, scope, k: int = 10) -> list[str]:

@@ -23,13 +23,11 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench_bm25 import queries_for, rss_mb, zipf_corpus  # noqa: E402
 
 from retrieval import HybridRetriever, MemoryStore, MemoryTrace, Scope  # noqa: E402
-from retrieval.bm25 import BM25Index  # noqa: E402
+from retrieval.bm25.index import BM25Index  # noqa: E402
 from retrieval.models import HashingEmbedder  # noqa: E402
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -54,7 +52,7 @@ def p50(values: list[float]) -> float:
 
 def recall_vs_exact(store: MemoryStore, queries: list[str], scopes: list[Scope] | None, k: int = 30) -> float:
     """Recall@k of the store's own dense path (query_vector: ANN or the exact-scope plan) vs exact search."""
-    from retrieval.store import scope_filter
+    from retrieval.store.memory import scope_filter
 
     tbl = store._table()
     hits = 0.0
@@ -105,9 +103,9 @@ def bench_size(n: int, root: Path, queries: list[str]) -> dict:
 
 def bench_ingest_overhead(root: Path, n: int = 1500, rounds: int = 3) -> dict:
     """Full Workspace.ingest (embed + LanceDB + BM25 + facts) vs embedding alone, real MiniLM."""
-    from retrieval.demo import load_demo_traces
+    from retrieval.ingest.demo import load_demo_traces
     from retrieval.models import SentenceTransformerEmbedder
-    from retrieval.workspace import Workspace
+    from retrieval.workspace.core import Workspace
 
     base = load_demo_traces()
     traces = [MemoryTrace(**{**t.__dict__, "id": f"{t.id}-{i}"}) for i in range(n // len(base) + 1)

@@ -32,8 +32,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench_bm25 import queries_for, rss_mb, zipf_corpus  # noqa: E402
 
@@ -121,7 +119,7 @@ def query_vectors(n: int, centroids: np.ndarray, count: int) -> list[np.ndarray]
 def probe_sweep(uri: str, n: int, count: int, probes: list[int], log) -> dict:
     """The store's own unscoped dense search (MemoryStore.query_vector, top 30) on an existing store:
     latency and recall@30 vs exact, per number of IVF partitions probed."""
-    from retrieval.store import MemoryStore
+    from retrieval.store.memory import MemoryStore
 
     store = MemoryStore(uri, embedder=SyntheticEmbedder(), clock=lambda: NOW)
     tbl = store._table()
@@ -151,7 +149,7 @@ def probe_sweep(uri: str, n: int, count: int, probes: list[int], log) -> dict:
 
 
 def recall_vs_exact(store, qvecs, scopes, k: int = 30) -> float:
-    from retrieval.store_rows import scope_filter
+    from retrieval.store.rows import scope_filter
 
     tbl = store._table()
     hits = 0.0
@@ -167,8 +165,8 @@ def recall_vs_exact(store, qvecs, scopes, k: int = 30) -> float:
 
 def build(root: Path, n: int, logf) -> dict:
     """Ingest, index and build BM25 in this process; the numbers of the build side."""
-    from retrieval.store import MemoryStore
-    from retrieval.workspace import Workspace
+    from retrieval.store.memory import MemoryStore
+    from retrieval.workspace.core import Workspace
 
     uri = str(root / "db")
     emb = SyntheticEmbedder()
@@ -194,7 +192,7 @@ def build(root: Path, n: int, logf) -> dict:
 
 def serve(root: Path, n: int, count: int, logf) -> dict:
     """A fresh process over the built store: open, query, write once, query again."""
-    from retrieval.workspace import Workspace
+    from retrieval.workspace.core import Workspace
 
     uri = str(root / "db")
     emb = SyntheticEmbedder()
@@ -253,7 +251,7 @@ def serve(root: Path, n: int, count: int, logf) -> dict:
     # Another writer's commit (a second store object: as another process would) cannot be applied
     # to the row copy: the next read rebuilds it. The store level only: a Workspace would also
     # re-sync BM25 from that process's journal.
-    from retrieval.store import MemoryStore
+    from retrieval.store.memory import MemoryStore
 
     MemoryStore(uri, embedder=emb, clock=lambda: NOW).add(store.get(["t7"]))
     store.version()  # checks out the latest version, as a Workspace does before reading

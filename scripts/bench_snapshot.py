@@ -17,7 +17,6 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
@@ -37,13 +36,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out")
     args = p.parse_args(argv)
 
-    from retrieval.config import PipelineConfig
-    from retrieval.demo import build_demo_index
+    from retrieval.pipeline.config import PipelineConfig
+    from retrieval.ingest.demo import build_demo_index
     from retrieval.judgments import JudgmentStore
     from retrieval.judgments.diff import diff_snapshots
     from retrieval.judgments.snapshots import run_snapshot
     from retrieval.models.registry import make_embedder
-    from retrieval.workspace import Workspace
+    from retrieval.workspace.core import Workspace
 
     with tempfile.TemporaryDirectory() as tmp:
         uri = str(Path(tmp) / "db")

@@ -24,14 +24,13 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from retrieval.bm25_build import build_bm25  # noqa: E402
+from retrieval.sparse.build import build_bm25  # noqa: E402
 from retrieval.eval.datasets import load_beir  # noqa: E402
 from retrieval.eval.metrics import ndcg_at_k  # noqa: E402
 from retrieval.models import HashingEmbedder  # noqa: E402
-from retrieval.sparse_fts import LanceFtsSparse  # noqa: E402
-from retrieval.store import MemoryStore  # noqa: E402
+from retrieval.sparse.fts import LanceFtsSparse  # noqa: E402
+from retrieval.store.memory import MemoryStore  # noqa: E402
 
 
 def timed(fn, queries) -> tuple[list, dict]:

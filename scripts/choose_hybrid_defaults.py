@@ -16,10 +16,9 @@ from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from retrieval.presets import AGENTOS_PRESET, HYBRID_PRESET  # noqa: E402
-from retrieval.eval.cli_eval import open_eval_workspace  # noqa: E402
+from retrieval.pipeline.presets import AGENTOS_PRESET, HYBRID_PRESET  # noqa: E402
+from retrieval.cli.eval import open_eval_workspace  # noqa: E402
 from retrieval.eval.datasets import load_dataset  # noqa: E402
 from retrieval.eval.metrics import evidence_recall_at_k, mean, ndcg_at_k  # noqa: E402
 from retrieval.eval.runner import credited_ids  # noqa: E402

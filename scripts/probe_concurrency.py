@@ -2,9 +2,9 @@
 category, inputs tried, failures, for docs/RELIABILITY.md.
 
 Uses only APIs that existed before the fixes (Workspace.ingest/delete/status, BM25Index.search),
-so `--root` can point at an older checkout to get the "before" column.
+so `PYTHONPATH=OLD_CHECKOUT` can point it at an older checkout to get the "before" column.
 
-Run: .venv/bin/python scripts/probe_concurrency.py [--root PATH] [--scale 1]
+Run: .venv/bin/python scripts/probe_concurrency.py [--scale 1]
 """
 from __future__ import annotations
 
@@ -23,16 +23,14 @@ TOKENLESS = ["👍", "!!!", "…", "—", "😀😀", "\u200b", "?!", "- - -", "
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--root", default=str(Path(__file__).resolve().parent.parent))
     ap.add_argument("--scale", type=int, default=1, help="multiply the number of inputs")
     args = ap.parse_args()
-    sys.path.insert(0, args.root)
     import logging
 
     logging.disable(logging.WARNING)
     from retrieval import BM25Index, MemoryTrace, Scope
     from retrieval.models import HashingEmbedder
-    from retrieval.workspace import Workspace
+    from retrieval.workspace.core import Workspace
 
     tmp = Path(tempfile.mkdtemp(prefix="probe-conc-"))
     rows: list[tuple[str, int, int]] = []

@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 
 def p50(fn, runs: int = 15) -> float:
@@ -35,7 +34,7 @@ def main() -> int:
     args = ap.parse_args()
     import lancedb
 
-    from retrieval.store_cache import RowCache
+    from retrieval.store.row_copy import RowCache
 
     tbl = lancedb.connect(args.db).open_table("traces")
     n = tbl.count_rows()

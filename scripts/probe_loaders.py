@@ -1,7 +1,7 @@
 """Run a table of nasty inputs through the file loaders, then ingest what they keep.
 
     .venv/bin/python scripts/probe_loaders.py            # this checkout
-    .venv/bin/python scripts/probe_loaders.py --root DIR # another copy of the package (a "before" run)
+    PYTHONPATH=DIR .venv/bin/python scripts/probe_loaders.py  # another copy of the package (a "before" run)
 
 A failure is: an exception other than ValueError from a loader; any exception from
 `Workspace.ingest` of the traces a loader returned (the loader promised they were valid); fewer
@@ -179,11 +179,10 @@ def _macosx_zip() -> bytes:
     return buf.getvalue()
 
 
-def run(root: Path | None) -> list[tuple[str, int, int, list[str]]]:
-    sys.path.insert(0, str(root or ROOT))
-    from retrieval.loaders import load_file
+def run() -> list[tuple[str, int, int, list[str]]]:
+    from retrieval.ingest.loaders import load_file
     from retrieval.models import HashingEmbedder
-    from retrieval.workspace import Workspace
+    from retrieval.workspace.core import Workspace
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -238,10 +237,9 @@ def _scope_probe(tmp: Path, load_file, Workspace, HashingEmbedder) -> tuple[str,
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--root", type=Path, help="directory holding the `retrieval` package to probe")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every failure")
     args = ap.parse_args(argv)
-    rows = run(args.root)
+    rows = run()
     print(f"{'category':<16} {'tried':>5} {'failed':>6}")
     for category, tried, failed, notes in rows:
         print(f"{category:<16} {tried:>5} {failed:>6}")

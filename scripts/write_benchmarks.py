@@ -11,7 +11,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-sys.path.insert(0, str(ROOT))
 E = "../shared/eval"
 
 
@@ -139,7 +138,7 @@ def section_choice(out: list[str]) -> None:
     labs = {part: ((load(f"eval/{name}.json") or {}).get("configs", {}).get("hybrid") or {}).get("lab")
             for part, name in (("LoCoMo", "locomo"), ("demo", "demo"))}
     if all(labs.values()):
-        from retrieval.presets import HYBRID_PRESET as H
+        from retrieval.pipeline.presets import HYBRID_PRESET as H
 
         score = {part: {s_["label"]: s_["all"] for s_ in lab["scores"]} for part, lab in labs.items()}
         labels = list(score["LoCoMo"])
@@ -278,7 +277,7 @@ def section_scale(out: list[str]) -> None:
                 f"{plan['refine_factor']}) | {sc['ivf_build_s']} s | — |",
                 f"| BM25 build / sidecar size / open in the serving process | {sc['bm25_build_s']} s / "
                 f"{sc['bm25_sidecar_mb']} MB / {sc['bm25_open_s']} s | — |",
-                f"| row copy built by the serving process (retrieval/store_cache.py) | {sc['row_copy_build_s']} s | — |",
+                f"| row copy built by the serving process (retrieval/store/row_copy.py) | {sc['row_copy_build_s']} s | — |",
                 f"| resident memory, serving process: after open / peak over 200 queries | "
                 f"{sc['rss_after_open_mb']:,} / {sc['peak_rss_mb_after_queries']:,} MB | — |",
                 f"| peak resident memory, serving process: open, 200 queries, browse, a write of its own and a "
@@ -308,23 +307,23 @@ def section_scale(out: list[str]) -> None:
                 "What changed since the previous 1M run (docs/bench_scale.json at commit 05d632e, same script, idle "
                 "machine: retrieve p50 40.8 ms scoped / 62.8 ms unscoped, hydration stage 18 ms, serving peak 4,070 MB, "
                 "first retrieve after a write 9.66 s, recall@30 0.965 with 200 of 1,000 partitions probed):", "",
-                "- **Own writes advance the row copy** (retrieval/store_cache.py): an upsert, delete or (de)activation "
+                "- **Own writes advance the row copy** (retrieval/store/row_copy.py): an upsert, delete or (de)activation "
                 "by this process becomes a small overlay (the written rows and their float32 vectors) on the copy, "
                 "when it was the table's only commit since the copy's version. No 10 s rebuild, and no rebuild "
                 "transient in memory. Another process's commit, a compaction or an overlay past 20,000 rows still "
                 "rebuilds it (the row above).",
                 "- **Vectors on local disk**: the copy's float32 vectors go to an unlinked temporary file "
-                "(retrieval/store_spill.py, `RETRIEVAL_SPILL_DIR`) while it is built; exact re-scoring reads them with "
+                "(retrieval/store/spill.py, `RETRIEVAL_SPILL_DIR`) while it is built; exact re-scoring reads them with "
                 "`pread` from the page cache, which is not the process's memory. Hydration of sparse-only hits and "
                 "the small-scope re-score no longer read LanceDB.",
-                "- **Unscoped dense search** (retrieval/store_dense.py): LanceDB searches only its IVF-SQ index and "
+                "- **Unscoped dense search** (retrieval/store/dense.py): LanceDB searches only its IVF-SQ index and "
                 "returns row ids and quantised distances (`fast_search`: no `id` column read, no flat scan of the rows "
                 "outside the index, no refine step). The copy maps row ids to rows, searches the rows outside the "
                 "index and this process's writes itself, and re-scores every candidate exactly: the same candidates "
                 "as LanceDB's refine factor 2.",
                 f"- **Probes**: {plan['nprobes']} of {plan['partitions']} partitions (15 %), from the sweep below.",
                 "- Earlier steps (docs/bench_scale.json at f8a8619): IVF-SQ instead of IVF-FLAT, the row copy, "
-                "BM25 as flat arrays with exact MaxScore top-k (retrieval/bm25_topk.py), sidecar format 3.", ""]
+                "BM25 as flat arrays with exact MaxScore top-k (retrieval/bm25/topk.py), sidecar format 3.", ""]
         sw = sc.get("probe_sweep")
         if sw:
             out += [f"The store's own unscoped dense search (`MemoryStore.query_vector`, top 30) by partitions probed, "

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from retrieval.demo import build_demo_index
+from retrieval.ingest.demo import build_demo_index
 from retrieval.models import HashingEmbedder
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,3 +43,13 @@ def page_texts(at, headings: bool = False) -> str:
     if headings:
         parts += [t.value for t in at.title] + [s.value for s in at.subheader]
     return "\n".join(str(p) for p in parts)
+
+
+def load_script(name: str):
+    """A module from scripts/ by file path (scripts are programs, not an installed package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"scripts_{name}", ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -33,7 +33,7 @@ def test_home_shows_status_and_examples(demo_env):
     assert metrics["Traces"] == "294" and metrics["Scopes"] == "3" and int(metrics["Facts"]) > 20
     import json
 
-    from retrieval.demo import TRACES
+    from retrieval.ingest.demo import TRACES
 
     rows = [json.loads(line) for line in TRACES.read_text().splitlines()]
     active = sum(1 for r in rows if r.get("is_active", True))
@@ -262,7 +262,7 @@ def test_cohere_reranker_through_the_page_and_a_wrong_key(demo_env, monkeypatch)
 def test_a_link_carries_every_setting_and_round_trips(demo_env):
     at = inspect(i_q="where do I live now?", i_scope="user:maya", i_dense_weight="0.3", i_fusion="rrf")
     qp = dict(at.query_params)
-    from retrieval.workspace import Workspace
+    from retrieval.workspace.core import Workspace
     from ui.links import FIELDS
 
     # every field, defaults included, plus the store version; never the server URL
@@ -391,7 +391,7 @@ def test_home_names_the_vector_index_a_store_has(tmp_path, monkeypatch):
 
     from retrieval.models import HashingEmbedder
     from retrieval.types import MemoryTrace
-    from retrieval.workspace import Workspace
+    from retrieval.workspace.core import Workspace
 
     db = str(tmp_path / "db")
     ws = Workspace(db, embedder=HashingEmbedder(384), fact_extractor=None)

@@ -11,9 +11,9 @@ from streamlit.testing.v1 import AppTest
 from apphelpers import open_page, page_texts
 
 import ui.access
-from retrieval.demo import build_demo_index
+from retrieval.ingest.demo import build_demo_index
 from retrieval.models import HashingEmbedder
-from retrieval.workspace import Workspace
+from retrieval.workspace.core import Workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 90

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from retrieval.demo import build_demo_index
+from retrieval.ingest.demo import build_demo_index
 from retrieval.models import HashingEmbedder
 
 from fake_llm_server import FakeServer

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from apphelpers import demo_app_env, open_page, page_texts
 
-from retrieval.demo import JUDGMENTS
+from retrieval.ingest.demo import JUDGMENTS
 from retrieval.judgments import JudgmentStore
 from retrieval.types import Scope
 

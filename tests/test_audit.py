@@ -7,9 +7,9 @@ import pytest
 
 from conftest import NOW, make_trace
 from retrieval.access import ReadOnlyError
-from retrieval.audit import TABLE, AuditLog
+from retrieval.workspace.audit import TABLE, AuditLog
 from retrieval.models import HashingEmbedder
-from retrieval.workspace import Workspace
+from retrieval.workspace.core import Workspace
 
 
 class Clock:

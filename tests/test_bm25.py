@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from retrieval import BM25Index, Scope
-from retrieval.bm25 import default_tokenizer
+from retrieval.bm25.index import default_tokenizer
 
 U1, U2 = Scope("user", "u1"), Scope("user", "u2")
 
@@ -479,7 +479,7 @@ def test_a_format_2_sidecar_still_loads(tmp_path):
     """Format 2 (int64 term ids, float64 tfs) is read; saving writes the compact format 3."""
     import json
 
-    meta = {"format": 2, "k1": 1.2, "b": 0.75, "tokenizer": __import__("retrieval.bm25", fromlist=["x"]).tokenizer_id(
+    meta = {"format": 2, "k1": 1.2, "b": 0.75, "tokenizer": __import__("retrieval.bm25.index", fromlist=["x"]).tokenizer_id(
         default_tokenizer), "terms": ["alpha", "beta"], "ids": ["a", "b"], "scopes": [["user", "u1"]], "source": None}
     path = tmp_path / "old.npz"
     np.savez(path, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8), lens=np.array([2, 1], np.int64),
@@ -502,7 +502,7 @@ def test_a_format_2_sidecar_still_loads(tmp_path):
 def test_pruned_search_equals_exhaustive_scoring(docs, query, top_k, scoped, removed):
     """MaxScore pruning (tried above a postings threshold, lowered here to 0) returns exactly the
     exhaustive top k: the same ids in the same order (ties by id) and the same score floats."""
-    import retrieval.bm25_topk as topk
+    import retrieval.bm25.topk as topk
 
     idx = BM25Index()
     idx.add_documents([(f"d{i:02d}", " ".join(words), scope) for i, (words, scope) in enumerate(docs)])
@@ -524,7 +524,7 @@ def test_pruned_search_equals_exhaustive_scoring(docs, query, top_k, scoped, rem
 
 def test_pruning_happens_and_skips_most_postings(monkeypatch):
     """A rare term beside a term in every document: the pruned path is taken and agrees."""
-    import retrieval.bm25_topk as topk
+    import retrieval.bm25.topk as topk
 
     idx = BM25Index()
     idx.add_documents([(f"d{i}", "common " * (1 + i % 3) + ("rare" if i % 50 == 0 else "filler"))

@@ -11,39 +11,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-               "--disable-quic"]
+from ui.serve import LAUNCH_ARGS, ROOT, free_port, start_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.integration]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_app(db: Path, embedder: str = "minilm"):
-    port = free_port()
-    env = {**os.environ, "RETRIEVAL_DB": str(db), "RETRIEVAL_EMBEDDER": embedder, "HF_HUB_OFFLINE": "1"}
-    log = open(db.parent / f"streamlit-{port}.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                             "--server.port", str(port), "--server.address", "127.0.0.1",
-                             "--browser.gatherUsageStats", "false"], cwd=ROOT, env=env, stdout=log, stderr=log)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                return proc, url
-        except OSError:
-            time.sleep(0.3)
-        if proc.poll() is not None:
-            break
-    proc.terminate()
-    raise RuntimeError(f"streamlit did not start: {(db.parent / f'streamlit-{port}.log').read_text()[-2000:]}")
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +26,8 @@ def browser(chromium):
         b.close()
 
 
-SHOTS = ROOT / "docs" / "screenshots"
+# Tests write pictures to an ignored folder; `make screenshots` points this at docs/screenshots.
+SHOTS = Path(os.environ.get("RETRIEVAL_SHOTS_DIR") or Path(__file__).resolve().parent / "artifacts" / "screenshots")
 SPLIT_LINK = ("/Inspect?i_q=who+has+been+complaining+about+the+driver+app%3F&i_scope=user%3Amaya"
               "&i_reranker=embedding&i_split_threshold=1.0")
 
@@ -64,7 +35,7 @@ SPLIT_LINK = ("/Inspect?i_q=who+has+been+complaining+about+the+driver+app%3F&i_s
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory):
     """The demo index built with the hashing embedder (the model is not the point here), then served."""
-    from retrieval.demo import build_demo_index
+    from retrieval.ingest.demo import build_demo_index
     from retrieval.models import HashingEmbedder
 
     db = tmp_path_factory.mktemp("browser") / "db"

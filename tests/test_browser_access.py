@@ -15,10 +15,8 @@ from urllib.parse import urlencode
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-               "--disable-quic"]
+from ui.serve import LAUNCH_ARGS, start_app
+
 HEADER = "X-Forwarded-Email"
 POLICY = '[users."maya@example.com"]\nscopes = ["user:maya"]\n'
 OTHER_ID = "priya-lens-repair"  # a trace of user:priya that the query below would find
@@ -26,41 +24,18 @@ OTHER_ID = "priya-lens-repair"  # a trace of user:priya that the query below wou
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.integration]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory):
-    from retrieval.demo import build_demo_index
+    from retrieval.ingest.demo import build_demo_index
     from retrieval.models import HashingEmbedder
 
     root = tmp_path_factory.mktemp("browser-access")
     db = root / "db"
     build_demo_index(str(db), log=lambda m: None, embedder=HashingEmbedder(384))
     (root / "access.toml").write_text(POLICY)
-    port = free_port()
-    env = {**os.environ, "RETRIEVAL_DB": str(db), "RETRIEVAL_EMBEDDER": "hashing", "RETRIEVAL_AUTH": "proxy",
-           "RETRIEVAL_POLICY": str(root / "access.toml"), "HF_HUB_OFFLINE": "1"}
-    env.pop("RETRIEVAL_MODE", None)
-    log_path = root / "streamlit.log"
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                                 "--server.port", str(port), "--server.address", "127.0.0.1",
-                                 "--browser.gatherUsageStats", "false"], cwd=ROOT, env=env, stdout=log, stderr=log)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline and proc.poll() is None:
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        proc.terminate()
-        raise RuntimeError(f"streamlit did not start: {log_path.read_text()[-2000:]}")
+    proc, url = start_app(db, embedder="hashing", log=root / "streamlit.log",
+                          env={"RETRIEVAL_AUTH": "proxy", "RETRIEVAL_POLICY": str(root / "access.toml"),
+                               "RETRIEVAL_MODE": None})
     yield url
     proc.terminate()
     proc.wait(timeout=20)

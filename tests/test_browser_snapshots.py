@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_browser import LAUNCH_ARGS, start_app
+from ui.serve import LAUNCH_ARGS, start_app
 
-from retrieval.demo import JUDGMENTS, build_demo_index
+from retrieval.ingest.demo import JUDGMENTS, build_demo_index
 from retrieval.judgments import JudgmentStore
 from retrieval.models import HashingEmbedder
 from retrieval.types import Scope

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.cli import main
+from retrieval.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 

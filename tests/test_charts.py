@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from retrieval.config import PipelineConfig
+from retrieval.pipeline.config import PipelineConfig
 from ui import view
 from ui.charts import (FONT, ORIGIN_COLORS, bm25_figure, dense_terms_figure, heatmap_figure, rank_flow_figure,
                        timings_figure)

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from retrieval.cli import main
+from retrieval.cli.main import main
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """Pure comparisons behind the Compare page: overlap, Jaccard, rank deltas, entered/left, judgment matching."""
 from hypothesis import given, strategies as st
 
-from retrieval.compare import compare_rankings
+from retrieval.eval.compare import compare_rankings
 
 
 def test_golden_comparison():

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.bm25 import BM25Index
+from retrieval.bm25.index import BM25Index
 from retrieval.models import HashingEmbedder
-from retrieval.workspace import Workspace
+from retrieval.workspace.core import Workspace
 
 from conftest import NOW, U1, U2, make_trace
 
@@ -41,7 +41,7 @@ def assert_bm25_equals_a_rebuild(ws: Workspace) -> None:
 @pytest.mark.parametrize("row_copy", [False, True], ids=["lancedb-reads", "row-copy"])
 def test_one_writer_four_readers_on_a_shared_workspace(tmp_path, monkeypatch, row_copy):
     if row_copy:  # the in-memory row copy large stores read through, rebuilt after every write
-        monkeypatch.setattr("retrieval.store_cache.ROW_CACHE_MIN", 0)
+        monkeypatch.setattr("retrieval.store.row_copy.ROW_CACHE_MIN", 0)
     ws = Workspace(str(tmp_path / "db"), embedder=HashingEmbedder(64), clock=lambda: NOW)
     ws.ingest([trace_for(i, s) for i in range(30) for s in ("u1", "u2")])
     errors: list[BaseException] = []
@@ -94,11 +94,10 @@ def test_one_writer_four_readers_on_a_shared_workspace(tmp_path, monkeypatch, ro
 
 WRITER = """
 import sys
-sys.path.insert(0, {root!r})
 from datetime import datetime, timezone
 from retrieval.models import HashingEmbedder
 from retrieval.types import MemoryTrace
-from retrieval.workspace import Workspace
+from retrieval.workspace.core import Workspace
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
 name = sys.argv[1]
 ws = Workspace(sys.argv[2], embedder=HashingEmbedder(64))

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from retrieval.models import HashingEmbedder
-from retrieval.workspace import Workspace
+from retrieval.workspace.core import Workspace
 
 from test_concurrency import assert_bm25_equals_a_rebuild
 
@@ -19,12 +19,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 CHILD = """
 import sys, time
-sys.path.insert(0, {root!r})
 from datetime import datetime, timezone
 from retrieval.facts import RuleFactExtractor
 from retrieval.models import HashingEmbedder
 from retrieval.types import MemoryTrace
-from retrieval.workspace import Workspace
+from retrieval.workspace.core import Workspace
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
 mode, uri = sys.argv[1], sys.argv[2]
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from retrieval.demo import EXAMPLES, JUDGMENTS, TRACES, build_demo_index, load_examples
+from retrieval.ingest.demo import EXAMPLES, JUDGMENTS, TRACES, build_demo_index, load_examples
 from retrieval.eval.runner import load_judgments
 from retrieval.types import Mood, Scope
 
@@ -28,7 +28,7 @@ def test_corpus_shape_and_judgments_point_at_real_traces():
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    from retrieval.workspace import Workspace
+    from retrieval.workspace.core import Workspace
 
     uri = str(tmp_path_factory.mktemp("demo") / "db")
     build_demo_index(uri, log=lambda m: None)

@@ -42,7 +42,7 @@ def test_locomo_parsing_is_lenient():
 
 
 def test_per_stage_eval_credits_facts_and_sweeps_on_halves(tmp_path):
-    from retrieval.workspace import Workspace
+    from retrieval.workspace.core import Workspace
     from retrieval.models import HashingEmbedder
     from conftest import U1, make_trace
 
@@ -103,7 +103,7 @@ def test_a_bad_judgments_upload_names_the_line_and_field_not_a_temp_path():
 
 def test_a_query_bm25_cannot_match_scores_zero_on_the_sparse_stage_instead_of_vanishing(tmp_path):
     from retrieval.models import HashingEmbedder
-    from retrieval.workspace import Workspace
+    from retrieval.workspace.core import Workspace
     from conftest import U1, make_trace
 
     ws = Workspace(str(tmp_path / "db"), embedder=HashingEmbedder(64), fact_extractor=None)

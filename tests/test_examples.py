@@ -5,9 +5,9 @@ import importlib.util
 
 import pytest
 
-from retrieval.config import PipelineConfig
-from retrieval.demo import build_demo_index, load_examples
-from retrieval.factory import run_config
+from retrieval.pipeline.config import PipelineConfig
+from retrieval.ingest.demo import build_demo_index, load_examples
+from retrieval.pipeline.factory import run_config
 from retrieval.types import Scope
 from ui.links import read_link
 
@@ -18,7 +18,7 @@ EXAMPLES = {e["id"]: e for e in load_examples()}
 @pytest.fixture(scope="module")
 def ws(tmp_path_factory):
     from retrieval.models.registry import make_embedder
-    from retrieval.workspace import Workspace
+    from retrieval.workspace.core import Workspace
 
     emb = make_embedder("minilm")
     db = str(tmp_path_factory.mktemp("examples") / "db")

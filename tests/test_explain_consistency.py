@@ -3,11 +3,11 @@ each touched id's explanation agrees with the stage lists, the fusion contributi
 the split gain, the cognitive terms and the BM25 term tree — one source for every number."""
 import pytest
 
-from retrieval.demo import load_demo_traces
+from retrieval.ingest.demo import load_demo_traces
 from retrieval.eval.runner import load_judgments
-from retrieval.demo import JUDGMENTS
+from retrieval.ingest.demo import JUDGMENTS
 from retrieval.models import HashingEmbedder
-from retrieval.workspace import Workspace
+from retrieval.workspace.core import Workspace
 
 from conftest import StubReranker
 

@@ -6,11 +6,11 @@ from datetime import datetime, timezone
 import pytest
 
 from conftest import CORPUS, NOW
-from retrieval.cli import main
-from retrieval.external import DEFAULT_TIME, ColumnMap
+from retrieval.cli.main import main
+from retrieval.store.columns import DEFAULT_TIME, ColumnMap
 from retrieval.models import HashingEmbedder
 from retrieval.types import Scope
-from retrieval.workspace import Workspace
+from retrieval.workspace.core import Workspace
 
 EMB = HashingEmbedder(64)
 MAPPING = "id=doc_key,text=body,vector=emb,scope_id=tenant,created_at=ts"
@@ -106,7 +106,7 @@ def test_fts_needs_an_index_on_a_read_only_table_and_uses_one_that_exists(foreig
     ws = open_ws(foreign, sparse="fts")
     with pytest.raises(ValueError, match="has no full-text index on 'body'"):
         ws.bm25.search("refund", scopes=[ACME])
-    from retrieval.sparse_fts import fts_config
+    from retrieval.sparse.fts import fts_config
 
     lancedb.connect(foreign).open_table("notes").create_index("body", config=fts_config("plain"))
     ws = open_ws(foreign, sparse="fts")

@@ -135,8 +135,8 @@ def test_fact_store_latest_history_idempotence_and_scope(tmp_path):
 def test_fact_store_survives_a_new_process(tmp_path):
     uri = str(tmp_path / "db")
     FactStore(uri).upsert(U1, facts_for("u1"))
-    code = ("import sys; sys.path.insert(0, %r); from retrieval.facts import FactStore; from retrieval.types import Scope;"
-            "print(FactStore(%r).latest(Scope('user','u1'), 'user', 'livesIn').object)") % (str(ROOT), uri)
+    code = ("from retrieval.facts import FactStore; from retrieval.types import Scope;"
+            "print(FactStore(%r).latest(Scope('user','u1'), 'user', 'livesIn').object)") % (uri,)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "Porto", out.stderr[-500:]
 

@@ -98,7 +98,7 @@ def test_with_a_real_store_inactive_deleted_and_other_scope_sources_are_not_inje
 
 
 def test_the_pipeline_never_injects_a_fact_of_an_inactive_or_deleted_trace(tmp_path):
-    from retrieval.workspace import Workspace
+    from retrieval.workspace.core import Workspace
 
     ws = Workspace(str(tmp_path / "db"), embedder=HashingEmbedder(64), clock=lambda: NOW)
     ws.ingest([make_trace("a", "I live in Lisbon.", days=30), make_trace("b", "I moved to Porto.", days=5),

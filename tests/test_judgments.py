@@ -10,7 +10,7 @@ from conftest import NOW, U1, U2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from retrieval.config import PipelineConfig
+from retrieval.pipeline.config import PipelineConfig
 from retrieval.eval import metrics as hand
 from retrieval.judgments import Case, CaseQuery, Judgment, JudgmentStore, SnapshotQuery, check_case_name, check_grade
 from retrieval.judgments.diff import Move, diff_snapshots, paired_p_value
@@ -20,7 +20,7 @@ from retrieval.judgments.machine import (agreement, cohen_kappa, grade_prompt, g
 from retrieval.judgments.metrics import evaluate, mean_metrics
 from retrieval.judgments.model import Snapshot
 from retrieval.judgments.snapshots import run_snapshot
-from retrieval.records import STAGES
+from retrieval.pipeline.records import STAGES
 
 # ------------------------------------------------------------------ validation
 
@@ -295,7 +295,7 @@ def test_diff_of_a_snapshot_with_itself_is_zero():
 @pytest.fixture
 def ws(tmp_path, traces):
     from retrieval.models import HashingEmbedder
-    from retrieval.workspace import Workspace
+    from retrieval.workspace.core import Workspace
 
     w = Workspace(str(tmp_path / "db"), embedder=HashingEmbedder(64), clock=lambda: NOW)
     w.ingest(traces)

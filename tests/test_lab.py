@@ -1,11 +1,11 @@
 """The fusion lab: every candidate is a re-fusion of cached runs, chosen on the tune half, reported held-out."""
 import pytest
 
-from retrieval.assemble import reweight
+from retrieval.pipeline.assemble import reweight
 from retrieval.eval.lab import Candidate, fusion_grid, search_fusions
 from retrieval.eval.runner import LabelledQuery, credited_ids, held_out_split, run_queries, score_ranking
 from retrieval.models import HashingEmbedder
-from retrieval.workspace import Workspace
+from retrieval.workspace.core import Workspace
 
 from conftest import CORPUS, U1, make_trace
 

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta, timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from retrieval.loaders import LoadReport, csv_headers, jsonl_fields, load_beir_zip, load_csv, load_file, load_jsonl, load_text
+from retrieval.ingest.loaders import LoadReport, csv_headers, jsonl_fields, load_beir_zip, load_csv, load_file, load_jsonl, load_text
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 NAMES = ["a.jsonl", "a.ndjson", "a.csv", "a.txt", "a.md", "a.zip", "a.png", "noext"]

@@ -10,16 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.loaders import (FieldMap, auto_id, csv_headers, jsonl_fields, load_beir_zip, load_file, load_path,
+from retrieval.ingest.loaders import (FieldMap, auto_id, csv_headers, jsonl_fields, load_beir_zip, load_file, load_path,
                                parse_datetime)
 from retrieval.models import HashingEmbedder
 from retrieval.types import Scope
-from retrieval.workspace import Workspace
+from retrieval.workspace.core import Workspace
 
 from conftest import NOW, make_trace
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-from probe_loaders import MB, deflate_zeros, raw_zip  # noqa: E402  (zip builders that can lie about sizes)
+from apphelpers import load_script
+
+_probe = load_script("probe_loaders")  # zip builders that can lie about sizes
+MB, deflate_zeros, raw_zip = _probe.MB, _probe.deflate_zeros, _probe.raw_zip
 
 
 def test_jsonl_keeps_good_lines_and_reports_bad_ones():

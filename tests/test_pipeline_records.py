@@ -6,10 +6,10 @@ import math
 import pytest
 
 from retrieval import AGENTOS, HybridRetriever
-from retrieval.assemble import assemble, reweight
-from retrieval.records import FrozenDict
-from retrieval.search import Services, search
-from retrieval.settings import KNOBS, Settings, check_knob, resolve_settings
+from retrieval.pipeline.assemble import assemble, reweight
+from retrieval.pipeline.records import FrozenDict
+from retrieval.pipeline.search import Services, search
+from retrieval.pipeline.settings import KNOBS, Settings, check_knob, resolve_settings
 
 from conftest import U1, U2, StubReranker
 

@@ -13,9 +13,9 @@ import pytest
 
 from conftest import NOW, U1, U2, make_trace
 from retrieval.models import HashingEmbedder
-from retrieval.remote import storage_options_from_env
-from retrieval.store_meta import StoreIdentity
-from retrieval.workspace import Workspace
+from retrieval.store.remote import storage_options_from_env
+from retrieval.store.identity import StoreIdentity
+from retrieval.workspace.core import Workspace
 
 BUCKET = "memories"
 
@@ -102,7 +102,7 @@ def test_a_store_on_s3_round_trips_with_bm25_built_in_memory(s3_env, traces):
 
 
 def test_fts_and_reembed_on_s3(s3_env, traces):
-    from retrieval.reembed import reembed
+    from retrieval.store.reembed import reembed
 
     ws = Workspace(s3_env, embedder=HashingEmbedder(64), clock=lambda: NOW, fact_extractor=None, sparse="fts")
     ws.ingest(traces)

@@ -5,8 +5,8 @@ import pytest
 
 from conftest import NOW, U1, U2, make_trace
 from retrieval.models import HashingEmbedder
-from retrieval.sparse_fts import BACKEND, LanceFtsSparse
-from retrieval.workspace import Workspace
+from retrieval.sparse.fts import BACKEND, LanceFtsSparse
+from retrieval.workspace.core import Workspace
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """Split-on-ambiguous golden split points (SPEC §8)."""
 import pytest
 
-from retrieval.split import split_candidates, split_halves, split_point, validate_threshold
+from retrieval.pipeline.split import split_candidates, split_halves, split_point, validate_threshold
 
 
 def test_under_50_characters_is_not_split():

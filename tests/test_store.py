@@ -6,7 +6,7 @@ import pytest
 
 from retrieval import MemoryStore, MemoryTrace, Mood, Scope
 from retrieval.models import HashingEmbedder
-from retrieval.scoring import cognitive_score
+from retrieval.store.cognitive import cognitive_score
 
 from conftest import NOW, U1, U2, make_trace
 
@@ -14,8 +14,8 @@ from conftest import NOW, U1, U2, make_trace
 @pytest.fixture(autouse=True, params=["lancedb", "row-copy"])
 def read_path(request, monkeypatch):
     """Every test here runs twice: rows read from LanceDB, and from the in-memory row copy that
-    stores past ROW_CACHE_MIN rows use (retrieval.store_cache) — the results must not differ."""
-    monkeypatch.setattr("retrieval.store_cache.ROW_CACHE_MIN", 0 if request.param == "row-copy" else 10**9)
+    stores past ROW_CACHE_MIN rows use (retrieval.store.row_copy) — the results must not differ."""
+    monkeypatch.setattr("retrieval.store.row_copy.ROW_CACHE_MIN", 0 if request.param == "row-copy" else 10**9)
     return request.param
 
 
@@ -136,7 +136,7 @@ def test_embedder_dimension_mismatch_is_explained(tmp_path, traces):
 
 
 def test_add_builds_the_index_by_itself_past_the_threshold(tmp_path, monkeypatch):
-    import retrieval.store_writes as store_mod
+    import retrieval.store.writes as store_mod
 
     monkeypatch.setattr(store_mod, "ANN_MIN_ROWS", 300)
     s = MemoryStore(str(tmp_path / "db"), embedder=HashingEmbedder(32), clock=lambda: NOW)
@@ -224,9 +224,9 @@ def test_the_row_copy_returns_exactly_what_lancedb_returns(tmp_path, monkeypatch
         out.append(sorted((i, t.content, v.tobytes()) for i, (t, v) in st.get_with_vectors(ids, [Scope("user", "u1")]).items()))
         return out
 
-    monkeypatch.setattr("retrieval.store_cache.ROW_CACHE_MIN", 10**9)
+    monkeypatch.setattr("retrieval.store.row_copy.ROW_CACHE_MIN", 10**9)
     plain = read_all()
-    monkeypatch.setattr("retrieval.store_cache.ROW_CACHE_MIN", 0)
+    monkeypatch.setattr("retrieval.store.row_copy.ROW_CACHE_MIN", 0)
     assert st._row_cache() is not None and st._row_cache().spilled
     copied = read_all()
     assert copied[-2:] == plain[-2:]

@@ -1,6 +1,6 @@
 """The row copy of a large store follows this process's own writes without a rebuild, and reads
 exactly what LanceDB reads after any sequence of upserts, deletes and (de)activations
-(retrieval.store_cache)."""
+(retrieval.store.row_copy)."""
 from __future__ import annotations
 
 import hashlib
@@ -65,18 +65,18 @@ def assert_same_reads(store: MemoryStore, monkeypatch, written: tuple[str, ...] 
 
 def lancedb_reads(store: MemoryStore, monkeypatch, written: tuple[str, ...] = ()) -> list:
     """The same reads by another store object on the same table, reading LanceDB only."""
-    monkeypatch.setattr("retrieval.store_cache.ROW_CACHE_MIN", 10**9)
+    monkeypatch.setattr("retrieval.store.row_copy.ROW_CACHE_MIN", 10**9)
     try:
         plain = MemoryStore(store.uri, embedder=RandomEmbedder(), clock=lambda: NOW)
         assert plain._row_cache() is None
         return reads(plain, written)
     finally:
-        monkeypatch.setattr("retrieval.store_cache.ROW_CACHE_MIN", 0)
+        monkeypatch.setattr("retrieval.store.row_copy.ROW_CACHE_MIN", 0)
 
 
 @pytest.fixture
 def copied(tmp_path, monkeypatch):
-    monkeypatch.setattr("retrieval.store_cache.ROW_CACHE_MIN", 0)
+    monkeypatch.setattr("retrieval.store.row_copy.ROW_CACHE_MIN", 0)
     store = new_store(tmp_path / "db")
     assert store._row_cache() is not None
     return store
@@ -102,7 +102,7 @@ def test_with_an_index_the_copy_searches_the_index_and_the_rows_it_leaves_out(co
     """Unscoped: LanceDB searches only the IVF-SQ index (row ids); the rows outside it and this
     process's writes are searched from the copy, and every candidate re-scored exactly. Each step
     reads as LanceDB (refine step, flat scan of the unindexed rows) reads."""
-    import retrieval.store as store_mod
+    import retrieval.store.memory as store_mod
 
     answered = []
     real = store_mod.index_and_tail
@@ -142,7 +142,7 @@ def test_another_writers_commit_makes_the_copy_rebuild(copied, tmp_path, monkeyp
 
 
 def test_a_large_overlay_falls_back_to_a_rebuild(copied, monkeypatch):
-    monkeypatch.setattr("retrieval.store_cache.OVERLAY_MAX", 5)
+    monkeypatch.setattr("retrieval.store.row_copy.OVERLAY_MAX", 5)
     base = copied._row_cache().data
     copied.add([make_trace(f"new{i}", f"bulk w{i} note", "u1") for i in range(6)])
     assert copied._row_cache_obj is None  # released before the rebuild, not held beside it
@@ -161,7 +161,7 @@ OPS = st.lists(st.one_of(
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=OPS)
 def test_any_sequence_of_own_writes_reads_as_lancedb_does(tmp_path_factory, monkeypatch, ops):
-    monkeypatch.setattr("retrieval.store_cache.ROW_CACHE_MIN", 0)
+    monkeypatch.setattr("retrieval.store.row_copy.ROW_CACHE_MIN", 0)
     store = new_store(tmp_path_factory.mktemp("db") / "db")
     base = store._row_cache().data
     written = []
@@ -181,7 +181,7 @@ def test_any_sequence_of_own_writes_reads_as_lancedb_does(tmp_path_factory, monk
 def test_without_a_spill_file_vectors_come_from_lancedb(tmp_path, monkeypatch):
     """A spill directory that cannot be written (a full or missing disk) costs speed, not answers."""
     monkeypatch.setenv("RETRIEVAL_SPILL_DIR", str(tmp_path / "no" / "such" / "dir"))
-    monkeypatch.setattr("retrieval.store_cache.ROW_CACHE_MIN", 0)
+    monkeypatch.setattr("retrieval.store.row_copy.ROW_CACHE_MIN", 0)
     store = new_store(tmp_path / "db")
     assert store.ensure_ann_index(force=True)
     assert store._row_cache() is not None and not store._row_cache().spilled
@@ -193,8 +193,8 @@ def test_without_a_spill_file_vectors_come_from_lancedb(tmp_path, monkeypatch):
 def test_large_scopes_search_lancedb_and_rescore_on_the_spill_file(copied, monkeypatch, postfilter_max):
     """A scope too big for the copy's exact scan, and (0) more inactive rows than a post-filter
     takes: LanceDB searches with the filter, the copy re-scores its candidates exactly."""
-    monkeypatch.setattr("retrieval.store.EXACT_SCOPE_ROWS", 0)
-    monkeypatch.setattr("retrieval.store.POSTFILTER_MAX", postfilter_max)
+    monkeypatch.setattr("retrieval.store.memory.EXACT_SCOPE_ROWS", 0)
+    monkeypatch.setattr("retrieval.store.memory.POSTFILTER_MAX", postfilter_max)
     assert copied.ensure_ann_index(force=True)
     assert copied._row_cache().spilled
     assert_same_reads(copied, monkeypatch)  # every row indexed: LanceDB's distances are quantised
@@ -203,8 +203,8 @@ def test_large_scopes_search_lancedb_and_rescore_on_the_spill_file(copied, monke
 
 
 def test_a_large_deactivation_drops_the_copy_instead_of_keeping_stale_rows(copied, monkeypatch):
-    monkeypatch.setattr("retrieval.store_cache.OVERLAY_MAX", 2)
-    monkeypatch.setattr("retrieval.store_writes.OVERLAY_MAX", 2)
+    monkeypatch.setattr("retrieval.store.row_copy.OVERLAY_MAX", 2)
+    monkeypatch.setattr("retrieval.store.writes.OVERLAY_MAX", 2)
     copied.set_active(["t1", "t2", "t3"], False)
     assert copied._row_cache_obj is None
     assert not any(t.is_active for t in copied.get(["t1", "t2", "t3"]))
@@ -212,7 +212,7 @@ def test_a_large_deactivation_drops_the_copy_instead_of_keeping_stale_rows(copie
 
 
 def test_a_commit_beside_a_metadata_write_makes_the_copy_rebuild(copied, tmp_path, monkeypatch):
-    from retrieval.store_meta import read_identity, write_identity
+    from retrieval.store.identity import read_identity, write_identity
 
     tbl = copied._table()
     with copied._rows_unchanged(tbl):
@@ -228,7 +228,7 @@ def test_a_failure_applying_a_write_to_the_copy_does_not_fail_the_write(copied, 
     def broken(*a, **k):
         raise RuntimeError("simulated")
 
-    monkeypatch.setattr("retrieval.store_cache.RowCache.advanced", broken)
+    monkeypatch.setattr("retrieval.store.row_copy.RowCache.advanced", broken)
     assert copied.add([make_trace("new0", "fresh w1 w200", "u1")]) == 1
     assert copied._row_cache_obj is None
     assert copied.get(["new0"])[0].content == "fresh w1 w200"
@@ -236,7 +236,7 @@ def test_a_failure_applying_a_write_to_the_copy_does_not_fail_the_write(copied, 
 
 
 def test_a_commit_during_the_build_is_not_served_from_a_mixed_copy(tmp_path, monkeypatch):
-    monkeypatch.setattr("retrieval.store_cache.ROW_CACHE_MIN", 0)
+    monkeypatch.setattr("retrieval.store.row_copy.ROW_CACHE_MIN", 0)
     store = new_store(tmp_path / "db")
     real = MemoryStore.index_state
 

@@ -5,12 +5,12 @@ import numpy as np
 import pytest
 
 from conftest import NOW, U1
-from retrieval.bm25_tokenizer import analyzer_of
-from retrieval.cli import main
+from retrieval.bm25.tokenizer import analyzer_of
+from retrieval.cli.main import main
 from retrieval.models import HashingEmbedder
-from retrieval.store import MemoryStore
-from retrieval.store_meta import KEY_ANALYZER, KEY_DIM, KEY_EMBEDDER, StoreIdentity
-from retrieval.workspace import Workspace
+from retrieval.store.memory import MemoryStore
+from retrieval.store.identity import KEY_ANALYZER, KEY_DIM, KEY_EMBEDDER, StoreIdentity
+from retrieval.workspace.core import Workspace
 
 
 class OtherEmbedder(HashingEmbedder):
@@ -76,7 +76,7 @@ def test_opening_without_an_embedder_uses_the_recorded_one(built):
 def test_a_store_from_before_identities_records_it_on_the_next_write(tmp_path, traces):
     import lancedb
 
-    from retrieval.store_rows import schema
+    from retrieval.store.rows import schema
 
     uri = str(tmp_path / "old")
     lancedb.connect(uri).create_table("traces", schema=schema(64))  # no metadata
@@ -104,7 +104,7 @@ def test_set_analyzer_records_it_and_rebuilds_bm25_with_stemming(built):
 def test_reembed_replaces_every_vector_and_the_identity(built):
     before = MemoryStore(built).all_traces()
     new = HashingEmbedder(32)
-    from retrieval.reembed import reembed
+    from retrieval.store.reembed import reembed
 
     seen = []
     out = reembed(MemoryStore(built), new, progress=lambda d, t: seen.append((d, t)), batch_size=3)
@@ -120,7 +120,7 @@ def test_reembed_replaces_every_vector_and_the_identity(built):
 
 
 def test_a_reembed_that_fails_midway_leaves_the_store_as_it_was(built):
-    from retrieval.reembed import reembed
+    from retrieval.store.reembed import reembed
 
     s = MemoryStore(built)
     version = s.version()

@@ -8,9 +8,9 @@ import threading
 import numpy as np
 import pytest
 
-from retrieval.bm25 import BM25Index
+from retrieval.bm25.index import BM25Index
 from retrieval.models import HashingEmbedder
-from retrieval.workspace import JOURNAL_DIR, Workspace
+from retrieval.workspace.core import JOURNAL_DIR, Workspace
 
 from conftest import NOW, U1, U2, make_trace
 
@@ -160,7 +160,7 @@ def test_concurrent_first_ingest_never_duplicates_ids(tmp_path):
 
 
 def test_concurrent_create_from_two_stores_opens_the_winner(tmp_path):
-    from retrieval.store import MemoryStore
+    from retrieval.store.memory import MemoryStore
 
     stores = [MemoryStore(str(tmp_path / "db"), embedder=HashingEmbedder(32)) for _ in range(2)]
     errors = []

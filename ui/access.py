@@ -15,7 +15,7 @@ from pathlib import Path
 import streamlit as st
 
 from retrieval.access import NOT_SIGNED_IN, Access, AccessConfig, PolicyError, load_config, load_policy, resolve
-from retrieval.audit import AuditEntry
+from retrieval.workspace.audit import AuditEntry
 
 
 def _secrets() -> tuple[dict, bool]:

@@ -37,9 +37,9 @@ def get_workspace(uri: str, kind: str | None):
     """The store, BM25 (or LanceDB FTS: RETRIEVAL_SPARSE=fts) and facts; RETRIEVAL_TABLE and
     RETRIEVAL_COLUMNS inspect another table in place (read-only). The embedding model is NOT loaded
     here (Home renders in a second); `ensure_model()` loads it under a spinner before a search."""
-    from retrieval.external import ColumnMap
+    from retrieval.store.columns import ColumnMap
     from retrieval.models.registry import make_embedder
-    from retrieval.workspace import Workspace
+    from retrieval.workspace.core import Workspace
 
     secrets = operator_secrets()
     table, columns = os.environ.get("RETRIEVAL_TABLE") or "traces", os.environ.get("RETRIEVAL_COLUMNS")
@@ -98,7 +98,7 @@ def _judgments(path: str, mtime: float):
 
 def demo_judgments():
     """The demo's labelled queries, parsed once per file version (not on every rerun)."""
-    from retrieval.demo import JUDGMENTS
+    from retrieval.ingest.demo import JUDGMENTS
 
     return _judgments(str(JUDGMENTS), JUDGMENTS.stat().st_mtime) if JUDGMENTS.is_file() else []
 

@@ -11,7 +11,7 @@ import hashlib
 
 import streamlit as st
 
-from retrieval.config import PipelineConfig
+from retrieval.pipeline.config import PipelineConfig
 from retrieval.judgments import GRADE_LABELS, SCALES, JudgmentStore
 from retrieval.judgments.model import query_key, scope_text
 from retrieval.types import Scope

@@ -14,9 +14,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from retrieval.config import CLASSIFIER_CHOICES, GENERATOR_CHOICES, RERANKER_CHOICES, PipelineConfig
+from retrieval.pipeline.config import CLASSIFIER_CHOICES, GENERATOR_CHOICES, RERANKER_CHOICES, PipelineConfig
 from retrieval.fusion import FUSIONS, NORMALIZATIONS
-from retrieval.presets import PRESETS
+from retrieval.pipeline.presets import PRESETS
 
 ALL_SCOPES = "(all scopes)"
 ALL_SCOPES_PARAM = "all"

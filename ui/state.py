@@ -1,18 +1,18 @@
 """The app's view of pipeline configuration: `PipelineConfig` and the factory, with cached models.
 
-Pure Python (no Streamlit): the definitions live in `retrieval.config` and `retrieval.factory`
+Pure Python (no Streamlit): the definitions live in `retrieval.pipeline.config` and `retrieval.pipeline.factory`
 (shared with the CLI and evaluation); this module only adapts the app's cached model loaders.
 """
 from __future__ import annotations
 
-from retrieval import factory
-from retrieval.config import (CLASSIFIER_CHOICES, FUSION_FIELDS, GENERATOR_CHOICES, RERANKER_CHOICES,  # noqa: F401
+from retrieval.pipeline import factory
+from retrieval.pipeline.config import (CLASSIFIER_CHOICES, FUSION_FIELDS, GENERATOR_CHOICES, RERANKER_CHOICES,  # noqa: F401
                               PipelineConfig)
-from retrieval.factory import cache_key  # noqa: F401 (re-exported for pages)
+from retrieval.pipeline.factory import cache_key  # noqa: F401 (re-exported for pages)
 
 
 class CachedModels:
-    """A `retrieval.factory.Models` provider over the app's `st.cache_resource` loaders."""
+    """A `retrieval.pipeline.factory.Models` provider over the app's `st.cache_resource` loaders."""
 
     def __init__(self, get_reranker, get_generator):
         self._get_reranker, self._get_generator = get_reranker, get_generator

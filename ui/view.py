@@ -9,7 +9,7 @@ import math
 import re
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from retrieval.bm25 import default_tokenizer
+from retrieval.bm25.index import default_tokenizer
 
 DASH = "—"
 STAGE_NAMES = {"dense": "Dense", "sparse": "Sparse (BM25)", "merged": "Merged", "reranked": "Reranked",

@@ -8,9 +8,9 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from retrieval.bm25 import default_tokenizer
-from retrieval.escalations import describe
-from retrieval.factory import generator_spec, reranker_spec
+from retrieval.bm25.index import default_tokenizer
+from retrieval.pipeline.escalations import describe
+from retrieval.pipeline.factory import generator_spec, reranker_spec
 from retrieval.fusion import FUSIONS, NORMALIZATIONS
 from retrieval.hybrid import PRESETS
 from retrieval.types import Scope

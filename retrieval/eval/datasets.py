@@ -10,8 +10,8 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..types import MemoryTrace, Scope
-from .runner import LabelledQuery
+from retrieval.types import MemoryTrace, Scope
+from retrieval.eval.runner import LabelledQuery
 
 BEIR_SCOPE = Scope("organization", "beir")
 BEIR_TIME = datetime(2020, 1, 1, tzinfo=timezone.utc)
@@ -109,7 +109,7 @@ def load_locomo(path: str | Path) -> tuple[list[MemoryTrace], list[LabelledQuery
 
 def judgments_from_bytes(data: bytes, source: str = "the uploaded judgments") -> list[LabelledQuery]:
     """Judgments JSONL from an upload (same format as data/demo/judgments.jsonl); errors name `source`."""
-    from .runner import parse_judgments
+    from retrieval.eval.runner import parse_judgments
 
     return parse_judgments(data, source=source)
 
@@ -143,8 +143,8 @@ def beir_judgments(queries_jsonl: bytes, qrels_tsv: bytes, scope: Scope | None) 
 
 
 def load_demo(root: str | Path | None = None) -> tuple[list[MemoryTrace], list[LabelledQuery]]:
-    from ..demo import JUDGMENTS, load_demo_traces
-    from .runner import load_judgments
+    from retrieval.ingest.demo import JUDGMENTS, load_demo_traces
+    from retrieval.eval.runner import load_judgments
 
     return load_demo_traces(), load_judgments(JUDGMENTS)
 

@@ -1,6 +1,6 @@
 """The fusion lab: search fusion function × normalisation × weight (× k for RRF) on cached runs.
 
-Every candidate is a re-fusion of the same searched records (`retrieval.assemble.reweight`): no
+Every candidate is a re-fusion of the same searched records (`retrieval.pipeline.assemble.reweight`): no
 embedding, search or model call. The best candidate is chosen on the 'tune' half of the queries
 and reported on the 'held-out' half (what OpenSearch's hybrid optimizer leaves out), with
 per-query wins and losses against the configuration the runs were made with.
@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Sequence
 
-from ..assemble import reweight
-from ..fusion import NORMALIZATIONS
-from .metrics import mean
-from .runner import QueryRun, credited_ids, held_out_split, score_ranking
+from retrieval.pipeline.assemble import reweight
+from retrieval.fusion import NORMALIZATIONS
+from retrieval.eval.metrics import mean
+from retrieval.eval.runner import QueryRun, credited_ids, held_out_split, score_ranking
 
 DENSE_WEIGHTS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 RRF_KS = (5, 10, 20, 60)

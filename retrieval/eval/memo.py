@@ -10,7 +10,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..models.embedders import embed_queries
+from retrieval.models.embedders import embed_queries
 
 
 class QueryMemo:

@@ -1,4 +1,4 @@
-"""Per-stage evaluation of a retriever on labelled queries and weight sweeps (the CLI is `cli_eval.py`)."""
+"""Per-stage evaluation of a retriever on labelled queries and weight sweeps (the CLI is `cli/eval.py`)."""
 from __future__ import annotations
 
 import hashlib
@@ -7,21 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from ..hybrid import STAGES
-from ..types import Scope
-from .metrics import evidence_recall_at_k, mean, mrr, ndcg_at_k, recall_at_k
+from retrieval.hybrid import STAGES
+from retrieval.types import Scope
+from retrieval.judgments.model import LabelledQuery
+from retrieval.eval.metrics import evidence_recall_at_k, mean, mrr, ndcg_at_k, recall_at_k
 
 METRICS = ("recall@10", "ndcg@10", "mrr")
-
-
-@dataclass(frozen=True)
-class LabelledQuery:
-    qid: str
-    query: str
-    qrels: dict[str, float]
-    scope: Scope | None = None
-    category: str | None = None
-    note: str = ""
 
 
 def load_judgments(path: str | Path) -> list[LabelledQuery]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from .model import FIRST_PERSON, NOT_NAMES, PREDICATES
+from retrieval.facts.model import FIRST_PERSON, NOT_NAMES, PREDICATES
 
 TEMPORAL_RE = re.compile(r"\b(first|last|when|before|after|most recent|originally|initially|latest)\b", re.I)
 

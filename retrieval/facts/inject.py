@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Iterable, Sequence
 
-from ..types import MemoryTrace, Scope, ScoredMemoryTrace
-from .classifiers import KeywordFactClassifier
-from .model import Fact, fact_to_trace, fact_trace_id
+from retrieval.types import MemoryTrace, Scope, ScoredMemoryTrace
+from retrieval.facts.classifiers import KeywordFactClassifier
+from retrieval.facts.model import Fact, fact_to_trace, fact_trace_id
 
 TEMPORAL_MODES = ("subject", "predicates")
 # `visible(ids) -> set of ids` that are active and in the query's scope.

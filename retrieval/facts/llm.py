@@ -9,8 +9,8 @@ import json
 import re
 from datetime import datetime
 
-from ..types import utcnow
-from .model import PREDICATES, Fact
+from retrieval.types import utcnow
+from retrieval.facts.model import PREDICATES, Fact
 
 LLM_FACT_SYSTEM = "You extract facts as JSON. Answer with a JSON array only."
 

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from ..types import MemoryTrace, Scope, ScoreBreakdown, ScoredMemoryTrace, epoch_ms
+from retrieval.types import MemoryTrace, Scope, ScoreBreakdown, ScoredMemoryTrace, epoch_ms
 
 PREDICATES = (
     "prefers", "dislikes", "avoids", "is", "isNamed", "identifiesAs", "livesIn", "worksAt", "studiesAt",

@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from ..types import utcnow
-from .model import FIRST_PERSON, NOT_NAMES, Fact, canonical_subject
+from retrieval.types import utcnow
+from retrieval.facts.model import FIRST_PERSON, NOT_NAMES, Fact, canonical_subject
 
 _NEGATION = re.compile(r"\b(not|never|no longer|don't|doesn't|didn't|won't|isn't|aren't|wasn't|can't|"
                        r"haven't|hasn't|dont|doesnt|didnt|nobody|neither|nor)\b|n't\b", re.I)

@@ -12,8 +12,8 @@ from dataclasses import replace
 from datetime import timedelta, timezone
 from typing import Iterable
 
-from ..types import Scope
-from .model import Fact, canonical_subject
+from retrieval.types import Scope
+from retrieval.facts.model import Fact, canonical_subject
 
 COLUMNS = ("key", "scope", "scope_id", "subject", "predicate", "object", "timestamp", "source_trace_ids",
            "source_span")
@@ -154,7 +154,7 @@ class FactStore:
 
     def delete_for_trace(self, trace_id: str) -> int:
         """Remove facts sourced only from `trace_id`; drop it from facts with other sources too."""
-        from ..store import sql_quote
+        from retrieval.store.memory import sql_quote
 
         rows = self._rows(f"array_has(source_trace_ids, {sql_quote(trace_id)})")
         if not rows:
@@ -201,7 +201,7 @@ def _schema():
 
 
 def _where(scope: Scope, **eq: str) -> str:
-    from ..store import sql_quote
+    from retrieval.store.memory import sql_quote
 
     parts = [f"scope = {sql_quote(scope.scope)}", f"scope_id = {sql_quote(scope.scope_id)}"]
     parts += [f"{k} = {sql_quote(v)}" for k, v in eq.items()]

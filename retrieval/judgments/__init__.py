@@ -3,9 +3,9 @@
 `store` (LanceDB tables beside `traces`), `io` (BEIR / TREC / JSONL), `metrics` (ir-measures),
 `snapshots` (run a config over a case), `diff` (compare two), `machine` (LLM grades, kappa).
 """
-from .model import (GRADE_LABELS, SCALES, Case, CaseQuery, Judgment, Snapshot, SnapshotQuery,
+from retrieval.judgments.model import (GRADE_LABELS, SCALES, Case, CaseQuery, Judgment, Snapshot, SnapshotQuery,
                     check_case_name, check_grade)
-from .store import JudgmentStore
+from retrieval.judgments.store import JudgmentStore
 
 __all__ = ["GRADE_LABELS", "SCALES", "Case", "CaseQuery", "Judgment", "JudgmentStore", "Snapshot", "SnapshotQuery",
            "check_case_name", "check_grade"]

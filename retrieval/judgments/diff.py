@@ -12,10 +12,10 @@ import math
 from dataclasses import asdict, dataclass, fields
 from typing import Mapping
 
-from ..records import STAGES
-from .metrics import measure_names
-from .model import Snapshot, SnapshotQuery, scope_text
-from .snapshots import rescore
+from retrieval.pipeline.records import STAGES
+from retrieval.judgments.metrics import measure_names
+from retrieval.judgments.model import Snapshot, SnapshotQuery, scope_text
+from retrieval.judgments.snapshots import rescore
 
 TEST_NAME = "paired t-test (two-sided; as scipy.stats.ttest_rel)"
 

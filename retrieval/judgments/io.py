@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ..types import Scope
-from .model import Case, CaseQuery, Judgment, check_case_name, check_grade, parse_scope, scope_text
-from .store import JudgmentStore
+from retrieval.types import Scope
+from retrieval.judgments.model import Case, CaseQuery, Judgment, check_case_name, check_grade, parse_scope, scope_text
+from retrieval.judgments.store import JudgmentStore
 
 MAX_LINE = 100_000  # characters; a longer line is not a qrels or query line
 

@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
-from .model import SCALES, Judgment, Snapshot, query_key, scope_text
-from .store import JudgmentStore
+from retrieval.judgments.model import SCALES, Judgment, Snapshot, query_key, scope_text
+from retrieval.judgments.store import JudgmentStore
 
 GRADE_SYSTEM = "You are a search quality rater evaluating the relevance of passages. Reply with one digit only."
 SCALE_TEXT = {

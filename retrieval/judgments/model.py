@@ -11,9 +11,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ..config import PipelineConfig
-from ..records import STAGES
-from ..types import Scope
+from retrieval.pipeline.config import PipelineConfig
+from retrieval.pipeline.records import STAGES
+from retrieval.types import Scope
 
 SCALES: dict[str, tuple[int, ...]] = {"graded": (0, 1, 2, 3), "binary": (0, 1)}
 GRADE_LABELS = {0: "not relevant", 1: "related", 2: "relevant", 3: "perfect"}
@@ -75,6 +75,17 @@ def parse_scope(text: str | Scope | None) -> Scope | None:
     if text is None or isinstance(text, Scope):
         return text
     return Scope.parse(text) if str(text).strip() else None
+
+
+@dataclass(frozen=True)
+class LabelledQuery:
+    """A query with its graded relevant ids: what evaluation, Compare and Tune score a ranking against."""
+    qid: str
+    query: str
+    qrels: dict[str, float]
+    scope: Scope | None = None
+    category: str | None = None
+    note: str = ""
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,12 @@ import uuid
 from datetime import datetime, timezone
 from typing import Callable
 
-from ..config import PipelineConfig
-from ..records import STAGES
-from ..types import Mood
-from .metrics import evaluate, mean_metrics
-from .model import Case, Snapshot, SnapshotQuery
-from .store import JudgmentStore
+from retrieval.pipeline.config import PipelineConfig
+from retrieval.pipeline.records import STAGES
+from retrieval.types import Mood
+from retrieval.judgments.metrics import evaluate, mean_metrics
+from retrieval.judgments.model import Case, Snapshot, SnapshotQuery
+from retrieval.judgments.store import JudgmentStore
 
 Progress = Callable[[int, int], None]
 
@@ -29,7 +29,7 @@ def new_snapshot_id(now: float | None = None) -> str:
 
 def snapshot_query(q, result) -> SnapshotQuery:
     """The five stage lists of one `RetrievalResult`, with fact-graph traces credited to their source."""
-    from ..facts import fact_trace_id
+    from retrieval.facts import fact_trace_id
 
     d = result.diagnostics
     credit = {fact_trace_id(f): f.source_trace_ids[0] for f in d.facts if f.source_trace_ids}
@@ -56,7 +56,7 @@ def run_snapshot(ws, case: Case | str, cfg: PipelineConfig, js: JudgmentStore | 
     `progress(done, total)` is called after each query. Raises ValueError for an unknown case or a
     config the factory rejects (before any search).
     """
-    from ..factory import build_retriever
+    from retrieval.pipeline.factory import build_retriever
 
     js = js or JudgmentStore(ws.uri)
     case = js.case(case) if isinstance(case, str) else case

@@ -10,9 +10,9 @@ import time
 from datetime import timedelta
 from typing import Iterable, Sequence
 
-from ..store import sql_quote
-from ..types import Scope
-from .model import (Case, CaseQuery, Judgment, Snapshot, check_case_name, check_grade, check_grader, parse_scope,
+from retrieval.store.memory import sql_quote
+from retrieval.types import Scope
+from retrieval.judgments.model import (LabelledQuery, Case, CaseQuery, Judgment, Snapshot, check_case_name, check_grade, check_grader, parse_scope,
                     query_key, scope_text)
 
 TABLES = ("judgments", "cases", "snapshots")
@@ -187,8 +187,6 @@ class JudgmentStore:
 
     def labelled(self, case: Case | str, grader: str = "human") -> list:
         """The case's graded queries as `LabelledQuery`s (what Compare, Tune and evaluation read)."""
-        from ..eval.runner import LabelledQuery
-
         case = self.case(case) if isinstance(case, str) else case
         qrels = self.qrels(case, grader)
         return [LabelledQuery(q.qid, q.query, {i: float(g) for i, g in qrels[q.qid].items()}, q.scope, note=q.note)

@@ -6,10 +6,10 @@ import time
 from functools import cached_property
 from typing import Callable, Mapping
 
-from .embedders import HostedEmbedder
-from .errors import BackendError
-from .http import retry_after_seconds
-from .rerankers import cohere_client, cohere_failure, resolve_cohere
+from retrieval.models.embedders import HostedEmbedder
+from retrieval.models.errors import BackendError
+from retrieval.models.http import retry_after_seconds
+from retrieval.models.rerankers import cohere_client, cohere_failure, resolve_cohere
 
 # Widths of Cohere's published embed models, so opening a store needs no call; others are learned.
 KNOWN_DIMS = {"embed-v4.0": 1536, "embed-english-v3.0": 1024, "embed-multilingual-v3.0": 1024,

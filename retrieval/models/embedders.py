@@ -187,7 +187,7 @@ class HostedEmbedder:
         return _normalise(np.vstack(parts))
 
     def _check(self, rows: object, n: int) -> np.ndarray:
-        from .errors import BackendError
+        from retrieval.models.errors import BackendError
 
         try:
             mat = np.asarray(rows, dtype=np.float32)

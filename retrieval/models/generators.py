@@ -7,10 +7,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Mapping, Protocol, runtime_checkable
 
-from .credentials import OPENAI, operator_credential, parse_base_url
-from .errors import BackendError
-from .http import JsonEndpoint, v1_path
-from .rerankers import cohere_client, cohere_failure, resolve_cohere
+from retrieval.models.credentials import OPENAI, operator_credential, parse_base_url
+from retrieval.models.errors import BackendError
+from retrieval.models.http import JsonEndpoint, v1_path
+from retrieval.models.rerankers import cohere_client, cohere_failure, resolve_cohere
 
 
 @runtime_checkable

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 from urllib.parse import unquote
 
-from .credentials import BaseURL, Credential, secret_values
-from .errors import BackendError, http_error, scrub
+from retrieval.models.credentials import BaseURL, Credential, secret_values
+from retrieval.models.errors import BackendError, http_error, scrub
 
 RETRY_STATUSES = (429, 503)
 

@@ -6,10 +6,10 @@ import time
 from dataclasses import replace
 from typing import Callable, Mapping
 
-from .credentials import OPENAI, operator_credential, parse_base_url
-from .embedders import HostedEmbedder
-from .errors import BackendError
-from .http import JsonEndpoint, v1_path
+from retrieval.models.credentials import OPENAI, operator_credential, parse_base_url
+from retrieval.models.embedders import HostedEmbedder
+from retrieval.models.errors import BackendError
+from retrieval.models.http import JsonEndpoint, v1_path
 
 
 class OpenAIEmbedder(HostedEmbedder):

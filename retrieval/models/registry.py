@@ -30,7 +30,7 @@ def make_embedder(kind: str | None, secrets: Mapping[str, str] | None = None, **
     `openai:BASE_URL#MODEL` (OpenAI-compatible /v1/embeddings). `minilm` and `hashing` are both 384-d:
     a store must be queried with the embedder that built it.
     """
-    from .embedders import HashingEmbedder, SentenceTransformerEmbedder
+    from retrieval.models.embedders import HashingEmbedder, SentenceTransformerEmbedder
 
     kind = (kind or "minilm").strip()
     if kind == "minilm":
@@ -42,11 +42,11 @@ def make_embedder(kind: str | None, secrets: Mapping[str, str] | None = None, **
             raise ValueError("st:PATH needs a folder, e.g. st:/models/all-mpnet-base-v2")
         return SentenceTransformerEmbedder(kind[3:].strip(), **kw)
     if kind.startswith("cohere:"):
-        from .cohere_embedder import CohereEmbedder
+        from retrieval.models.cohere_embedder import CohereEmbedder
 
         return CohereEmbedder(kind[len("cohere:"):], secrets=secrets, **kw)
     if kind.startswith("openai:"):
-        from .openai_embedder import OpenAIEmbedder
+        from retrieval.models.openai_embedder import OpenAIEmbedder
 
         url, model = split_openai_spec(kind, "embedder")
         return OpenAIEmbedder(url, model, secrets=secrets, **kw)
@@ -57,7 +57,7 @@ GENERATORS = ("gemma", "cohere", "openai:BASE_URL#MODEL")
 
 
 def make_reranker(spec: str | None, secrets: Mapping[str, str] | None = None, **kw):
-    from .rerankers import CohereReranker, CrossEncoderReranker, EmbeddingReranker
+    from retrieval.models.rerankers import CohereReranker, CrossEncoderReranker, EmbeddingReranker
 
     spec = (spec or "none").strip()
     if spec == "none":
@@ -72,7 +72,7 @@ def make_reranker(spec: str | None, secrets: Mapping[str, str] | None = None, **
 
 
 def make_generator(spec: str | None, secrets: Mapping[str, str] | None = None, **kw):
-    from .generators import CohereGenerator, LocalGemmaGenerator, OpenAICompatibleGenerator
+    from retrieval.models.generators import CohereGenerator, LocalGemmaGenerator, OpenAICompatibleGenerator
 
     spec = (spec or "gemma").strip()
     if spec == "gemma":
@@ -86,7 +86,7 @@ def make_generator(spec: str | None, secrets: Mapping[str, str] | None = None, *
 
 
 def make_hyde(spec: str | None, secrets: Mapping[str, str] | None = None, **kw):
-    from .generators import HydeGenerator
+    from retrieval.models.generators import HydeGenerator
 
     if (spec or "none") == "none":
         return None

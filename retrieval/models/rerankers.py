@@ -8,8 +8,8 @@ from typing import Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from .credentials import COHERE, operator_base_url, operator_credential, parse_base_url, same_origin, secret_values
-from .errors import BackendError, http_error, scrub
+from retrieval.models.credentials import COHERE, operator_base_url, operator_credential, parse_base_url, same_origin, secret_values
+from retrieval.models.errors import BackendError, http_error, scrub
 
 
 @runtime_checkable
@@ -35,7 +35,7 @@ class EmbeddingReranker:
     @property
     def embedder(self):
         if self._embedder is None:
-            from .embedders import SentenceTransformerEmbedder
+            from retrieval.models.embedders import SentenceTransformerEmbedder
 
             self._embedder = SentenceTransformerEmbedder()
         return self._embedder
@@ -67,7 +67,7 @@ class CrossEncoderReranker:
 
     @cached_property
     def model(self):
-        from .embedders import load_sentence_transformer
+        from retrieval.models.embedders import load_sentence_transformer
 
         return load_sentence_transformer(self.model_path, kind="cross")
 

@@ -1,0 +1,277 @@
+"""One immutable version of a BM25 index (`BM25Snapshot`) over an append-only `Arena`.
+
+The arena is shared by every version of one index: nothing a published version can read (postings
+below its lengths, slots below its slot count) is ever overwritten, so a version stays valid while
+writers build the next one. Scoring uses the one formula in `bm25/formula.py`.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Iterable, Sequence
+
+import numpy as np
+
+import retrieval.bm25.formula as scoring
+from retrieval.bm25.arena import TF, TID, Arena
+from retrieval.bm25.topk import TopK
+from retrieval.bm25.tokenizer import Tokenizer
+from retrieval.types import Scope
+
+_EMPTY_I = np.zeros(0, dtype=np.int64)
+
+
+def _pad(arr: np.ndarray, n: int, fill=0) -> np.ndarray:
+    """A private copy of `arr` with exactly `n` entries (the next version's per-version array)."""
+    out = np.full(n, fill, dtype=arr.dtype)
+    out[: min(n, len(arr))] = arr[:n]
+    return out
+
+
+class BM25Snapshot(TopK):
+    """One immutable version of a `BM25Index`: every read of one query sees the same documents."""
+
+    def __init__(self, arena: Arena, k1: float, b: float, tokenizer: Tokenizer, live: np.ndarray,
+                 df: np.ndarray, plen: np.ndarray, n_docs: int, total_len: float, version: int):
+        self._a, self.k1, self.b, self.tokenizer = arena, k1, b, tokenizer
+        self._live, self._df, self._plen = live, df, plen
+        self._n_slots, self._n_terms = len(live), len(df)
+        self._n_docs, self._total_len, self.version = n_docs, total_len, version
+        self._n_scopes = len(arena.scope_list)
+        self._sat: dict[int, np.ndarray] = {}  # saturated tf per posting (0 for dead slots), per term
+        self._scope_slots: dict[bytes, np.ndarray] = {}  # live slots of a set of scope codes
+
+    def __repr__(self) -> str:
+        return f"BM25Snapshot(version={self.version}, docs={self._n_docs})"
+
+    def __len__(self) -> int:
+        return self._n_docs
+
+    def __contains__(self, doc_id: object) -> bool:
+        return isinstance(doc_id, str) and self._slot_of(doc_id) is not None
+
+    def _slot_of(self, doc_id: str) -> int | None:
+        a = self._a
+        s = a.latest.get(doc_id)
+        while s is not None and s >= self._n_slots:  # re-added after this version: walk back
+            p = int(a.prev[s])
+            s = p if p >= 0 else None
+        return s if s is not None and self._live[s] else None
+
+    def _tid(self, term: str) -> int | None:
+        tid = self._a.vocab.get(term)
+        return tid if tid is not None and tid < self._n_terms else None
+
+    @property
+    def avgdl(self) -> float:
+        return self._total_len / self._n_docs if self._n_docs else 0.0
+
+    def idf(self, term: str) -> float:
+        tid = self._tid(term)
+        return float(scoring.idf(self._n_docs, int(self._df[tid]) if tid is not None else 0))
+
+    def search(self, query: str, top_k: int = 10, scopes: Sequence[Scope] | None = None) -> list[tuple[str, float]]:
+        """Top-k `(id, score)` of documents sharing a query term; score desc, ties id asc.
+
+        `scopes=None` searches everything; a list returns only documents added with one of
+        those scopes (an unscoped document never matches a scoped search).
+        """
+        if top_k <= 0:
+            return []
+        tokens = self.tokenizer(query or "")
+        if not tokens or self._n_docs == 0:
+            return []
+        codes = None
+        if scopes is not None:
+            sc = self._a.scopes
+            codes = np.asarray([sc[s] for s in scopes if s in sc and sc[s] < self._n_scopes], dtype=np.int32)
+        cand, cs = self._candidates(self._query_terms(Counter(tokens)), top_k, codes)
+        if len(cand) == 0:
+            return []
+        if len(cand) > 4096 and top_k < 256:
+            # Cheap pre-filter: a threshold from a strided sample. If at least top_k candidates
+            # clear it, the true top-k all do (the k-th largest is >= it), so the result is exact.
+            sample = cs[:: len(cs) // 2048]
+            thr = np.partition(sample, len(sample) - 8)[len(sample) - 8]
+            keep = cs >= thr
+            if int(keep.sum()) >= top_k:
+                cand, cs = cand[keep], cs[keep]
+        if len(cand) > top_k:
+            # Everything tied with the k-th score stays in, so the id tie-break below is exact.
+            kth = np.partition(cs, len(cs) - top_k)[len(cs) - top_k]
+            keep = cs >= kth
+            cand, cs = cand[keep], cs[keep]
+        ids = self._a.ids
+        hits = sorted(zip(cand.tolist(), cs.tolist()), key=lambda h: (-h[1], ids[h[0]]))[:top_k]
+        return [(ids[slot], score) for slot, score in hits]
+
+    def score(self, query: str, id: str) -> float:
+        counts = Counter(self.tokenizer(query or ""))
+        return self._canonical_sum(counts, self.explain(query, id))
+
+    def scores_for(self, query: str, ids: Iterable[str]) -> dict[str, float]:
+        """Exact BM25 score of each known id (unknown ids skipped), the query tokenized once."""
+        counts = Counter(self.tokenizer(query or ""))
+        slots = {i: self._slot_of(i) for i in ids if isinstance(i, str)}
+        return {i: self._canonical_sum(counts, self._contributions(counts, s)) for i, s in slots.items()
+                if s is not None}
+
+    def explain(self, query: str, id: str) -> dict[str, float]:
+        """Per query term contribution to `id`'s score (0.0 for terms the document lacks).
+
+        A repeated query term appears once with its contributions summed. Unknown id → KeyError.
+        """
+        slot = self._slot_of(id) if isinstance(id, str) else None
+        if slot is None:
+            raise KeyError(f"document {id!r} is not in the BM25 index")
+        return self._contributions(Counter(self.tokenizer(query or "")), slot)
+
+    def _contributions(self, counts: Counter, slot: int) -> dict[str, float]:
+        a = self._a
+        doc_tf = dict(zip(a.doc_terms(slot).tolist(), a.doc_tfs(slot).tolist()))
+        avgdl = scoring.safe_avgdl(self._total_len, self._n_docs)
+        out: dict[str, float] = {}
+        for term, qtf in counts.items():
+            tid = self._tid(term)
+            tf = doc_tf.get(tid, 0.0) if tid is not None else 0.0
+            out[term] = 0.0 if tf == 0 else float(scoring.term_score(
+                qtf, self._n_docs, int(self._df[tid]), tf, a.doc_len[slot], avgdl, self.k1, self.b))
+        return out
+
+    def explain_terms(self, query: str, id: str) -> list[dict[str, float | str]]:
+        """Each query term's score tree for `id`, as Elasticsearch's explain shows it.
+
+        Per term: `qtf` (times in the query), `tf`, `df`, `idf`, `doc_len`, `avgdl`, `k1`, `b`, the
+        length norm `1 − b + b·dl/avgdl`, `saturation` and `score = qtf·idf·saturation`. The scores sum
+        to the document's BM25 score. Unknown id → KeyError.
+        """
+        slot = self._slot_of(id) if isinstance(id, str) else None
+        if slot is None:
+            raise KeyError(f"document {id!r} is not in the BM25 index")
+        a = self._a
+        doc_tf = dict(zip(a.doc_terms(slot).tolist(), a.doc_tfs(slot).tolist()))
+        avgdl = scoring.safe_avgdl(self._total_len, self._n_docs)
+        dl = float(a.doc_len[slot])
+        rows = []
+        for term, qtf in Counter(self.tokenizer(query or "")).items():
+            tid = self._tid(term)
+            tf = float(doc_tf.get(tid, 0.0)) if tid is not None else 0.0
+            df = int(self._df[tid]) if tid is not None else 0
+            idf = float(scoring.idf(self._n_docs, df))
+            sat = float(scoring.saturation(tf, dl, avgdl, self.k1, self.b)) if tf else 0.0
+            rows.append({"term": term, "qtf": qtf, "tf": tf, "df": df, "idf": idf, "doc_len": dl, "avgdl": avgdl,
+                         "k1": self.k1, "b": self.b, "norm": 1.0 - self.b + self.b * dl / avgdl,
+                         "saturation": sat, "score": qtf * idf * sat, "backend": "bm25"})
+        return rows
+
+    def stats(self) -> dict[str, float | int]:
+        return {
+            "documents": self._n_docs,
+            "vocabulary": int(np.count_nonzero(self._df)),
+            "postings": int(self._df.sum()),  # each live document holds one posting per distinct term
+            "avgdl": round(self.avgdl, 3),
+            "scopes": self._n_scopes,
+            "k1": self.k1,
+            "b": self.b,
+            "version": self.version,
+        }
+
+    def live_ids(self) -> list[str]:
+        ids = self._a.ids
+        return [ids[s] for s in np.flatnonzero(self._live).tolist()]
+
+    def live_rows(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[Scope]]:
+        """Every live document in slot order, flat (saving, compaction): (ids, lengths, term ids, tfs,
+        scope codes into the returned scope list, -1 unscoped), gathered vectorised."""
+        a = self._a
+        slots = np.flatnonzero(self._live)
+        lens, tids, tfs = a.rows(slots)
+        codes = a.scope_code[slots]
+        used = np.unique(codes[codes >= 0])
+        remap = np.full(len(a.scope_list) + 1, -1, np.int32)  # the last entry maps UNSCOPED (-1) to -1
+        remap[used] = np.arange(len(used), dtype=np.int32)
+        ids = a.ids
+        return ([ids[s] for s in slots.tolist()], lens, tids, tfs, remap[codes],
+                [a.scope_list[c] for c in used.tolist()])
+
+    @property
+    def terms(self) -> list[str]:
+        return self._a.terms[: self._n_terms]
+
+
+def empty_snapshot(k1: float, b: float, tokenizer: Tokenizer) -> BM25Snapshot:
+    return BM25Snapshot(Arena([], []), k1, b, tokenizer, np.zeros(0, bool), _EMPTY_I, _EMPTY_I, 0, 0.0, 0)
+
+
+Prepared = dict[str, tuple[Counter, "Scope | None"]]
+
+
+def next_version(cur: BM25Snapshot, adds: Prepared, removes: Sequence[str]) -> tuple[BM25Snapshot, int]:
+    """The version after removing `removes` and (re)adding `adds` (id -> token counts, scope).
+
+    Call with the index's writer lock held: it appends to the shared arena (past every published
+    length) and returns a new version, leaving `cur` untouched. An unchanged document is skipped so
+    that re-ingest causes no churn. Returns (version, how many of `removes` were live).
+    """
+    a = cur._a
+    encoded = []
+    for doc_id, (counts, scope) in adds.items():
+        tids = np.fromiter((a.term_id(t) for t in counts), dtype=TID, count=len(counts))
+        tfs = np.fromiter(counts.values(), dtype=TF, count=len(counts))
+        encoded.append((doc_id, tids, tfs, a.scope_id(scope)))
+    # Slots past cur's count that a failed batch may have left in the arena stay dead.
+    live = _pad(cur._live, len(a.ids) + len(encoded), False)
+    df, plen = _pad(cur._df, len(a.terms)), _pad(cur._plen, len(a.terms))
+    n_docs, total, removed = cur._n_docs, cur._total_len, 0
+
+    def drop(slot: int) -> None:
+        nonlocal n_docs, total
+        live[slot] = False
+        df[a.doc_terms(slot)] -= 1  # term ids are unique per document
+        n_docs -= 1
+        total -= float(a.doc_len[slot])
+
+    for doc_id in removes:
+        slot = cur._slot_of(doc_id)
+        if slot is not None and live[slot]:
+            drop(slot)
+            removed += 1
+    pend_t, pend_d, pend_f = [], [], []
+    for doc_id, tids, tfs, code in encoded:
+        old = cur._slot_of(doc_id)
+        if (old is not None and int(a.scope_code[old]) == code and np.array_equal(a.doc_terms(old), tids)
+                and np.array_equal(a.doc_tfs(old), tfs)):
+            continue
+        if old is not None:
+            drop(old)
+        slot = a.new_slot(doc_id, tids, tfs, code)
+        live[slot] = True
+        df[tids] += 1
+        n_docs += 1
+        total += float(np.sum(tfs, dtype=np.float64))
+        pend_t.append(tids)
+        pend_d.append(np.full(len(tids), slot, np.int32))
+        pend_f.append(tfs)
+    if pend_t:
+        a.append_postings(plen, np.concatenate(pend_t), np.concatenate(pend_d), np.concatenate(pend_f))
+    nxt = BM25Snapshot(a, cur.k1, cur.b, cur.tokenizer, live[: len(a.ids)], df, plen, n_docs, total,
+                       cur.version + 1)
+    if len(a.ids) - n_docs > max(4096, n_docs):  # mostly dead slots: move the live ones to a fresh arena
+        nxt = build_snapshot(cur.k1, cur.b, cur.tokenizer, nxt.terms, nxt.live_rows(), nxt.version)
+    return nxt, removed
+
+
+def build_snapshot(k1: float, b: float, tokenizer: Tokenizer, terms: Sequence[str], rows: tuple,
+                   version: int) -> BM25Snapshot:
+    """Bulk-build a version from `rows` = (ids, lengths, term ids, tfs, scope codes, scope list) — the
+    shape of `live_rows()` and of a loaded sidecar — vectorised; unused terms are dropped."""
+    ids, lens, tids, tfs, codes, scope_list = rows
+    tids = np.asarray(tids, TID)
+    used = np.flatnonzero(np.bincount(tids, minlength=len(terms)))
+    if len(used) < len(terms):  # drop unused terms (a compaction); a saved index has none
+        remap = np.full(len(terms), -1, TID)
+        remap[used] = np.arange(len(used), dtype=TID)
+        tids = remap[tids]
+    a, df, plen = Arena.bulk([terms[i] for i in used.tolist()], list(scope_list), list(ids),
+                             np.asarray(lens, np.int64), tids, tfs, codes)
+    n = len(ids)
+    return BM25Snapshot(a, k1, b, tokenizer, np.ones(n, bool), df, plen, n, float(a.doc_len.sum()), version)

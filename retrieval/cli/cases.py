@@ -1,0 +1,215 @@
+"""`python -m retrieval case …` and `snapshot …` (SPEC §14): cases, snapshots and their diffs.
+
+Every command prints one JSON object on stdout (progress goes to stderr) and exits 2 with an
+`error: …` line on bad input.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from retrieval.pipeline.config import PipelineConfig, reranker_fields
+from retrieval.fusion import FUSIONS, NORMALIZATIONS
+from retrieval.pipeline.presets import PRESETS
+from retrieval.types import Scope
+
+DEFAULT_DB = "data/lancedb"
+
+
+def _db(sp, embedder: bool = False) -> None:
+    sp.add_argument("--db", default=os.environ.get("RETRIEVAL_DB", DEFAULT_DB),
+                    help=f"LanceDB URI (default {DEFAULT_DB}; env RETRIEVAL_DB)")
+    if embedder:
+        sp.add_argument("--embedder", default=None, help="the embedder the store was built with "
+                        "(minilm | hashing | st:PATH | cohere:MODEL | openai:BASE_URL#MODEL)")
+
+
+def _scope(text: str) -> Scope:
+    try:
+        return Scope.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _print(obj) -> int:
+    print(json.dumps(obj, indent=2, default=str))
+    return 0
+
+
+def cmd_case_import(args) -> int:
+    from retrieval.judgments import JudgmentStore
+    from retrieval.judgments.io import import_files
+    from retrieval.store.memory import MemoryStore
+
+    store = MemoryStore(args.db)  # only `get`: no embedder is loaded
+    known = (lambda ids: {t.id for t in store.get(ids)}) if not args.no_id_check else None
+    rep = import_files(JudgmentStore(args.db), args.name, queries=args.queries, qrels=args.qrels, jsonl=args.jsonl,
+                       scope=args.scope, scale=args.scale, known_ids=known, replace=args.replace)
+    for e in rep.errors[:50]:
+        print(f"  skipped {e}", file=sys.stderr)
+    if rep.unknown_ids:
+        print(f"  {len(rep.unknown_ids)} judged id(s) are not in {args.db} and were skipped: "
+              f"{', '.join(rep.unknown_ids[:20])}", file=sys.stderr)
+    if rep.unknown_queries:
+        print(f"  {len(rep.unknown_queries)} qrels query id(s) have no text and were skipped: "
+              f"{', '.join(rep.unknown_queries[:20])}", file=sys.stderr)
+    return _print(rep.to_dict())
+
+
+def cmd_case_list(args) -> int:
+    from retrieval.judgments import JudgmentStore
+
+    return _print({"cases": JudgmentStore(args.db).cases()})
+
+
+def cmd_case_export(args) -> int:
+    from retrieval.judgments import JudgmentStore
+    from retrieval.judgments.io import export_case
+
+    paths = export_case(JudgmentStore(args.db), args.name, args.out)
+    return _print({"case": args.name, "files": [str(p) for p in paths]})
+
+
+def snapshot_config(args) -> PipelineConfig:
+    kw = {k: v for k, v in (("dense_weight", args.dense_weight), ("sparse_weight", args.sparse_weight),
+                            ("rrf_k", args.rrf_k), ("fusion", args.fusion), ("normalization", args.normalization),
+                            ("top_k", args.top_k), ("over_fetch", args.over_fetch),
+                            ("rerank_weight", args.rerank_weight)) if v is not None}
+    kw.update(reranker_fields(args.reranker))
+    if args.no_facts:
+        kw["facts"] = False
+    base = PipelineConfig.from_json(open(args.config, encoding="utf-8").read()) if args.config else None
+    if base is not None:
+        from dataclasses import replace
+
+        return replace(base, **kw).validate()
+    return PipelineConfig.for_preset(args.preset, **kw)
+
+
+def cmd_snapshot_run(args) -> int:
+    from retrieval.judgments import JudgmentStore
+    from retrieval.judgments.snapshots import run_snapshot
+    from retrieval.cli.store import open_workspace
+
+    cfg = snapshot_config(args)
+    ws = open_workspace(args)  # the named embedder, else the one the store records
+    if ws.store.count() == 0:
+        raise ValueError(f"the store at {args.db} is empty; run `python -m retrieval build-demo` or `ingest` first")
+
+    def progress(done: int, total: int) -> None:
+        print(f"\r  query {done}/{total}", end="" if done < total else "\n", file=sys.stderr, flush=True)
+
+    snap = run_snapshot(ws, args.case, cfg, JudgmentStore(args.db), progress=progress, label=args.label)
+    errors = {q.qid: q.error for q in snap.queries if q.error}
+    return _print({"snapshot": snap.id, "case": snap.case, "metrics": snap.metrics, "queries": len(snap.queries),
+                   "judged_queries": snap.judged_queries, "elapsed_ms": round(snap.elapsed_ms, 1),
+                   "stage_metrics": snap.stage_metrics, **({"errors": errors} if errors else {})})
+
+
+def cmd_snapshot_list(args) -> int:
+    from retrieval.judgments import JudgmentStore
+
+    js = JudgmentStore(args.db)
+    return _print({"snapshots": [{"snapshot": r["id"], "case": r["case_name"], "label": r["label"],
+                                  "created_at": r["created_at"], "metrics": json.loads(r["metrics"])}
+                                 for r in js.snapshot_rows(args.case)]})
+
+
+def cmd_snapshot_diff(args) -> int:
+    from retrieval.judgments import JudgmentStore
+    from retrieval.judgments.diff import diff_snapshots
+
+    js = JudgmentStore(args.db)
+    a, b = js.snapshot(args.a), js.snapshot(args.b)
+    qrels = None if args.stored_grades else js.qrels(js.case(b.case)) if js.find_case(b.case) else None
+    return _print(diff_snapshots(a, b, qrels, k=args.k, metric=args.metric).to_dict())
+
+
+def cmd_snapshot_grade(args) -> int:
+    from retrieval.judgments import JudgmentStore
+    from retrieval.judgments.machine import machine_grade
+    from retrieval.models.registry import make_generator
+    from retrieval.store.memory import MemoryStore
+
+    js = JudgmentStore(args.db)
+    store = MemoryStore(args.db)
+    rep = machine_grade(js, js.snapshot(args.snapshot), make_generator(args.generator),
+                        lambda ids: {t.id: t.content for t in store.get(ids)}, k=args.k, regrade=args.regrade)
+    _print(rep.to_dict())
+    return 0 if rep.stopped is None else 1
+
+
+def _guard(fn):
+    def run(args) -> int:
+        try:
+            return fn(args)
+        except (ValueError, OSError, ImportError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    return run
+
+
+def add_case_commands(sub) -> None:
+    """Register `case` and `snapshot` on the main parser's subparsers."""
+    case = sub.add_parser("case", help="judged query sets: import, list, export (SPEC §14)")
+    cs = case.add_subparsers(dest="case_cmd", required=True)
+    sp = cs.add_parser("import", help="BEIR queries.jsonl + TREC or BEIR qrels, or a JSONL file, as a case")
+    sp.add_argument("name")
+    sp.add_argument("--queries", help="BEIR queries.jsonl")
+    sp.add_argument("--qrels", help="TREC (qid 0 docid grade) or BEIR (query-id, corpus-id, score) qrels")
+    sp.add_argument("--jsonl", help='JSONL lines {"qid", "query", "scope", "relevant": {id: grade}}')
+    sp.add_argument("--scope", type=_scope, help="scope of BEIR queries, e.g. organization:beir (default: all)")
+    sp.add_argument("--scale", choices=("graded", "binary"), default="graded", help="graded 0-3 or binary 0/1")
+    sp.add_argument("--replace", action="store_true", help="replace the case's queries instead of adding")
+    sp.add_argument("--no-id-check", action="store_true", help="keep grades of ids not (yet) in the store")
+    _db(sp)
+    sp.set_defaults(func=_guard(cmd_case_import))
+    sp = cs.add_parser("list", help="cases with their query, judged-query and snapshot counts")
+    _db(sp)
+    sp.set_defaults(func=_guard(cmd_case_list))
+    sp = cs.add_parser("export", help="write queries.jsonl, qrels/test.tsv, qrels.trec and NAME.jsonl")
+    sp.add_argument("name")
+    sp.add_argument("--out", required=True)
+    _db(sp)
+    sp.set_defaults(func=_guard(cmd_case_export))
+
+    snap = sub.add_parser("snapshot", help="run a configuration over a case; diff two runs (SPEC §14)")
+    ss = snap.add_subparsers(dest="snapshot_cmd", required=True)
+    sp = ss.add_parser("run", help="search every query of a case and store all stage lists and metrics")
+    sp.add_argument("case")
+    sp.add_argument("--config", help="a config JSON exported from the app (flags override it)")
+    sp.add_argument("--preset", choices=PRESETS, default="hybrid")
+    sp.add_argument("--fusion", choices=FUSIONS)
+    sp.add_argument("--normalization", choices=NORMALIZATIONS)
+    sp.add_argument("--dense-weight", type=float)
+    sp.add_argument("--sparse-weight", type=float)
+    sp.add_argument("--rrf-k", type=int)
+    sp.add_argument("--rerank-weight", type=float)
+    sp.add_argument("--reranker", default="none", help="none | embedding | cohere | cross-encoder:PATH")
+    sp.add_argument("--top-k", type=int)
+    sp.add_argument("--over-fetch", type=int)
+    sp.add_argument("--no-facts", action="store_true")
+    sp.add_argument("--label", default="")
+    _db(sp, embedder=True)
+    sp.set_defaults(func=_guard(cmd_snapshot_run))
+    sp = ss.add_parser("list", help="snapshots (of one case), oldest first")
+    sp.add_argument("case", nargs="?")
+    _db(sp)
+    sp.set_defaults(func=_guard(cmd_snapshot_list))
+    sp = ss.add_parser("diff", help="B minus A: metric deltas with a paired t-test, per-query deltas, moves")
+    sp.add_argument("a")
+    sp.add_argument("b")
+    sp.add_argument("--k", type=int, default=10)
+    sp.add_argument("--metric", default=None, help="headline metric for per-query deltas (default ndcg@K)")
+    sp.add_argument("--stored-grades", action="store_true", help="score with the grades each run used, not today's")
+    _db(sp)
+    sp.set_defaults(func=_guard(cmd_snapshot_diff))
+    sp = ss.add_parser("grade", help="machine-grade the ungraded top k of a snapshot (stored apart from human grades)")
+    sp.add_argument("snapshot")
+    sp.add_argument("--generator", required=True, help="cohere | openai:BASE_URL#MODEL | gemma (weak)")
+    sp.add_argument("--k", type=int, default=10)
+    sp.add_argument("--regrade", action="store_true")
+    _db(sp)
+    sp.set_defaults(func=_guard(cmd_snapshot_grade))

@@ -1,0 +1,206 @@
+"""`python -m retrieval eval`: per-stage metrics for presets on BEIR, LoCoMo or the demo set.
+
+The corpus is embedded once into a LanceDB store under --cache-dir and reused (a sweep re-fuses
+cached stage lists and re-embeds nothing).
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from retrieval.pipeline.config import PipelineConfig, generator_fields, reranker_fields
+from retrieval.pipeline.factory import RegistryModels, build_retriever
+from retrieval.hybrid import STAGES
+from retrieval.eval.datasets import load_dataset
+from retrieval.eval.metrics import evidence_recall_at_k, mean, mrr, ndcg_at_k, recall_at_k
+from retrieval.eval.runner import credited_ids, run_queries, sweep
+
+EVAL_NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)  # pinned clock: runs are reproducible
+DENSE_WEIGHTS = [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]
+KS = [10, 30, 60, 100]
+
+
+def open_eval_workspace(name: str, traces, cache_dir: str, embedder=None, log=print):
+    from retrieval.workspace.core import Workspace
+
+    uri = Path(cache_dir) / name
+    ws = Workspace(str(uri), embedder=embedder, clock=lambda: EVAL_NOW, fact_extractor=None)
+    if ws.store.count() != len(traces):
+        if uri.exists():
+            shutil.rmtree(uri)
+        ws = Workspace(str(uri), embedder=embedder, clock=lambda: EVAL_NOW, fact_extractor=None)
+        t0 = time.perf_counter()
+        last = [0.0]
+
+        def progress(done, total):
+            if time.perf_counter() - last[0] > 5 or done == total:
+                last[0] = time.perf_counter()
+                log(f"  embedded {done}/{total}")
+
+        log(f"embedding {len(traces)} documents into {uri} (once; cached for later runs)")
+        ws.ingest(traces, progress=progress, extract_facts=False)
+        log(f"  done in {time.perf_counter() - t0:.0f}s")
+    return ws
+
+
+def _metrics(ranked, q, locomo: bool) -> dict[str, float]:
+    if locomo:
+        ev = list(q.qrels)
+        return {f"recall@{k}": evidence_recall_at_k(ranked, ev, k) for k in (5, 10, 25)}
+    return {"ndcg@10": ndcg_at_k(ranked, q.qrels, 10), "recall@10": recall_at_k(ranked, q.qrels, 10),
+            "recall@100": recall_at_k(ranked, q.qrels, 100), "mrr": mrr(ranked, q.qrels, 10)}
+
+
+def evaluate_config(retriever, queries, locomo: bool, deep_k: int | None, log=print, **kw) -> dict:
+    """Two passes: default depth (top-10, N=30) for @5/@10/nDCG/MRR, and a deep pass for @25/@100.
+
+    `deep_k=None` skips the deep pass (a reranker over a 300-deep pool per query is too slow here).
+    """
+    rows: dict[str, dict[str, list[float]]] = {}
+    by_cat: dict[str, dict[str, list[float]]] = {}
+    t0 = time.perf_counter()
+    shallow = run_queries(retriever, queries, recall_top_k=10, **kw)
+    t_shallow = time.perf_counter() - t0
+    deep = run_queries(retriever, queries, recall_top_k=deep_k, **kw) if deep_k else shallow
+    for a, b in zip(shallow, deep):
+        for stage in STAGES:
+            ids_a, ids_b = credited_ids(a.result, stage), credited_ids(b.result, stage)
+            if not ids_a and not ids_b and stage in ("merged", "reranked"):
+                continue  # the stage did not run (no fusion or no reranker); an empty dense/sparse/final list scores 0
+            ma, mb = _metrics(ids_a, a.q, locomo), _metrics(ids_b, b.q, locomo)
+            merged = {k: (mb[k] if k in ("recall@25", "recall@100") else ma[k]) for k in ma
+                      if deep_k or k not in ("recall@25", "recall@100")}
+            for k, v in merged.items():
+                rows.setdefault(stage, {}).setdefault(k, []).append(v)
+                if locomo and stage == "final":
+                    by_cat.setdefault(a.q.category or "?", {}).setdefault(k, []).append(v)
+    return {
+        "stages": {s: {k: round(mean(v), 4) for k, v in m.items()} | {"queries": len(next(iter(m.values())))}
+                   for s, m in rows.items()},
+        "final_by_category": {c: {k: round(mean(v), 4) for k, v in m.items()} | {"queries": len(next(iter(m.values())))}
+                              for c, m in sorted(by_cat.items())},
+        "ms_per_query": round(1000 * t_shallow / max(1, len(queries)), 1),
+        "_runs": shallow,
+    }
+
+
+def run_eval_cli(args) -> int:
+    log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    try:
+        name, traces, queries = load_dataset(args.dataset)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.max_queries:
+        queries = queries[: args.max_queries]
+    locomo = name.startswith("locomo")
+    from retrieval.models.registry import make_embedder
+
+    if args.embedder != "minilm":
+        name += f"-{args.embedder}"  # never mix vectors of two embedders in one cached store
+    ws = open_eval_workspace(name, traces, args.cache_dir, embedder=make_embedder(args.embedder), log=log)
+    from retrieval.eval.memo import QueryMemo
+
+    log(f"embedding {len(queries)} queries in batches")
+    ws.store.use_embedder(QueryMemo(ws.store.embedder, [q.query for q in queries]))
+    presets = args.preset or ["agentos", "hybrid"]
+    models = RegistryModels(ws.store.embedder)  # one reranker/generator for every preset
+    log(f"{name}: {len(traces)} documents, {len(queries)} queries; presets {presets}; reranker {args.reranker}; "
+        f"hyde {args.hyde}")
+    out = {"dataset": args.dataset, "documents": len(traces), "queries": len(queries), "reranker": args.reranker,
+           "hyde": args.hyde, "configs": {}}
+    for preset in presets:
+        hyde_fields = generator_fields(args.hyde) if args.hyde != "none" else {}
+        knobs = {k: v for k, v in (("fusion", getattr(args, "fusion", None)),
+                                   ("normalization", getattr(args, "normalization", None)),
+                                   ("dense_weight", getattr(args, "dense_weight", None)),
+                                   ("rrf_k", getattr(args, "rrf_k", None))) if v is not None and preset != "agentos"}
+        if "dense_weight" in knobs:
+            knobs["sparse_weight"] = round(1 - knobs["dense_weight"], 6)
+        cfg = PipelineConfig.for_preset(preset, facts=False, hyde=bool(hyde_fields), **hyde_fields,
+                                        **reranker_fields(args.reranker), **knobs)
+        r = build_retriever(ws, cfg, models)
+        deep = (25 if locomo else 100) if args.reranker == "none" and args.hyde == "none" else None
+        res = evaluate_config(r, queries, locomo, deep, log=log)
+        runs = res.pop("_runs")
+        if args.sweep:
+            sw = sweep(r, runs, DENSE_WEIGHTS, KS, metric="recall@10" if locomo else "ndcg@10")
+            res["sweep"] = {"dense_weights": sw.dense_weights, "ks": sw.ks, "tune": sw.tune, "held_out": sw.held_out,
+                            "best": sw.best_params}
+        if getattr(args, "lab", False):
+            res["lab"] = run_lab(runs, locomo)
+        out["configs"][preset] = res
+        log(f"  {preset}: {res['ms_per_query']} ms/query")
+    print(format_table(out, locomo))
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(out, indent=2))
+    return 0
+
+
+def headline_metric(locomo: bool):
+    """The one metric a dataset is judged by: `(name, score(ranked_ids, labelled_query) -> float)`."""
+    if locomo:
+        return "recall@10", lambda ranked, q: evidence_recall_at_k(ranked, list(q.qrels), 10)
+    return "ndcg@10", lambda ranked, q: ndcg_at_k(ranked, q.qrels, 10)
+
+
+def open_benchmark_set(spec: str, cache_dir: str, log=print):
+    """A dataset's cached MiniLM store with its queries embedded once: `(ws, queries, metric, score)`."""
+    from retrieval.models.registry import make_embedder
+    from retrieval.eval.memo import QueryMemo
+
+    name, traces, queries = load_dataset(spec)
+    ws = open_eval_workspace(name, traces, cache_dir, embedder=make_embedder("minilm"), log=log)
+    ws.store.use_embedder(QueryMemo(ws.store.embedder, [q.query for q in queries]))
+    metric, score = headline_metric(name.startswith("locomo"))
+    return ws, queries, metric, score
+
+
+def run_lab(runs, locomo: bool) -> dict:
+    """Every fusion function's best on the tune half, its held-out score and the whole set (`--lab`)."""
+    from retrieval.eval.lab import fusion_grid, search_fusions
+
+    metric, score = headline_metric(locomo)
+    lab = search_fusions(runs, fusion_grid(), metric=metric, scorer=lambda ranked, q: {metric: score(ranked, q)})
+    best = {}
+    for fusion, norm in (("rrf", None), ("convex", "minmax"), ("convex", "theoretical"), ("convex", "zscore")):
+        if any(s.candidate.fusion == fusion for s in lab.scores):
+            b = lab.best_of(fusion, norm)
+            best[b.candidate.label.split(",")[0] if fusion == "convex" else "RRF"] = {
+                "label": b.candidate.label, "tune": round(b.tune, 4), "held_out": round(b.held_out, 4),
+                "all": round(b.all, 4)}
+    out = lab.to_dict()
+    per_query = out.pop("per_query")  # thousands of rows: keep the counts in the JSON, the rows in the app
+    out["best_vs_baseline"] = {"wins": sum(r["delta"] > 1e-9 for r in per_query),
+                               "losses": sum(r["delta"] < -1e-9 for r in per_query), "queries": len(per_query)}
+    out["per_function"] = best
+    return out
+
+
+def format_table(out: dict, locomo: bool) -> str:
+    cols = ["recall@5", "recall@10", "recall@25"] if locomo else ["ndcg@10", "recall@10", "recall@100", "mrr"]
+    lines = [f"| configuration | stage | {' | '.join(cols)} |", "|" + "---|" * (len(cols) + 2)]
+    for preset, res in out["configs"].items():
+        for stage, m in res["stages"].items():
+            label = {"dense": "dense only (MiniLM)", "sparse": "BM25 only"}.get(stage, stage)
+            lines.append(f"| {preset} | {label} | " + " | ".join(f"{m[c]:.4f}" if c in m else "—" for c in cols) + " |")
+        for fn, b in (res.get("lab") or {}).get("per_function", {}).items():
+            lines.append(f"| {preset} lab: {b['label']} (tune {b['tune']:.4f}, held-out {b['held_out']:.4f}) | final | "
+                         f"all {b['all']:.4f} |")
+        if res.get("sweep"):
+            b = res["sweep"]["best"]
+            lines.append(f"| {preset} sweep best (dense {b['dense_weight']}, k {b['rrf_k']}) | final | tune "
+                         f"{b['tune']:.4f}, held-out {b['held_out']:.4f} |")
+    if locomo:
+        lines += ["", "| configuration | category | " + " | ".join(cols) + " | queries |",
+                  "|" + "---|" * (len(cols) + 3)]
+        for preset, res in out["configs"].items():
+            for cat, m in res["final_by_category"].items():
+                lines.append(f"| {preset} | {cat} | " + " | ".join(f"{m[c]:.4f}" if c in m else "—" for c in cols)
+                             + f" | {m['queries']} |")
+    return "\n".join(lines)

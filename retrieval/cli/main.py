@@ -1,0 +1,265 @@
+"""`python -m retrieval …`: ingest files, query with every knob, build the demo index, evaluate."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from retrieval.cli.cases import add_case_commands
+from retrieval.cli.store import add_store_commands, add_store_flags, embedder_help
+from retrieval.pipeline.config import PipelineConfig, generator_fields, reranker_fields
+from retrieval.pipeline.factory import build_retriever
+from retrieval.fusion import FUSIONS, NORMALIZATIONS
+from retrieval.hybrid import PRESETS, STAGES
+from retrieval.models.registry import EMBEDDERS
+from retrieval.types import SCOPES, Mood, Scope
+
+DEFAULT_DB = "data/lancedb"
+
+
+def _scope_arg(text: str) -> Scope:
+    try:
+        return Scope.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def config_from_args(args) -> PipelineConfig:
+    """The `query` command's flags as the one `PipelineConfig` the app and evaluation also use."""
+
+    kw: dict = dict(top_k=args.top_k, over_fetch=args.over_fetch, facts=not args.no_facts,
+                    split_threshold=args.split or 0.0, multi_query_n=args.multi_query,
+                    valence=args.valence, arousal=args.arousal, dominance=args.dominance)
+    kw.update({k: v for k, v in (("dense_weight", args.dense_weight), ("sparse_weight", args.sparse_weight),
+                                 ("rrf_k", args.rrf_k), ("rerank_weight", args.rerank_weight),
+                                 ("fusion", args.fusion), ("normalization", args.normalization)) if v is not None})
+    kw.update(reranker_fields(args.reranker))
+    gens = {g for g in (args.hyde if args.hyde != "none" else None,
+                        args.multi_query_backend if args.multi_query else None) if g}
+    if len(gens) > 1:
+        raise ValueError(f"--hyde {args.hyde} and --multi-query-backend {args.multi_query_backend} differ; "
+                         "use one text generator for both")
+    if gens:
+        kw.update(generator_fields(gens.pop()))
+    kw["hyde"] = args.hyde != "none"
+    return PipelineConfig.for_preset(args.preset, **kw)
+
+
+def _workspace(args):
+    from retrieval.cli.store import open_workspace
+
+    return open_workspace(args)
+
+
+def cmd_ingest(args) -> int:
+    from retrieval.ingest.loaders import load_path
+
+    kw = {}
+    if args.scope:
+        kw.update(scope=args.scope.scope, scope_id=args.scope.scope_id)
+    try:
+        rep = load_path(args.file, **kw)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for err in rep.errors[:50]:
+        print(f"  line {err.line}: {err.reason}", file=sys.stderr)
+    if len(rep.errors) > 50:
+        print(f"  … and {len(rep.errors) - 50} more rejected lines", file=sys.stderr)
+    if not rep.traces:
+        print(f"error: no valid trace in {args.file}; nothing was written", file=sys.stderr)
+        return 2
+    ws = _workspace(args)
+    t0 = time.perf_counter()
+
+    def progress(done: int, total: int) -> None:
+        print(f"\r  embedding {done}/{total}", end="", file=sys.stderr, flush=True)
+
+    rep2 = ws.ingest(rep.traces, progress=progress, extract_facts=not args.no_facts)
+    print(file=sys.stderr)
+    print(f"{rep.summary()}; wrote {rep2.written} to {args.db} in {time.perf_counter() - t0:.1f}s, "
+          f"{rep2.facts} new fact(s)")
+    if rep2.duplicates:
+        print(f"  duplicate ids in the file (last kept): {', '.join(rep2.duplicates[:20])}")
+    return 0
+
+
+def _cell(ids: list[str], scores: dict[str, float], i: int) -> str:
+    if i >= len(ids):
+        return ""
+    tid = ids[i]
+    return f"{tid[:28]} ({scores.get(tid, 0):.3f})"
+
+
+def print_stages(result, limit: int = 15, file=None) -> None:
+    file = file or sys.stdout
+    d = result.diagnostics
+    width = 36
+    print("rank  " + "".join(s.ljust(width) for s in STAGES), file=file)
+    rows = min(limit, max((len(d.stage_ids[s]) for s in STAGES), default=0))
+    for i in range(rows):
+        print(f"{i + 1:>4}  " + "".join(_cell(d.stage_ids[s], d.stage_scores[s], i).ljust(width) for s in STAGES),
+              file=file)
+
+
+def cmd_query(args) -> int:
+    ws = _workspace(args)
+    if ws.store.count() == 0:
+        print(f"error: the store at {args.db} is empty; run `python -m retrieval build-demo` or `ingest` first",
+              file=sys.stderr)
+        return 2
+    scope = args.scope
+    if scope is None and not args.all_scopes:
+        scopes = ws.store.scopes()
+        scope = scopes[0] if scopes else None
+        if scope is not None:
+            print(f"scope: {scope} (the first in the store; pass --scope or --all-scopes)")
+    try:
+        cfg = config_from_args(args)
+        retriever = build_retriever(ws, cfg)
+    except (ValueError, ImportError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    result = retriever.retrieve(args.text, mood=Mood(cfg.valence, cfg.arousal, cfg.dominance), scope=scope,
+                                recall_top_k=cfg.top_k, over_fetch_multiplier=cfg.over_fetch)
+    d = result.diagnostics
+    if args.json:
+        print(json.dumps({"final": [{"id": t.id, "score": t.retrieval_score, "content": t.content}
+                                    for t in result.traces], "stage_ids": d.stage_ids,
+                          "escalations": d.escalations, "timings_ms": d.timings_ms, "hyde": d.hyde}, indent=2))
+        return 0
+    print(f"query: {args.text!r}   preset: {args.preset}   {retriever!r}")
+    if d.hyde:
+        print(f"HyDE hypothesis: {d.hyde}")
+    if d.multi_query:
+        print(f"multi-query variants: {d.multi_query}")
+    print_stages(result, limit=args.rows)
+    print()
+    print("final:")
+    for i, t in enumerate(result.traces, 1):
+        extra = ""
+        ex = d.explain(t.id)
+        if ex.fact:
+            extra = f"  [fact from {', '.join(ex.fact['source_trace_ids'])}]"
+        print(f"{i:>3}. {t.id}  {t.retrieval_score:.3f}  {t.content[:100]!r}{extra}")
+    if d.escalations:
+        print("escalations: " + "; ".join(d.escalations))
+    print("timings (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in d.timings_ms.items()))
+    for tid in args.explain or []:
+        ex = d.explain(tid)
+        print(f"\nexplain {tid}: {ex.reason}")
+        print(json.dumps({k: v for k, v in ex.to_dict().items() if v is not None and k != "trace_id"},
+                         indent=2, default=str))
+    return 0
+
+
+def cmd_build_demo(args) -> int:
+    from retrieval.ingest.demo import build_demo_index
+    from retrieval.models.registry import make_embedder
+
+    try:
+        status = build_demo_index(args.db, force=args.force, log=lambda m: print(m, flush=True),
+                                  embedder=make_embedder(args.embedder))
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(status, indent=2))
+    return 0
+
+
+def cmd_status(args) -> int:
+    print(json.dumps(_workspace(args).status(), indent=2))
+    return 0
+
+
+def cmd_eval(args) -> int:
+    from retrieval.cli.eval import run_eval_cli
+
+    return run_eval_cli(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m retrieval", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    def db(sp):
+        sp.add_argument("--db", default=os.environ.get("RETRIEVAL_DB", DEFAULT_DB),
+                        help=f"LanceDB URI (default {DEFAULT_DB}; env RETRIEVAL_DB)")
+        sp.add_argument("--embedder", default=None, help=embedder_help())
+        add_store_flags(sp)
+
+    sp = sub.add_parser("ingest", help="load a .jsonl/.csv/.txt file or a BEIR folder into the store")
+    sp.add_argument("file")
+    db(sp)
+    sp.add_argument("--scope", type=_scope_arg, help=f"default scope for lines without one, e.g. user:u1 ({', '.join(SCOPES)})")
+    sp.add_argument("--no-facts", action="store_true", help="skip fact extraction")
+    sp.set_defaults(func=cmd_ingest)
+
+    sp = sub.add_parser("query", help="run the pipeline and print the five stage lists")
+    sp.add_argument("text")
+    db(sp)
+    sp.add_argument("--scope", type=_scope_arg)
+    sp.add_argument("--all-scopes", action="store_true", help="search every scope (no fact graph)")
+    sp.add_argument("--preset", choices=PRESETS, default="hybrid")
+    sp.add_argument("--top-k", type=int, default=10)
+    sp.add_argument("--over-fetch", type=int, default=3)
+    sp.add_argument("--dense-weight", type=float)
+    sp.add_argument("--sparse-weight", type=float)
+    sp.add_argument("--rrf-k", type=float)
+    sp.add_argument("--rerank-weight", type=float)
+    sp.add_argument("--fusion", choices=FUSIONS, help="rrf (default of both presets) | convex")
+    sp.add_argument("--normalization", choices=NORMALIZATIONS, help="for --fusion convex (default minmax)")
+    sp.add_argument("--reranker", default="none", help="none | embedding | cohere | cross-encoder:PATH")
+    sp.add_argument("--hyde", default="none", help="none | gemma | cohere | openai:BASE_URL[#MODEL]")
+    sp.add_argument("--multi-query", type=int, default=0, metavar="N", help="N query variants (0 = off)")
+    sp.add_argument("--multi-query-backend", default="gemma")
+    sp.add_argument("--split", type=float, default=None, help="split-on-ambiguous threshold in (0, 1]")
+    sp.add_argument("--no-facts", action="store_true")
+    sp.add_argument("--valence", type=float, default=0.0)
+    sp.add_argument("--arousal", type=float, default=0.0)
+    sp.add_argument("--dominance", type=float, default=0.0)
+    sp.add_argument("--rows", type=int, default=15)
+    sp.add_argument("--explain", action="append", metavar="ID")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_query)
+
+    sp = sub.add_parser("build-demo", help="build the demo index from data/demo (skipped when present)")
+    db(sp)
+    sp.add_argument("--force", action="store_true")
+    sp.set_defaults(func=cmd_build_demo)
+
+    sp = sub.add_parser("status", help="traces, BM25 documents, facts and index state")
+    db(sp)
+    sp.set_defaults(func=cmd_status)
+
+    sp = sub.add_parser("eval", help="per-stage metrics on a labelled dataset")
+    sp.add_argument("--dataset", required=True, help="beir:PATH | locomo:PATH | demo")
+    sp.add_argument("--preset", action="append", choices=PRESETS,
+                    help="repeatable; default both. Dense-only and BM25-only rows are the dense and sparse stages")
+    sp.add_argument("--sweep", action="store_true")
+    sp.add_argument("--lab", action="store_true", help="fusion lab: every fusion function × normalisation × weight")
+    sp.add_argument("--fusion", choices=FUSIONS, help="evaluate the presets with this fusion (default: the preset's)")
+    sp.add_argument("--normalization", choices=NORMALIZATIONS)
+    sp.add_argument("--dense-weight", type=float)
+    sp.add_argument("--rrf-k", type=float)
+    sp.add_argument("--reranker", default="none")
+    sp.add_argument("--hyde", default="none")
+    sp.add_argument("--max-queries", type=int)
+    sp.add_argument("--cache-dir", default=".cache/eval")
+    sp.add_argument("--embedder", default="minilm", help=" | ".join(EMBEDDERS))
+    sp.add_argument("--out", help="write the results as JSON here")
+    sp.set_defaults(func=cmd_eval)
+    add_case_commands(sub)
+    add_store_commands(sub, db)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except BrokenPipeError:  # `| head`
+        return 0

@@ -1,0 +1,93 @@
+"""Store-level CLI: which store and table to open (and how), `reembed` and `analyzer`.
+
+`--embedder` defaults to the one the store records (SPEC §15); `--table NAME --columns id=…,text=…`
+inspects an existing LanceDB table in place (read-only); `--sparse fts` searches with LanceDB's
+full-text index instead of the in-memory BM25.
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+from retrieval.sparse.build import SPARSE_BACKENDS
+from retrieval.bm25.tokenizer import ANALYZERS
+from retrieval.models.registry import EMBEDDERS
+
+
+def add_store_flags(sp) -> None:
+    sp.add_argument("--table", default="traces",
+                    help="LanceDB table to open (default traces); another table is inspected in place, read-only")
+    sp.add_argument("--columns", default=None, metavar="FIELD=COLUMN,…",
+                    help="column mapping for --table: id, text, vector, scope, scope_id, created_at, last_accessed_at "
+                         "(and default_scope, default_scope_id); missing fields take documented defaults")
+    sp.add_argument("--sparse", choices=SPARSE_BACKENDS, default="bm25",
+                    help="bm25: in-memory index (sidecar beside a local store); fts: LanceDB native full-text search")
+
+
+def embedder_help() -> str:
+    return (f"{' | '.join(EMBEDDERS)}; default: the one the store records (minilm for a new store). "
+            "Opening a store with another embedder is refused.")
+
+
+def _progress(what: str):
+    def progress(done: int, total: int) -> None:
+        print(f"\r  {what} {done}/{total}", end="" if done < total else "\n", file=sys.stderr, flush=True)
+
+    return progress
+
+
+def open_workspace(args, **kw):
+    """The Workspace the flags describe (embedder: named, else recorded)."""
+    from retrieval.store.columns import ColumnMap
+    from retrieval.models.registry import make_embedder
+    from retrieval.workspace.core import Workspace
+
+    spec = getattr(args, "embedder", None)
+    table = getattr(args, "table", "traces") or "traces"
+    columns = getattr(args, "columns", None)
+    cmap = ColumnMap.parse(columns) if (columns or table != "traces") else None
+    return Workspace(args.db, embedder=make_embedder(spec) if spec else None, table=table, columns=cmap,
+                     sparse=getattr(args, "sparse", "bm25") or "bm25", progress=_progress("building BM25"), **kw)
+
+
+def cmd_reembed(args) -> int:
+    from retrieval.models.registry import make_embedder
+    from retrieval.store.reembed import reembed
+    from retrieval.store.memory import MemoryStore
+
+    store = MemoryStore(args.db, table=args.table)  # no embedder named: opened as recorded, not checked
+    try:
+        emb = make_embedder(args.embedder)
+        t0 = time.perf_counter()
+        out = reembed(store, emb, progress=_progress("re-embedding"), batch_size=args.batch_size)
+    except (ValueError, ImportError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"re-embedded {out['rows']} trace(s) in {time.perf_counter() - t0:.1f}s: {out['from']} -> {out['to']}")
+    return 0
+
+
+def cmd_analyzer(args) -> int:
+    try:
+        ws = open_workspace(args)
+        t0 = time.perf_counter()
+        ws.set_analyzer(args.name, progress=_progress("rebuilding BM25"))
+    except (ValueError, ImportError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"BM25 analyzer of {args.db} is now {args.name} ({time.perf_counter() - t0:.1f}s)")
+    return 0
+
+
+def add_store_commands(sub, db) -> None:
+    sp = sub.add_parser("reembed", help="re-embed every trace with another embedder (atomic swap at the end)")
+    sp.add_argument("--embedder", required=True, help=" | ".join(EMBEDDERS))
+    sp.add_argument("--db", required=True, help="LanceDB URI")
+    sp.add_argument("--table", default="traces")
+    sp.add_argument("--batch-size", type=int, default=256)
+    sp.set_defaults(func=cmd_reembed)
+
+    sp = sub.add_parser("analyzer", help="set the store's BM25 analyzer and rebuild BM25")
+    sp.add_argument("name", choices=ANALYZERS)
+    db(sp)
+    sp.set_defaults(func=cmd_analyzer)

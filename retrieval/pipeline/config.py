@@ -1,0 +1,128 @@
+"""`PipelineConfig`: the whole pipeline as plain data — fusion knobs and model choices — with JSON I/O.
+
+The app's sidebar, the CLI and evaluation all describe a pipeline with it, and `retrieval.pipeline.factory`
+builds the retriever from it. Knob ranges come from `retrieval.pipeline.settings.KNOBS` (one rule per knob).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from retrieval.fusion import FUSIONS, NORMALIZATIONS
+from retrieval.pipeline.presets import HYBRID_PRESET, PRESETS, get_preset
+from retrieval.pipeline.settings import check_knob
+
+RERANKER_CHOICES = ("none", "embedding", "cohere", "cross-encoder")
+GENERATOR_CHOICES = ("gemma", "cohere", "openai")
+CLASSIFIER_CHOICES = ("keyword", "agentos")
+# The knobs a re-fusion can change without a new search (what `reweight` accepts).
+FUSION_FIELDS = ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight", "fusion", "normalization")
+CONFIG_MARKER = "hybrid-retrieval-inspector-config"
+_CHOICES = {"preset": PRESETS, "reranker": RERANKER_CHOICES, "generator": GENERATOR_CHOICES,
+            "classifier": CLASSIFIER_CHOICES, "fusion": FUSIONS, "normalization": NORMALIZATIONS}
+# Config field -> settings knob, for the fields whose range KNOBS defines.
+_KNOB_OF = {"dense_weight": "dense_weight", "sparse_weight": "sparse_weight", "rrf_k": "rrf_k",
+            "rerank_weight": "rerank_weight", "top_k": "recall_top_k", "over_fetch": "over_fetch_multiplier",
+            "multi_query_n": "multi_query_n"}
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    preset: str = HYBRID_PRESET.name
+    dense_weight: float = HYBRID_PRESET.dense_weight
+    sparse_weight: float = HYBRID_PRESET.sparse_weight
+    rrf_k: int = int(HYBRID_PRESET.rrf_k)
+    fusion: str = HYBRID_PRESET.fusion
+    normalization: str = HYBRID_PRESET.normalization
+    over_fetch: int = 3
+    top_k: int = 10
+    hyde: bool = False
+    generator: str = "gemma"
+    openai_base_url: str = "http://127.0.0.1:11434"
+    openai_model: str = "llama3.2"
+    multi_query_n: int = 0
+    facts: bool = True
+    classifier: str = "keyword"
+    reranker: str = "none"
+    cross_encoder_path: str = ""
+    rerank_weight: float = HYBRID_PRESET.rerank_weight
+    split_threshold: float = 0.0  # 0 = off
+    valence: float = 0.0
+    arousal: float = 0.0
+    dominance: float = 0.0
+
+    @classmethod
+    def for_preset(cls, preset: str, **kw) -> "PipelineConfig":
+        """A config with the preset's own fusion defaults (agentos: 0.7/0.3, k 60, RRF)."""
+        p = get_preset(preset)
+        base = dict(preset=p.name, dense_weight=p.dense_weight, sparse_weight=p.sparse_weight, rrf_k=int(p.rrf_k),
+                    rerank_weight=p.rerank_weight, fusion=p.fusion, normalization=p.normalization)
+        return cls(**{**base, **kw}).validate()
+
+    def validate(self) -> "PipelineConfig":
+        """Self, or ValueError naming the field, its value and what is allowed."""
+        for name, allowed in _CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"config field {name!r} is {getattr(self, name)!r}; allowed: {', '.join(allowed)}")
+        for name, knob in _KNOB_OF.items():
+            try:
+                check_knob(knob, getattr(self, name))
+            except ValueError as exc:
+                raise ValueError(f"config field {name!r}: {exc}") from None
+        if self.split_threshold:
+            check_knob("split_threshold", self.split_threshold)
+        if self.preset == "agentos" and self.fusion != "rrf":
+            raise ValueError("config field 'fusion': the agentos preset is always RRF; use preset 'hybrid'")
+        for name, lo in (("valence", -1.0), ("arousal", 0.0), ("dominance", -1.0)):
+            if not lo <= getattr(self, name) <= 1.0:
+                raise ValueError(f"config field {name!r} is {getattr(self, name)!r}; allowed: {lo:g} to 1")
+        return self
+
+    def search_key(self) -> tuple:
+        """Everything except the fusion knobs: when only those change, re-fuse from cache."""
+        return tuple((k, v) for k, v in sorted(asdict(self).items()) if k not in FUSION_FIELDS)
+
+    def fusion_knobs(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in FUSION_FIELDS}
+
+    def to_json(self) -> str:
+        return json.dumps({CONFIG_MARKER: 1, **asdict(self)}, indent=2)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> "PipelineConfig":
+        try:
+            data = json.loads(text)
+        except (ValueError, TypeError, RecursionError) as exc:
+            raise ValueError(f"the config file is not valid JSON ({exc}); export one from the sidebar") from None
+        if not isinstance(data, dict):
+            raise ValueError("the config file must hold a JSON object")
+        known = {f.name: f for f in fields(cls)}
+        unknown = sorted(k for k in data if k not in known and k != CONFIG_MARKER)
+        if unknown:
+            raise ValueError(f"unknown config field(s): {', '.join(map(str, unknown))}")
+        kw: dict[str, Any] = {}
+        for name, value in data.items():
+            if name not in known:
+                continue
+            default = getattr(cls(), name)
+            try:
+                kw[name] = type(default)(value) if not isinstance(default, bool) else bool(value)
+            except (TypeError, ValueError, OverflowError):
+                raise ValueError(f"config field {name!r} must be a {type(default).__name__}, got {value!r}") from None
+        return replace(cls(), **kw).validate()
+
+
+def reranker_fields(spec: str) -> dict[str, str]:
+    """A CLI reranker spec (`none` | `embedding` | `cohere` | `cross-encoder:PATH`) as config fields."""
+    if spec.startswith("cross-encoder:"):
+        return {"reranker": "cross-encoder", "cross_encoder_path": spec.split(":", 1)[1]}
+    return {"reranker": spec}
+
+
+def generator_fields(spec: str) -> dict[str, str]:
+    """A CLI generator spec (`gemma` | `cohere` | `openai:BASE_URL[#MODEL]`) as config fields."""
+    if spec.startswith("openai:"):
+        url, _, model = spec[len("openai:"):].partition("#")
+        return {"generator": "openai", "openai_base_url": url, "openai_model": model or "default"}
+    return {"generator": spec}

@@ -1,0 +1,105 @@
+"""One factory: a `PipelineConfig` + a `Workspace` → a `HybridRetriever` (app, CLI and evaluation alike).
+
+Model objects are expensive, so the caller may pass its own provider (the app passes its
+`st.cache_resource` loaders); the default provider builds each backend once per process.
+"""
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from retrieval.pipeline.config import PipelineConfig
+from retrieval.pipeline.records import RetrievalResult
+from retrieval.types import Mood, Scope
+
+
+class Models(Protocol):
+    def reranker(self, spec: str) -> Any: ...
+
+    def generator(self, spec: str) -> Any: ...
+
+
+class RegistryModels:
+    """Backends from `retrieval.models.registry`, built once per spec for this provider's lifetime."""
+
+    def __init__(self, embedder=None):
+        self.embedder = embedder
+        self._built: dict[tuple[str, str], Any] = {}
+
+    def reranker(self, spec: str):
+        from retrieval.models.registry import make_reranker
+        from retrieval.models.rerankers import EmbeddingReranker
+
+        if ("reranker", spec) not in self._built:
+            share = spec == "embedding" and self.embedder is not None  # the store's embedder, loaded once
+            self._built["reranker", spec] = EmbeddingReranker(self.embedder) if share else make_reranker(spec)
+        return self._built["reranker", spec]
+
+    def generator(self, spec: str):
+        from retrieval.models.registry import make_generator
+
+        if ("generator", spec) not in self._built:
+            self._built["generator", spec] = make_generator(spec)
+        return self._built["generator", spec]
+
+
+def reranker_spec(cfg: PipelineConfig) -> str | None:
+    if cfg.reranker == "none":
+        return None
+    if cfg.reranker == "cross-encoder":
+        if not cfg.cross_encoder_path.strip():
+            raise ValueError("the cross-encoder reranker needs a local model folder: give its path")
+        return f"cross-encoder:{cfg.cross_encoder_path.strip()}"
+    return cfg.reranker
+
+
+def generator_spec(cfg: PipelineConfig) -> str | None:
+    if not (cfg.hyde or cfg.multi_query_n):
+        return None
+    if cfg.generator == "openai":
+        return f"openai:{cfg.openai_base_url}#{cfg.openai_model}"
+    return cfg.generator
+
+
+def build_retriever(ws, cfg: PipelineConfig, models: Models | None = None):
+    """A HybridRetriever for `cfg` over workspace `ws`.
+
+    Raises ValueError/ImportError with a message fit for a user (e.g. a missing API key).
+    """
+    from retrieval.facts import AgentOSFactClassifier, KeywordFactClassifier
+    from retrieval.models.generators import HydeGenerator
+
+    cfg.validate()
+    models = models or RegistryModels(ws.store.embedder)
+    rspec, gspec = reranker_spec(cfg), generator_spec(cfg)
+    reranker = models.reranker(rspec) if rspec else None
+    gen = models.generator(gspec) if gspec else None
+    classifier = AgentOSFactClassifier() if cfg.classifier == "agentos" else KeywordFactClassifier()
+    return ws.retriever(
+        preset=cfg.preset, reranker=reranker, hyde=HydeGenerator(gen) if cfg.hyde and gen else None,
+        fact_store=ws.facts if cfg.facts else None, fact_classifier=classifier,
+        split_ambiguous_threshold=cfg.split_threshold or None, rerank_weight=cfg.rerank_weight,
+        multi_query_llm=gen if cfg.multi_query_n else None, multi_query_n=cfg.multi_query_n,
+        default_dense_weight=cfg.dense_weight, default_sparse_weight=cfg.sparse_weight, default_rrf_k=cfg.rrf_k,
+        fusion=cfg.fusion, normalization=cfg.normalization,
+    )
+
+
+def cache_key(query: str, scope: Scope | None, cfg: PipelineConfig) -> tuple:
+    """What decides a search: when only fusion knobs differ, a cached result can be re-fused."""
+    return (query, str(scope), cfg.search_key())
+
+
+def run_config(ws, cfg: PipelineConfig, query: str, scope: Scope | None, models: Models | None = None,
+               cached: tuple[tuple, RetrievalResult] | None = None) -> tuple[RetrievalResult, bool]:
+    """Retrieve, or re-fuse `cached` (a `(cache_key, result)` pair) when only fusion knobs changed.
+
+    Returns `(result, refused)`.
+    """
+    from retrieval.pipeline.assemble import reweight
+
+    if cached is not None and cached[0] == cache_key(query, scope, cfg):
+        return reweight(cached[1], **cfg.fusion_knobs()), True
+    retriever = build_retriever(ws, cfg, models)
+    result = retriever.retrieve(query, mood=Mood(cfg.valence, cfg.arousal, cfg.dominance), scope=scope,
+                                recall_top_k=cfg.top_k, over_fetch_multiplier=cfg.over_fetch)
+    return result, False

@@ -1,0 +1,109 @@
+"""One settings object: every knob's default (from the preset) and every knob's validation.
+
+The API (`HybridRetriever`), the app, the CLI and evaluation all build `Settings` through
+`resolve_settings`, so a value is checked once, by one rule, with one message. `KNOBS` is the
+table the rules and the messages are made from (Haystack's habit: the error is built from the same
+constant that defines what is allowed).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from retrieval.fusion import FUSIONS, NORMALIZATIONS
+from retrieval.pipeline.presets import Preset, get_preset
+
+
+@dataclass(frozen=True)
+class Knob:
+    """A numeric knob's allowed range; `lo_open` excludes the lower bound (k must be > 0)."""
+
+    lo: float
+    hi: float
+    integer: bool = False
+    lo_open: bool = False
+
+    def describe(self) -> str:
+        kind = "an integer" if self.integer else "a number"
+        lo = f"> {self.lo:g}" if self.lo_open else f">= {self.lo:g}"
+        return f"{kind} {lo} and <= {self.hi:g}"
+
+
+KNOBS: dict[str, Knob] = {
+    "dense_weight": Knob(0.0, 1.0),
+    "sparse_weight": Knob(0.0, 1.0),
+    "rrf_k": Knob(0.0, 1000.0, lo_open=True),
+    "rerank_weight": Knob(0.0, 1.0),
+    "recall_top_k": Knob(1, 1000, integer=True),
+    "over_fetch_multiplier": Knob(1, 100, integer=True),
+    "split_threshold": Knob(0.0, 1.0, lo_open=True),
+    "multi_query_n": Knob(0, 5, integer=True),
+}
+CHOICES: dict[str, tuple[str, ...]] = {"fusion": FUSIONS, "normalization": NORMALIZATIONS}
+
+
+def check_knob(name: str, value: Any) -> float | int:
+    """`value` as a number within `KNOBS[name]`, else ValueError naming the knob and the range."""
+    knob = KNOBS[name]
+    ok_type = isinstance(value, int) if knob.integer else isinstance(value, (int, float))
+    if isinstance(value, bool) or not ok_type or not math.isfinite(value):
+        raise ValueError(f"{name}={value!r} must be {knob.describe()}")
+    if value < knob.lo or value > knob.hi or (knob.lo_open and value == knob.lo):
+        raise ValueError(f"{name}={value!r} must be {knob.describe()}")
+    return int(value) if knob.integer else float(value)
+
+
+def check_choice(name: str, value: Any) -> str:
+    if value not in CHOICES[name]:
+        raise ValueError(f"{name}={value!r} is not one of {', '.join(CHOICES[name])}")
+    return value
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The knobs `assemble` reads; everything else is cached search output. Valid by construction."""
+
+    preset: Preset
+    dense_weight: float
+    sparse_weight: float
+    rrf_k: float
+    rerank_weight: float
+    recall_top_k: int
+    split_threshold: float | None = None
+    fusion: str = "rrf"
+    normalization: str = "minmax"
+
+    def __post_init__(self) -> None:
+        for name in ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight", "recall_top_k"):
+            object.__setattr__(self, name, check_knob(name, getattr(self, name)))
+        if self.split_threshold is not None:
+            object.__setattr__(self, "split_threshold", check_knob("split_threshold", self.split_threshold))
+        check_choice("fusion", self.fusion)
+        check_choice("normalization", self.normalization)
+        if self.preset.name == "agentos" and self.fusion != "rrf":
+            raise ValueError(f"fusion={self.fusion!r}: the agentos preset is always RRF; use preset='hybrid'")
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for display and JSON (the preset by name)."""
+        d = asdict(self)
+        d["preset"] = self.preset.name
+        return d
+
+    def __getitem__(self, key: str) -> Any:  # `diagnostics.settings["rrf_k"]` reads as before
+        return self.as_dict()[key]
+
+    def with_(self, **changes: Any) -> "Settings":
+        """A copy with the non-None `changes` applied (and validated)."""
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+def resolve_settings(preset: "str | Preset", *, overrides: dict[str, Any] | None = None, recall_top_k: int = 10,
+                     split_threshold: float | None = None) -> Settings:
+    """Settings for `preset`, with each non-None override replacing the preset's default."""
+    p = get_preset(preset)
+    values: dict[str, Any] = dict(p.defaults())
+    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    if p.name == "agentos":
+        values["fusion"] = "rrf"  # AgentOS has one fusion; a UI default must not turn it off
+    return Settings(preset=p, recall_top_k=recall_top_k, split_threshold=split_threshold, **values)

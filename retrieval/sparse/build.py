@@ -1,0 +1,117 @@
+"""Building a store's sparse side: BM25 streamed from the table with progress, or LanceDB's FTS.
+
+Streaming matters at scale: a million traces are read as Arrow batches of (id, text, scope) and
+added batch by batch, never materialised as a million MemoryTrace objects.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Callable
+
+from retrieval.bm25.index import BM25Index
+from retrieval.bm25.tokenizer import make_tokenizer
+
+log = logging.getLogger(__name__)
+
+SPARSE_BACKENDS = ("bm25", "fts")
+Progress = Callable[[int, int], None]
+
+
+def check_sparse(name: str) -> str:
+    if name not in SPARSE_BACKENDS:
+        raise ValueError(f"sparse backend {name!r} is not one of {', '.join(SPARSE_BACKENDS)}")
+    return name
+
+
+def log_progress(what: str, every_s: float = 5.0) -> Progress:
+    """A progress callback that logs at most every `every_s` seconds (and at the end)."""
+    last = [0.0]
+
+    def progress(done: int, total: int) -> None:
+        if done >= total or time.perf_counter() - last[0] > every_s:
+            last[0] = time.perf_counter()
+            log.warning("%s: %d/%d", what, done, total)
+
+    return progress
+
+
+def build_bm25(store, analyzer: str | None = None, progress: Progress | None = None,
+               batch_size: int = 50_000) -> BM25Index:
+    """BM25 over the store's active rows, with the store's recorded analyzer unless one is given."""
+    if analyzer is None:
+        ident = store.identity()
+        analyzer = ident.analyzer if ident is not None else "plain"
+    idx = BM25Index(tokenizer=make_tokenizer(analyzer))
+    total = store.count(active_only=True)
+    done = 0
+    for ids, texts, scopes in store.scan_text(batch_size):
+        idx.add_documents(zip(ids, texts, scopes))
+        done += len(ids)
+        if progress:
+            progress(done, total)
+    if progress and total == 0:
+        progress(0, 0)
+    return idx
+
+
+def open_sparse(ws, progress: Progress | None = None):
+    """The Workspace's sparse index (call with its write lock held): the FTS reader, the saved BM25
+    sidecar when it matches the table version and analyzer, else BM25 built from the store."""
+    from retrieval.sparse.fts import LanceFtsSparse
+
+    store = ws.store
+    version = store.version()
+    ident = store.identity()
+    analyzer = ident.analyzer if ident is not None else "plain"
+    ws._bm25_version = version
+    if ws.sparse == "fts":
+        return LanceFtsSparse(store, analyzer)
+    path = ws.bm25_path
+    if path is not None and path.is_file():
+        try:
+            idx = BM25Index.load(path, tokenizer=make_tokenizer(analyzer))
+            built_from = (idx.source or {}).get("table_version")
+            if built_from == version:
+                return idx
+            log.warning("BM25 sidecar %s was built from table version %s but the store is at %s; rebuilding",
+                        path, built_from, version)
+        except ValueError as exc:
+            log.warning("%s; rebuilding from the store", exc)
+    elif path is not None and version > 0:
+        log.warning("no BM25 sidecar at %s; building it from the store", path)
+    elif path is None and version > 0:
+        log.warning("no BM25 sidecar beside %s (remote or inspected in place); building BM25 in memory", store.uri)
+    idx = build_bm25(store, analyzer, progress or ws.progress or log_progress(f"BM25 from {store.uri}"))
+    ws._save(idx, version)
+    return idx
+
+
+def set_analyzer(ws, name: str, progress: Progress | None = None):
+    """Record the store's BM25 analyzer and rebuild its sparse side with it (with progress)."""
+    from retrieval.store.identity import check_analyzer
+
+    check_analyzer(name)
+    store = ws.store
+    with store.write_lock():
+        if store.identity() is None:
+            store.new_analyzer = name  # recorded when the table is created
+        else:
+            store.record_identity(analyzer=name)
+        if ws.sparse == "fts":
+            idx = open_sparse(ws)
+            idx.ensure_index(replace=True)
+        else:
+            idx = build_bm25(store, name, progress)
+            ws._bm25_version = store.version()
+            ws._save(idx, ws._bm25_version)
+        ws._bm25 = idx
+    return idx
+
+
+def sparse_status(ws) -> dict:
+    """What the store was built with, for Home and `status`: embedder name + dim, analyzer, sparse backend."""
+    ident = ws.store.identity()
+    return {"embedder": ident.embedder if ident else None, "dim": ident.dim if ident else None,
+            "analyzer": ident.analyzer if ident else ws.store.new_analyzer, "sparse": ws.sparse,
+            "table": ws.store.table_name, "in_place": not ws.store.columns.native}

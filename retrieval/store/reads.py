@@ -1,0 +1,147 @@
+"""Reading traces by id, scope and substring, and streaming them out; a mixin of MemoryStore.
+
+Every filter runs inside LanceDB (no Python scan of every row): the Corpus browse pushes its scope
+and substring filters down and sorts only the matching ids (one Arrow column) before fetching a page.
+"""
+from __future__ import annotations
+
+from typing import Iterator, Sequence
+
+import numpy as np
+
+from retrieval.store.rows import from_row
+from retrieval.types import MemoryTrace, Scope
+
+SCAN_BATCH = 50_000
+
+
+class StoreReads:
+    """Needs `_table()` and `columns` (a bound ColumnMap) from the class it is mixed into."""
+
+    def _where(self, scopes: Sequence[Scope] | None = None, active_only: bool = False, *extra: str | None) -> str | None:
+        parts = []
+        sf = self.columns.scope_filter(scopes)
+        if sf:
+            parts.append(f"({sf})")
+        if active_only and self.columns.active_filter():
+            parts.append(self.columns.active_filter())
+        parts += [f"({e})" for e in extra if e]
+        return " AND ".join(parts) or None
+
+    def count(self, scope: Scope | None = None, active_only: bool = False) -> int:
+        tbl = self._table()
+        if tbl is None:
+            return 0
+        where = self._where([scope] if scope is not None else None, active_only)
+        return tbl.count_rows(where) if where else tbl.count_rows()
+
+    def _scope_column_pairs(self) -> list[tuple[str, str]]:
+        tbl = self._table()
+        if tbl is None or tbl.count_rows() == 0:
+            return []
+        cols = self.columns
+        sel = {k: f"`{getattr(cols, k)}`" for k in ("scope", "scope_id") if getattr(cols, k)} if not cols.native \
+            else ["scope", "scope_id"]
+        if not sel:
+            return [(cols.default_scope, cols.default_scope_id)] * tbl.count_rows()
+        data = tbl.search().select(sel).limit(None).to_arrow()
+        rows = [cols.normalize({"id": "", **r}) for r in data.to_pylist()] if not cols.native else None
+        if rows is not None:
+            return [(r["scope"], r["scope_id"]) for r in rows]
+        return list(zip(data["scope"].to_pylist(), data["scope_id"].to_pylist()))
+
+    def scopes(self) -> list[Scope]:
+        return list(self.scope_counts())
+
+    def scope_counts(self) -> dict[Scope, int]:
+        cache = self._row_cache()
+        if cache is not None:  # a million rows: no Python pass over every scope column
+            return {Scope(*k): v for k, v in sorted(cache.scope_counts().items())}
+        out: dict[tuple[str, str], int] = {}
+        for pair in self._scope_column_pairs():
+            out[pair] = out.get(pair, 0) + 1
+        return {Scope(*k): v for k, v in sorted(out.items())}
+
+    def _fetch_rows(self, where: str | None, with_vectors: bool, limit: int | None = None) -> list[dict]:
+        tbl = self._table()
+        if tbl is None:
+            return []
+        q = tbl.search().select(self.columns.select(with_vectors))
+        if where:
+            q = q.where(where)
+        return [self.columns.normalize(r) for r in q.limit(limit).to_arrow().to_pylist()]
+
+    def get(self, ids: Sequence[str]) -> list[MemoryTrace]:
+        """Traces for `ids` in the given order; unknown ids are skipped."""
+        ids = [i for i in dict.fromkeys(ids) if isinstance(i, str)]
+        if not ids:
+            return []
+        cache = self._row_cache()
+        rows = cache.rows(ids) if cache is not None else self._fetch_rows(self.columns.ids_filter(ids), False)
+        found = {r["id"]: from_row(r) for r in rows}
+        return [found[i] for i in ids if i in found]
+
+    def get_with_vectors(self, ids: Sequence[str], scopes: Sequence[Scope] | None = None,
+                         active_only: bool = True) -> dict[str, tuple[MemoryTrace, np.ndarray]]:
+        ids = list(dict.fromkeys(i for i in ids if isinstance(i, str)))
+        if not ids:
+            return {}
+        cache = self._row_cache()
+        if cache is None:
+            rows = self._fetch_rows(self._where(scopes, active_only, self.columns.ids_filter(ids)), True)
+            return {r["id"]: (from_row(r), np.asarray(r["vector"], dtype=np.float32)) for r in rows}
+        # Filter on the copy, then read only the vectors from LanceDB (two columns, not nineteen).
+        allowed = None if scopes is None else {(s.scope, s.scope_id) for s in scopes}
+        rows = [r for r in cache.rows(ids) if (not active_only or r["is_active"])
+                and (allowed is None or (r["scope"], r["scope_id"]) in allowed)]
+        if not rows:
+            return {}
+        by_id = cache.exact_vectors([r["id"] for r in rows])
+        return {r["id"]: (from_row(r), by_id[r["id"]]) for r in rows if r["id"] in by_id}
+
+    def browse(self, scope: Scope | None = None, contains: str | None = None, limit: int = 200,
+               offset: int = 0) -> list[MemoryTrace]:
+        """Traces for the Corpus page, sorted by id; `contains` is a case-insensitive substring of the
+        text or the id. Filtered inside LanceDB; only the matching ids are sorted here."""
+        tbl = self._table()
+        if tbl is None or limit <= 0:
+            return []
+        import pyarrow.compute as pc
+
+        where = self._where([scope] if scope is not None else None, False,
+                            self.columns.text_filter(contains) if contains else None)
+        q = tbl.search().select({"id": f"`{self.columns.id}`"})
+        ids = (q.where(where) if where else q).limit(None).to_arrow()["id"]
+        page = pc.take(ids, pc.sort_indices(ids))[offset:offset + limit].to_pylist()
+        return self.get([str(i) for i in page])
+
+    def all_traces(self) -> list[MemoryTrace]:
+        return [from_row(r) for r in self._fetch_rows(None, False)]
+
+    def scan_text(self, batch_size: int = SCAN_BATCH, active_only: bool = True
+                  ) -> Iterator[tuple[list[str], list[str], list[Scope]]]:
+        """`(ids, texts, scopes)` per batch of (active) rows, streamed: what BM25 needs, nothing more."""
+        tbl = self._table()
+        if tbl is None:
+            return
+        cols = self.columns
+        sel = {k: v for k, v in cols.select(False).items()} if not cols.native else None
+        sel = {k: sel[k] for k in ("id", "content", "scope", "scope_id") if k in sel} if sel else \
+            ["id", "content", "scope", "scope_id"]
+        q = tbl.search().select(sel)
+        where = self._where(None, active_only)
+        if where:
+            q = q.where(where)
+        memo: dict[tuple[str, str], Scope] = {}
+        for batch in q.limit(None).to_batches(batch_size):
+            rows = batch.to_pylist()
+            if not cols.native:
+                rows = [cols.normalize(r) for r in rows]
+            scopes = []
+            for r in rows:
+                key = (r["scope"], r["scope_id"])
+                s = memo.get(key)
+                if s is None:
+                    s = memo[key] = Scope(*key)
+                scopes.append(s)
+            yield [r["id"] for r in rows], [r["content"] or "" for r in rows], scopes

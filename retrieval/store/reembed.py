@@ -1,0 +1,69 @@
+"""Re-embed every trace of a store with another embedder (SPEC §15), in batches, with progress.
+
+Nothing is lost if it fails midway: the new rows (same ids, text and cognitive fields, new vectors)
+are written to a staging table first; the store's table is replaced only once the staging table
+is complete, in one atomic LanceDB commit (an overwrite: a new table version with the new schema
+and the new identity recorded on it; the old version stays in the table's history). A staging
+table left by a crash is dropped by the next run. Indexes (id, ANN, full-text) are rebuilt after.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+import numpy as np
+
+from retrieval.store.identity import StoreIdentity
+from retrieval.store.rows import SCALAR_COLUMNS, schema
+
+log = logging.getLogger(__name__)
+
+STAGING_SUFFIX = "__reembed"
+BATCH = 256
+
+
+def reembed(store, embedder, progress: Callable[[int, int], None] | None = None, batch_size: int = BATCH) -> dict:
+    """Re-embed `store` (a MemoryStore) with `embedder`; returns {"rows", "from", "to"}."""
+    import pyarrow as pa
+
+    store._check_writable()
+    with store.write_lock():
+        tbl = store._table()
+        if tbl is None:
+            raise ValueError(f"store {store.uri!r} has no table {store.table_name!r} to re-embed")
+        old = store.identity()
+        new = StoreIdentity(getattr(embedder, "name", None), int(embedder.dim), old.analyzer)
+        sch = schema(new.dim)
+        sch = sch.set(sch.get_field_index("vector"), sch.field("vector").with_metadata(new.metadata()))
+        staging_name = store.table_name + STAGING_SUFFIX
+        if staging_name in store.db.table_names():
+            log.warning("dropping a staging table %s left by an interrupted re-embed", staging_name)
+            store.db.drop_table(staging_name)
+        staging = store.db.create_table(staging_name, schema=sch)
+        total, done = tbl.count_rows(), 0
+        try:
+            for batch in tbl.search().select(list(SCALAR_COLUMNS)).limit(None).to_batches(batch_size):
+                texts = batch.column("content").to_pylist()
+                vecs = np.asarray(embedder.embed(texts), dtype=np.float32)
+                if vecs.shape != (len(texts), new.dim):
+                    raise ValueError(f"embedder returned shape {vecs.shape}, expected ({len(texts)}, {new.dim})")
+                cols = {name: batch.column(name) for name in SCALAR_COLUMNS}
+                cols["vector"] = pa.FixedSizeListArray.from_arrays(pa.array(vecs.reshape(-1)), new.dim)
+                staging.add(pa.Table.from_pydict(cols, schema=sch))
+                done += len(texts)
+                if progress:
+                    progress(done, total)
+            if staging.count_rows() != total:
+                raise ValueError(f"staging table holds {staging.count_rows()} rows, expected {total}; store unchanged")
+            reader = pa.RecordBatchReader.from_batches(sch, staging.search().limit(None).to_batches(8192))
+            tbl.add(reader, mode="overwrite")  # the one atomic swap
+        finally:
+            store.db.drop_table(staging_name)
+        store._embedder = embedder
+        store._plan_cache.clear()
+        try:
+            tbl.create_scalar_index("id", index_type="BTREE", replace=True)
+        except Exception as exc:  # an optimisation; searching works without it
+            log.warning("could not index id: %s", exc)
+        store._maintain_index()
+    return {"rows": total, "from": old.describe(), "to": new.describe()}

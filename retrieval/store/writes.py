@@ -1,0 +1,124 @@
+"""Writing traces: upsert, delete, (de)activate, and the index upkeep after a write; a mixin of
+MemoryStore. Every write holds the store's write lock and tells the row copy (store/row_copy.py) what it
+changed, so a large store's copy advances without a rebuild."""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+import numpy as np
+
+from retrieval.store.ann import ANN_MIN_ROWS
+from retrieval.store.row_copy import OVERLAY_MAX
+from retrieval.store.identity import StoreIdentity, read_identity, write_identity
+from retrieval.store.rows import ids_filter, to_row
+from retrieval.types import MemoryTrace
+
+log = logging.getLogger(__name__)
+
+ADD_BATCH = 256
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class AddReport:
+    written: int = 0
+    duplicates: list[str] = field(default_factory=list)  # ids repeated in one batch (last kept)
+
+
+class StoreWrites:
+    """Needs the rest of MemoryStore: `_table()`, `embedder`, `write_lock()`, `_check_writable()`,
+    the row copy's `_row_copy_write()` / `_rows_unchanged()` and the ANN index's methods."""
+
+    def add(self, traces: Iterable[MemoryTrace], progress: Progress | None = None,
+            batch_size: int = ADD_BATCH) -> int:
+        """Upsert traces by id. The whole batch is validated before anything is written.
+
+        Ids repeated inside the batch: the last one wins; they are listed in `last_add_report`.
+        `progress(done, total)` is called after each embedded batch.
+        """
+        self._check_writable()
+        traces = list(traces)
+        for t in traces:
+            if not isinstance(t, MemoryTrace):
+                raise ValueError(f"add() takes MemoryTrace objects, got {type(t).__name__}")
+            t.validate()
+        unique: dict[str, MemoryTrace] = {}
+        dups: list[str] = []
+        for t in traces:
+            if t.id in unique:
+                dups.append(t.id)
+                del unique[t.id]  # keep batch order of the last occurrence
+            unique[t.id] = t
+        if dups:
+            log.warning("%d duplicate id(s) in one batch; the last occurrence of each was kept: %s",
+                        len(dups), ", ".join(sorted(set(dups))[:10]))
+        batch = list(unique.values())
+        self.last_add_report = AddReport(written=0, duplicates=sorted(set(dups)))
+        if not batch:
+            return 0
+        vecs = []
+        total = len(batch)
+        for start in range(0, total, batch_size):
+            chunk = batch[start:start + batch_size]
+            v = np.asarray(self.embedder.embed([t.content for t in chunk]), dtype=np.float32)
+            if v.shape != (len(chunk), self.embedder.dim):
+                raise ValueError(f"embedder returned shape {v.shape}, expected ({len(chunk)}, {self.embedder.dim})")
+            vecs.append(v)
+            if progress:
+                progress(min(start + batch_size, total), total)
+        vecs = np.concatenate(vecs)
+        rows = [to_row(t, v) for t, v in zip(batch, vecs)]
+        with self.write_lock():
+            tbl = self._table(create=True)
+            with self._row_copy_write(tbl) as change:
+                # Always an upsert, also into an empty table: two writers of one id leave one row.
+                tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(rows)
+                change["upserts"] = rows
+            self.last_add_report.written = len(rows)
+            if read_identity(tbl).embedder is None:  # a store from before identities: record it now
+                with self._rows_unchanged(tbl):
+                    write_identity(tbl, StoreIdentity(getattr(self.embedder, "name", None), self.dim,
+                                                      read_identity(tbl).analyzer))
+            self._maintain_index()
+        return len(rows)
+
+    def _maintain_index(self) -> None:
+        """Build the vector index once the table passes ANN_MIN_ROWS; fold in a large unindexed tail."""
+        rows = self._table().count_rows()
+        if not self._has_ann():
+            if rows >= ANN_MIN_ROWS:
+                self.ensure_ann_index(min_rows=ANN_MIN_ROWS)
+            return
+        unindexed = self.index_state()["unindexed_rows"]
+        if unindexed > max(10_000, rows // 10):  # a flat scan of the tail would start to cost
+            self._table().optimize()  # compaction moves row ids: the row copy is rebuilt on next read
+
+    def delete(self, ids: Iterable[str]) -> int:
+        self._check_writable()
+        ids = [i for i in ids if isinstance(i, str)]
+        tbl = self._table()
+        if tbl is None or not ids:
+            return 0
+        with self.write_lock(), self._row_copy_write(tbl) as change:
+            before = tbl.count_rows()
+            tbl.delete(ids_filter(ids))
+            change["deleted"] = ids
+            return before - tbl.count_rows()
+
+    def set_active(self, ids: Iterable[str], active: bool) -> None:
+        self._check_writable()
+        tbl = self._table()
+        ids = list(ids)
+        if tbl is not None and ids:
+            with self.write_lock(), self._row_copy_write(tbl) as change:
+                cache = self._row_cache_obj
+                if cache is not None and cache.version == tbl.version and len(ids) <= OVERLAY_MAX:
+                    # an update rewrites the rows (new row ids): keep their vectors from before it
+                    vecs = cache.exact_vectors(ids)
+                    change["upserts"] = [{**r, "is_active": bool(active), self.columns.vector: vecs[r["id"]]}
+                                         for r in cache.rows(ids) if r["id"] in vecs]
+                tbl.update(where=ids_filter(ids), values={"is_active": bool(active)})
+

@@ -1,0 +1,333 @@
+"""A store URI opened as a whole: traces (LanceDB), the BM25 index beside them, and the facts (SPEC §12).
+
+The one write path. Every ingest, delete or activation change goes to all three, under the store's
+write lock (a thread lock, and a file lock across processes for a local store). Crash safety:
+- LanceDB commits are atomic; what it committed is the truth.
+- The BM25 sidecar records the table version it was built from; on open, or when another process
+  moved the table on, BM25 is re-synced from the store (a missing, stale or unreadable sidecar is
+  rebuilt with a warning; a read-only store keeps the index in memory).
+- Facts: before the traces are written, the ids whose facts must follow them are written to a
+  small journal file; it is removed once the facts are stored. A journal left by a crash (or by a
+  facts table that failed) is replayed on the next open or write: facts of present, active traces
+  are re-extracted (idempotent upsert), facts of absent or inactive ones deleted.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+from retrieval.access import ReadOnlyError, demo_mode_from_env
+from retrieval.workspace.audit import AuditLog, scopes_of
+from retrieval.bm25.index import BM25Index
+from retrieval.sparse.build import check_sparse, open_sparse, set_analyzer, sparse_status
+from retrieval.store.memory import MemoryStore
+from retrieval.types import MemoryTrace
+
+log = logging.getLogger(__name__)
+
+BM25_FILE = "bm25.npz"
+JOURNAL_DIR = ".facts-pending"
+
+
+def is_local_uri(uri: str) -> bool:
+    return "://" not in uri or uri.startswith("file://")
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    written: int = 0
+    duplicates: tuple[str, ...] = ()
+    facts: int = 0
+    fact_warnings: tuple[str, ...] = ()
+
+
+class Workspace:
+    def __init__(self, uri: str = "data/lancedb", embedder=None, clock=None, fact_extractor="rule", *,
+                 table: str = "traces", columns=None, sparse: str = "bm25", progress=None, **store_kw):
+        self.uri = str(uri)
+        self.store = MemoryStore(self.uri, embedder=embedder, clock=clock, table=table, columns=columns, **store_kw)
+        self.sparse, self.progress = check_sparse(sparse), progress  # bm25 | fts; progress of a BM25 build
+        self._fact_extractor = fact_extractor
+        self._bm25: BM25Index | None = None
+        self._bm25_version = -1  # table version the in-memory BM25 reflects
+        self._open_lock = threading.Lock()
+        self._facts = None
+        self.read_only = self.store.read_only  # or set when the sidecar cannot be written; BM25 lives in memory
+        self.demo_mode = demo_mode_from_env()  # read-only demo (RETRIEVAL_MODE=demo): every write refuses
+        self.audit = AuditLog(self.uri)  # who wrote what, beside the traces (retrieval.workspace.audit)
+
+    def __repr__(self) -> str:
+        return f"Workspace(uri={self.uri!r})"
+
+    @property
+    def _root(self) -> Path | None:
+        return Path(self.uri.removeprefix("file://")) if is_local_uri(self.uri) else None
+
+    @property
+    def bm25_path(self) -> Path | None:
+        """The sidecar beside a local store; remote stores rebuild the index from the store on open."""
+        name = BM25_FILE if self.store.table_name == "traces" else f"{self.store.table_name}.{BM25_FILE}"
+        return self._root / name if self._root is not None and self.sparse == "bm25" and self.store.columns.native else None
+
+    @property
+    def bm25(self) -> BM25Index:
+        if self._bm25 is None:
+            with self._open_lock:
+                if self._bm25 is None:
+                    with self.store.write_lock():  # no commit lands between reading the version and the rows
+                        self._bm25 = self._open_bm25()
+                        self._replay_journals()
+        return self._bm25
+
+    def _open_bm25(self) -> BM25Index:
+        return open_sparse(self)  # the FTS reader, the sidecar if in step, else BM25 built with progress
+
+    def set_analyzer(self, name: str, progress: Callable[[int, int], None] | None = None):
+        """Record the store's BM25 analyzer (plain | english-stem) and rebuild the sparse side with progress."""
+        self._check_writable("set_analyzer")
+        return set_analyzer(self, name, progress)
+
+    def rebuild_bm25(self) -> BM25Index:
+        """Re-sync BM25 with every trace in the store (one atomic batch) and save it."""
+        with self.store.write_lock():
+            version = self.store.version()
+            self.bm25.sync(self.store.all_traces() if self.sparse == "bm25" else (), complete=True)
+            self._bm25_version = version
+            self._save(self.bm25, version)
+        return self.bm25
+
+    def refresh(self) -> bool:
+        """Catch up with commits made by another process (the CLI while the app runs) and with a
+        journal a crashed writer left. Returns True when something was re-synced."""
+        with self.store.write_lock():
+            return self._catch_up()
+
+    def refresh_if_stale(self) -> bool:
+        """`refresh` only when needed: one table-version read and one directory listing, no lock.
+
+        What the app calls on every rerun, so a trace the CLI wrote is searchable without a restart.
+        """
+        if self._bm25 is not None and self.store.version() == self._bm25_version and not self._journal_files():
+            return False
+        return self.refresh()
+
+    def _catch_up(self) -> bool:
+        """Call with the write lock held."""
+        bm25 = self.bm25
+        changed = self._replay_journals()
+        version = self.store.version()
+        if version != self._bm25_version:
+            log.warning("the store moved from table version %s to %s outside this Workspace; re-syncing BM25",
+                        self._bm25_version, version)
+            bm25.sync(self.store.all_traces() if self.sparse == "bm25" else (), complete=True)
+            self._bm25_version = version
+            self._save(bm25, version)
+            changed = True
+        return changed
+
+    def _save(self, idx: BM25Index, version: int) -> None:
+        path = self.bm25_path
+        if path is None or self.read_only:
+            return
+        try:
+            idx.save(path, source={"table": self.store.table_name, "table_version": version})
+        except OSError as exc:
+            self.read_only = True
+            log.warning("cannot write the BM25 sidecar %s (%s); keeping the index in memory", path, exc)
+
+    def save(self) -> None:
+        if self._bm25 is not None:
+            with self.store.write_lock():
+                self._save(self._bm25, self._bm25_version)
+
+    # ------------------------------------------------------------------ facts
+    @property
+    def facts(self):
+        if self._facts is None:
+            from retrieval.facts import FactStore
+
+            self._facts = FactStore(self.uri)
+        return self._facts
+
+    def extractor(self):
+        if self._fact_extractor in (None, "none"):
+            return None
+        if self._fact_extractor == "rule":
+            from retrieval.facts import RuleFactExtractor
+
+            return RuleFactExtractor()
+        return self._fact_extractor
+
+    def _journal_files(self) -> list[Path]:
+        root = self._root
+        return sorted((root / JOURNAL_DIR).glob("*.json")) if root is not None and (root / JOURNAL_DIR).is_dir() else []
+
+    def _journal(self, ids: list[str]) -> Path | None:
+        """Record, before writing, the ids whose facts must follow the store (fsynced)."""
+        root = self._root
+        if root is None or not ids or self.store.read_only:
+            return None
+        d = root / JOURNAL_DIR
+        d.mkdir(parents=True, exist_ok=True)
+        path = d / f"{uuid.uuid4().hex}.json"
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump({"ids": ids}, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        return path
+
+    def _sync_facts(self, ids: list[str], journal: Path | None) -> tuple[int, list[str]]:
+        """Bring the facts of `ids` in step with the store; the journal goes once that succeeded."""
+        extractor = self.extractor()
+        try:
+            present = {t.id: t for t in self.store.get(ids)}
+            gone = [i for i in ids if i not in present or not present[i].is_active]
+            n, warnings = 0, []
+            if gone and (self.facts.count() or 0):
+                for i in gone:
+                    self.facts.delete_for_trace(i)
+            if extractor is not None:
+                from retrieval.facts import extract_for_traces
+
+                n, warnings = extract_for_traces(self.facts, extractor, [t for t in present.values() if t.is_active])
+        except Exception as exc:  # a broken facts table must not undo, or hide, the trace writes
+            msg = (f"facts for {len(ids)} trace(s) were not updated ({type(exc).__name__}: {exc}); "
+                   "the traces are stored and searchable; the facts are retried on the next open")
+            log.warning(msg)
+            return 0, [msg]
+        if journal is not None:
+            try:
+                journal.unlink(missing_ok=True)
+            except OSError as exc:  # read-only store: it is replayed (harmlessly) again next time
+                log.warning("cannot remove the facts journal %s: %s", journal, exc)
+        return n, list(warnings)
+
+    def _replay_journals(self) -> bool:
+        files = self._journal_files()
+        for path in files:
+            try:
+                ids = [str(i) for i in json.loads(path.read_text(encoding="utf-8"))["ids"]]
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                log.warning("unreadable facts journal %s (%s); re-extracting facts for every trace", path, exc)
+                ids = [t.id for t in self.store.all_traces()]
+            log.warning("replaying a facts journal left by an interrupted write: %d trace(s)", len(ids))
+            self._sync_facts(ids, path)
+        return bool(files)
+
+    # ------------------------------------------------------------------ writing
+    def ingest(self, traces: Iterable[MemoryTrace], progress: Callable[[int, int], None] | None = None,
+               extract_facts: bool = True, *, actor: str = "local") -> IngestReport:
+        """Store, index and extract facts from traces. Validation failure writes nothing anywhere.
+
+        Once the traces are committed the call does not raise for a facts failure: it is reported in
+        `fact_warnings` and retried on the next open.
+        """
+        self._check_writable("ingest")
+        traces = list(traces)
+        for t in traces:
+            if isinstance(t, MemoryTrace):
+                t.validate()  # before the journal: a rejected batch leaves no trace anywhere
+        latest = {t.id: t for t in traces if isinstance(t, MemoryTrace)}
+        want_facts = extract_facts and self.extractor() is not None
+        with self.store.write_lock():
+            self._catch_up()
+            journal = self._journal(list(latest)) if want_facts else None
+            try:
+                written = self.store.add(traces, progress=progress)
+            except BaseException:
+                if journal is not None and self.store.version() == self._bm25_version:
+                    journal.unlink(missing_ok=True)  # nothing was committed
+                raise
+            dups = tuple(self.store.last_add_report.duplicates)
+            self.bm25.sync(latest.values())
+            self._mark_in_step()
+            n_facts, warnings = self._sync_facts(list(latest), journal) if want_facts else (0, [])
+            self.audit.record(actor, "ingest", written, scopes_of(latest.values()), list(latest))
+        return IngestReport(written=written, duplicates=dups, facts=n_facts, fact_warnings=tuple(warnings))
+
+    def delete(self, ids: Iterable[str], *, actor: str = "local") -> int:
+        self._check_writable("delete")
+        ids = [i for i in dict.fromkeys(ids) if isinstance(i, str)]
+        with self.store.write_lock():
+            self._catch_up()
+            journal = self._journal(ids)
+            gone = self.store.get(ids)
+            n = self.store.delete(ids)
+            self.bm25.remove_documents(ids)
+            self._mark_in_step()
+            self._sync_facts(ids, journal)
+            self.audit.record(actor, "delete", n, scopes_of(gone), [t.id for t in gone])
+        return n
+
+    def set_active(self, ids: Iterable[str], active: bool, *, actor: str = "local") -> int:
+        """Activate or deactivate traces: inactive ones leave BM25 and the facts; active ones return."""
+        self._check_writable("activate" if active else "deactivate")
+        ids = [i for i in dict.fromkeys(ids) if isinstance(i, str)]
+        with self.store.write_lock():
+            self._catch_up()
+            journal = self._journal(ids)
+            self.store.set_active(ids, active)
+            traces = self.store.get(ids)
+            self.bm25.sync(traces)
+            self._mark_in_step()
+            self._sync_facts(ids, journal)
+            self.audit.record(actor, "activate" if active else "deactivate", len(traces), scopes_of(traces),
+                              [t.id for t in traces])
+        return len(traces)
+
+    def _check_writable(self, action: str) -> None:
+        if self.demo_mode:
+            raise ReadOnlyError(f"{action} refused: the app runs read-only (demo mode, RETRIEVAL_MODE=demo)")
+
+    def _mark_in_step(self) -> None:
+        """After our own commit (write lock held, so no other writer's commit is in between)."""
+        self._bm25_version = self.store.version()
+        self._save(self.bm25, self._bm25_version)
+
+    def retriever(self, **kwargs):
+        from retrieval.hybrid import HybridRetriever
+
+        kwargs.setdefault("fact_store", self.facts)
+        return HybridRetriever(self.store, bm25=self.bm25, writer=self, **kwargs)
+
+    def status(self) -> dict:
+        """What the Home page and `python -m retrieval status` show. A local path that does not
+        exist is reported as such (`exists: False`) and is not created."""
+        root = self._root
+        if root is not None and not root.exists():
+            return {"uri": self.uri, "exists": False, "traces": 0, "bm25_documents": 0, "facts": 0, "scopes": {},
+                    "ann_index": False, "ann_type": None, "unindexed_rows": 0, "in_step": True, "table_version": 0,
+                    "bm25_table_version": 0, "facts_pending": 0, "read_only": False}
+        state = self.store.index_state()
+        bm25 = self.bm25
+        try:
+            n_facts = self.facts.count()
+        except Exception as exc:  # status must render even when the fact table is unreadable
+            log.warning("fact count failed: %s", exc)
+            n_facts = 0
+        version = self.store.version()
+        pending = len(self._journal_files())
+        return {
+            "uri": self.uri,
+            "exists": True,
+            "traces": state["rows"],
+            "bm25_documents": len(bm25),
+            "facts": n_facts,
+            "scopes": {str(k): v for k, v in self.store.scope_counts().items()},
+            "ann_index": state["ann_index"],
+            "ann_type": state["ann_type"],
+            "unindexed_rows": state["unindexed_rows"],
+            "in_step": (version == self._bm25_version and pending == 0
+                        and len(bm25) == self.store.count(active_only=True)),
+            "table_version": version,
+            "bm25_table_version": self._bm25_version,
+            "facts_pending": pending,
+            "read_only": self.read_only,
+            **sparse_status(self),
+        }
