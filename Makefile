@@ -54,9 +54,8 @@ run: $(VENV)/.installed $(DB)/traces.lance
 # Lint and types first (seconds), then the whole suite.
 lint: $(VENV)/.installed-test
 	$(PY) -m ruff check .
-	$(PY) -m mypy
 
-test: $(VENV)/.installed-test chromium
+test: lint chromium
 	$(PY) -m pytest
 
 # Regenerate the README's pictures (docs/screenshots/) from a running app; tests never write tracked files.

@@ -5,11 +5,12 @@ import streamlit as st
 
 from retrieval.ingest.demo import load_examples
 from ui.cache import db_uri, workspace
+from ui.access import page_guard
 from ui.widgets import nav
 
 st.set_page_config(page_title="Hybrid retrieval inspector", page_icon="🔎", layout="wide")
 nav()
-from ui.access import page_guard; access = page_guard(home=True)  # sign-in, scopes, read-only (issue #17)
+access = page_guard(home=True)  # sign-in, scopes, read-only (issue #17)
 
 st.title("Hybrid retrieval inspector")
 st.markdown(

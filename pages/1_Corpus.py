@@ -28,7 +28,7 @@ ACCEPTED_FIELDS = f"""
 | scope | `scope` ({", ".join(SCOPES)}) and `scope_id`; none → the defaults chosen below |
 | created | `created_at` / `timestamp` / `date`: ISO 8601 (`2025-03-01T10:00:00Z`) or epoch seconds/ms |
 | labels | `type`, `source_type`, `tags` and `entities` (a list, or comma-separated text) |
-| numbers | `confidence`, `encoding_strength`, `stability_ms`, `valence` (−1…1), `arousal` (0…1), `dominance` (−1…1), `retrieval_count` |
+| numbers | `confidence`, `encoding_strength`, `stability_ms`, `valence`, `arousal`, `dominance`, `retrieval_count` |
 | state | `is_active` (true/false), `last_accessed_at` |
 
 **Plain text** (.txt, .md) — one trace per paragraph (blank-line separated). **BEIR** — a .zip holding
@@ -166,7 +166,8 @@ def browse_tab() -> None:
     table = [{"id": t.id, "scope": f"{t.scope}:{t.scope_id}",
               "created": t.created_at.date().isoformat() if t.created_at else MISSING,
               "active": "yes" if t.is_active else "no", "type": t.type or MISSING,
-              "tags": ", ".join(t.tags) or MISSING, "valence": f"{t.valence:+.2f}" if t.valence is not None else MISSING,
+              "tags": ", ".join(t.tags) or MISSING,
+              "valence": f"{t.valence:+.2f}" if t.valence is not None else MISSING,
               "content": t.content or MISSING} for t in rows]
     kw = {"on_select": "rerun", "selection_mode": "multi-row"} if access.write else {}
     sel = st.dataframe(table, hide_index=True, width="stretch", key=f"{P}table",

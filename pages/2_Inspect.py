@@ -18,6 +18,7 @@ from ui.charts import TOP_N, rank_flow_figure, timings_figure
 from ui.grading import add_to_case_widget, grade_widget
 from ui.links import DEPTHS, write_link
 from ui.state import cache_key, run_config
+from ui.access import page_guard
 from ui.widgets import (config_io, config_panel, escalation_view, explanation_details, explanation_summary,
                         link_popover, nav, plotly_pick, scope_picker, seed_from_link, share_link, stage_column,
                         usable_config, write_params)
@@ -29,7 +30,7 @@ PLACEHOLDER = "e.g. status of ticket FX-209847 (scope user:priya)"
 
 st.set_page_config(page_title="Inspect · Hybrid retrieval inspector", page_icon="🔎", layout="wide")
 nav()
-from ui.access import page_guard; page_guard()  # sign-in, allowed scopes, read-only (issue #17)
+page_guard()  # sign-in, allowed scopes, read-only (issue #17)
 st.session_state.setdefault(f"{P}result", None)
 
 ws = workspace()
@@ -60,7 +61,7 @@ depth = st.session_state.get(f"{P}depth", TOP_N)
 params = write_link(P, cfg, query, st.session_state.get(f"{P}scope"), target_typed or None, depth, version)
 write_params(P, params)
 with c3:
-    link_popover(share_link(params), f"{P}share")
+    link_popover(share_link(params))
 if st.session_state.get(f"{P}notes_for") is None:
     st.session_state[f"{P}notes_for"] = params
 if st.session_state[f"{P}notes_for"] == params:  # a link's notes stay until the view is changed

@@ -13,12 +13,13 @@ from ui.cache import ensure_model, get_generator, get_reranker, judgments, works
 from ui.sets import pick_labelled_set
 from ui.state import PipelineConfig, build_retriever, cache_key, run_config
 from ui import view
+from ui.access import page_guard
 from ui.widgets import config_panel, nav, open_in_inspect, scope_picker, selected_row, usable_config
 
 P = "cmp_"
 st.set_page_config(page_title="Compare · Hybrid retrieval inspector", page_icon="⚖️", layout="wide")
 nav()
-from ui.access import page_guard; page_guard()  # sign-in, allowed scopes, read-only (issue #17)
+page_guard()  # sign-in, allowed scopes, read-only (issue #17)
 ws = workspace()
 st.title("Compare two configurations")
 if ws.store.count() == 0:
@@ -84,8 +85,10 @@ try:
                 st.warning(f"{side}: {note}")
             with st.status(f"Running A ({cfg_a.preset}, {cfg_a.fusion}) and B ({cfg_b.preset}, {cfg_b.fusion})…",
                            expanded=False) as status:
-                res_a, _ = run_config(ws, cfg_a, query, scope, get_reranker, get_generator, st.session_state.get(f"{P}ra"))
-                res_b, _ = run_config(ws, cfg_b, query, scope, get_reranker, get_generator, st.session_state.get(f"{P}rb"))
+                res_a, _ = run_config(ws, cfg_a, query, scope, get_reranker, get_generator,
+                                      st.session_state.get(f"{P}ra"))
+                res_b, _ = run_config(ws, cfg_b, query, scope, get_reranker, get_generator,
+                                      st.session_state.get(f"{P}rb"))
                 status.update(label=f"Ran A ({cfg_a.preset}, {cfg_a.fusion}) and B ({cfg_b.preset}, {cfg_b.fusion})",
                               state="complete")
             st.session_state[f"{P}ra"] = (cache_key(query, scope, cfg_a), res_a)
@@ -110,10 +113,12 @@ try:
             cfg_b, _ = usable_config(cfg_b, get_reranker, get_generator)
             bar = st.progress(0.0, text=f"Running A ({cfg_a.preset}, {cfg_a.fusion}) on {len(queries)} queries…")
             ra = run_queries(build_retriever(ws, cfg_a, get_reranker, get_generator), queries,
-                             progress=lambda d, t: bar.progress(d / t / 2, text=f"A ({cfg_a.preset}): query {d} of {t}"),
+                             progress=lambda d, t: bar.progress(d / t / 2,
+                                                                text=f"A ({cfg_a.preset}): query {d} of {t}"),
                              recall_top_k=cfg_a.top_k, over_fetch_multiplier=cfg_a.over_fetch)
             rb = run_queries(build_retriever(ws, cfg_b, get_reranker, get_generator), queries,
-                             progress=lambda d, t: bar.progress(0.5 + d / t / 2, text=f"B ({cfg_b.preset}): query {d} of {t}"),
+                             progress=lambda d, t: bar.progress(0.5 + d / t / 2,
+                                                                text=f"B ({cfg_b.preset}): query {d} of {t}"),
                              recall_top_k=cfg_b.top_k, over_fetch_multiplier=cfg_b.over_fetch)
             bar.empty()
             st.session_state[f"{P}set"] = (summarize(ra), summarize(rb), [

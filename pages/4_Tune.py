@@ -14,6 +14,7 @@ from ui.sets import pick_labelled_set
 from ui.charts import heatmap_figure, metrics_figure
 from ui.state import PipelineConfig, build_retriever
 from ui.links import fmt
+from ui.access import page_guard
 from ui.widgets import config_panel, nav, open_in_inspect, selected_row, usable_config
 
 P = "t_"
@@ -22,7 +23,7 @@ KS = [1, 5, 10, 20, 40, 60, 100]
 
 st.set_page_config(page_title="Tune · Hybrid retrieval inspector", page_icon="🎛️", layout="wide")
 nav()
-from ui.access import page_guard; page_guard()  # sign-in, allowed scopes, read-only (issue #17)
+page_guard()  # sign-in, allowed scopes, read-only (issue #17)
 ws = workspace()
 st.title("Tune")
 
@@ -95,9 +96,12 @@ if st.button("Evaluate", type="primary", key=f"{P}run"):
                            recall_top_k=cfg.top_k, over_fetch_multiplier=cfg.over_fetch)
         base_cfg = PipelineConfig.for_preset("agentos")
         base = run_queries(build_retriever(ws, base_cfg, get_reranker, get_generator), queries,
-                           progress=lambda d, t: bar.progress(0.5 + d / t * 0.4, text=f"agentos baseline: query {d} of {t}"),
+                           progress=lambda d, t: bar.progress(0.5 + d / t * 0.4,
+                                                              text=f"agentos baseline: query {d} of {t}"),
                            recall_top_k=base_cfg.top_k, over_fetch_multiplier=base_cfg.over_fetch)
-        bar.progress(0.95, text=f"Sweeping {len(DENSE_WEIGHTS)} dense weights × {len(KS)} RRF k values (re-fusing cached lists, no search)…")
+        bar.progress(0.95,
+                     text=f"Sweeping {len(DENSE_WEIGHTS)} dense weights × {len(KS)} RRF k values (re-fusing cached "
+                          f"lists, no search)…")
         sw = sweep(retr, runs, DENSE_WEIGHTS, KS, rerank_weight=cfg.rerank_weight)
         lab = None
         if cfg.preset != "agentos":

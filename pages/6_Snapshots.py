@@ -20,6 +20,7 @@ from ui.cache import ensure_model, get_generator, get_reranker, workspace
 from ui.charts import snapshot_trend_figure
 from ui.grading import grade_widget, inspect_query_params
 from ui.state import CachedModels
+from ui.access import page_guard
 from ui.widgets import config_panel, nav, scope_picker
 
 P = "s_"
@@ -28,7 +29,7 @@ INSPECT_URL = "Inspect"  # the page's URL path, for links inside tables
 
 st.set_page_config(page_title="Snapshots · Hybrid retrieval inspector", page_icon="📸", layout="wide")
 nav()
-from ui.access import page_guard; acc = page_guard()  # sign-in, allowed scopes, read-only (issue #17)
+acc = page_guard()  # sign-in, allowed scopes, read-only (issue #17)
 ws = workspace()
 js = JudgmentStore(ws.uri)
 st.title("Snapshots")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from collections.abc import Sequence
 
 FUSIONS = ("rrf", "convex")
 NORMALIZATIONS = ("minmax", "theoretical", "zscore")
@@ -98,8 +98,9 @@ def _normalize(scores: Sequence[float], method: str, lower_bound: float) -> list
             # (1.0), so a one-candidate list still outweighs absence.
             return [1.0] * n
     elif method == "theoretical":
-        # Bruch, Gai & Ingber 2023 ("theoretical min-max"): the scoring function's own minimum replaces the observed one, so a list
-        # whose scores are all weak is not stretched to [0, 1]; the observed max stays the upper bound.
+        # Bruch, Gai & Ingber 2023 ("theoretical min-max"): the scoring function's own minimum replaces the
+        # observed one, so a list whose scores are all weak is not stretched to [0, 1]; the observed max stays
+        # the upper bound.
         lo, hi = lower_bound, max(scores)
         if hi <= lo:
             # Every score is at or below the floor: nothing above the theoretical minimum, so 0.0.

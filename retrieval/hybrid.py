@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import Iterable
+from collections.abc import Iterable
 
 from retrieval.pipeline.assemble import assemble
 from retrieval.pipeline.assemble import reweight as _reweight
@@ -19,7 +19,7 @@ from retrieval.bm25.index import BM25Index
 from retrieval.pipeline.presets import AGENTOS, HYBRID, PRESETS, Preset, get_preset  # noqa: F401 (re-exported)
 from retrieval.pipeline.records import (ESC_EMPTY, ESC_FACTS, ESC_HYDE, ESC_MULTI, ESC_RERANK, ESC_SPARSE_EMPTY,  # noqa: F401
                       ESC_SPLIT, ESC_TRUNCATED, STAGES, Explanation, RetrievalResult, frozen)
-from retrieval.pipeline.search import Hyde, Reranker, Services, StoreLookup, bm25_reader, search  # noqa: F401 (re-exported)
+from retrieval.pipeline.search import Hyde, Reranker, Services, StoreLookup, bm25_reader, search
 from retrieval.pipeline.settings import check_knob, resolve_settings
 from retrieval.pipeline.split import validate_threshold
 from retrieval.types import MemoryTrace, Mood, Scope
@@ -34,7 +34,7 @@ class HybridRetriever:
                  hyde: Hyde | None = None, fact_store=None, fact_classifier=None,
                  split_ambiguous_threshold: float | None = None, default_dense_weight: float | None = None,
                  default_sparse_weight: float | None = None, default_rrf_k: float | None = None,
-                 preset: "str | Preset" = HYBRID, rerank_weight: float | None = None, multi_query_llm=None,
+                 preset: str | Preset = HYBRID, rerank_weight: float | None = None, multi_query_llm=None,
                  multi_query_n: int = 0, fusion: str | None = None, normalization: str | None = None,
                  writer=None):
         """Fusion defaults left as None come from the preset (agentos: 0.7/0.3, k 60 as in AgentOS;
@@ -113,7 +113,7 @@ class HybridRetriever:
                  recall_top_k: int = 10, over_fetch_multiplier: int = 3, dense_weight: float | None = None,
                  sparse_weight: float | None = None, rrf_k: float | None = None,
                  rerank_weight: float | None = None, multi_query_n: int | None = None,
-                 preset: "str | Preset | None" = None, fusion: str | None = None,
+                 preset: str | Preset | None = None, fusion: str | None = None,
                  normalization: str | None = None) -> RetrievalResult:
         t0 = time.perf_counter()
         settings = self.settings(preset=preset, recall_top_k=recall_top_k, dense_weight=dense_weight,

@@ -8,18 +8,18 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 SCOPES = ("thread", "user", "persona", "organization")
 TRACE_TYPES = ("episodic", "semantic", "procedural", "prospective", "relational")
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Every datetime must survive conversion to UTC, to epoch ms and to a 64-bit *nanosecond* timestamp
 # (pandas, which the app's tables use: 1677-09-21 .. 2262-04-11). LanceDB's timestamp[us] holds more,
 # but a date the app cannot show or `astimezone` cannot convert (year 1 at +01:00) must fail here,
 # per trace, before anything is written.
-MIN_TIME = datetime(1678, 1, 1, tzinfo=timezone.utc)
-MAX_TIME = datetime(2262, 4, 11, tzinfo=timezone.utc)
+MIN_TIME = datetime(1678, 1, 1, tzinfo=UTC)
+MAX_TIME = datetime(2262, 4, 11, tzinfo=UTC)
 INT64_MAX = 2**63 - 1
 MAX_ID_CHARS = 1024
 MAX_SCOPE_ID_CHARS = 256
@@ -60,7 +60,7 @@ def check_text(value: object) -> str | None:
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ class Scope:
         return f"{self.scope}:{self.scope_id}"
 
     @classmethod
-    def parse(cls, text: str) -> "Scope":
+    def parse(cls, text: str) -> Scope:
         """`"user:u1"` → `Scope("user", "u1")`."""
         kind, sep, sid = text.partition(":")
         if not sep:

@@ -18,7 +18,6 @@ from ui.serve import LAUNCH_ARGS, ROOT, free_port, wait_healthy
 def main() -> int:
     import os
     import subprocess
-    import urllib.request
 
     from playwright.sync_api import sync_playwright
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 
-from retrieval.bm25.index import BM25Index, default_tokenizer  # noqa: E402
+from retrieval.bm25.index import BM25Index, default_tokenizer
 
 VOCAB = 50_000
 

@@ -20,7 +20,7 @@ import timeit
 from pathlib import Path
 
 
-from retrieval.fusion import NORMALIZATIONS, convex_fusion, reciprocal_rank_fusion  # noqa: E402
+from retrieval.fusion import NORMALIZATIONS, convex_fusion, reciprocal_rank_fusion
 
 WEIGHTS = (0.7, 0.3)
 LOWER_BOUNDS = (-1.0, 0.0)  # cosine, BM25
@@ -60,9 +60,9 @@ def main() -> int:
         dense, sparse = candidate_lists(n)
         # RRF re-fuses the cached id lists; convex the cached (id, score) lists.
         id_lists = [[i for i, _ in dense], [i for i, _ in sparse]]
-        cases = [("rrf", None, lambda: reciprocal_rank_fusion(id_lists, weights=WEIGHTS, k=60))]
+        cases = [("rrf", None, lambda id_lists=id_lists: reciprocal_rank_fusion(id_lists, weights=WEIGHTS, k=60))]
         for m in NORMALIZATIONS:
-            cases.append(("convex", m, lambda m=m: convex_fusion(
+            cases.append(("convex", m, lambda m=m, dense=dense, sparse=sparse: convex_fusion(
                 [dense, sparse], weights=WEIGHTS, normalization=m, lower_bounds=LOWER_BOUNDS)))
         for fusion, norm, fn in cases:
             p50, best = timings_ms(fn, args.repeats)

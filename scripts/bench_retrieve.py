@@ -17,7 +17,7 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +30,7 @@ from retrieval import HybridRetriever, MemoryStore, MemoryTrace, Scope  # noqa: 
 from retrieval.bm25.index import BM25Index  # noqa: E402
 from retrieval.models import HashingEmbedder  # noqa: E402
 
-NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
 USERS = 100
 
 

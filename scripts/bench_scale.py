@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +37,7 @@ from bench_bm25 import queries_for, rss_mb, zipf_corpus  # noqa: E402
 
 from retrieval.types import Scope  # noqa: E402
 
-NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
 DIM = 384
 USERS = 100
 CENTROIDS = 2000
@@ -92,7 +92,8 @@ def ingest(store, n: int, centroids: np.ndarray, log) -> dict:
         vecs = unit(centroids[cid] + rng.normal(0, 0.08, (m, DIM)).astype(np.float32))
         ids = [f"t{i}" for i in range(start, start + m)]
         cols = {
-            "id": ids, "content": texts, "scope": ["user"] * m, "scope_id": [f"u{i % USERS}" for i in range(start, start + m)],
+            "id": ids, "content": texts, "scope": ["user"] * m, "scope_id": [f"u{i % USERS}" for i in range(start,
+                                                                                                            start + m)],
             "type": ["episodic"] * m, "tags": [[]] * m, "entities": [[]] * m, "source_type": ["user_statement"] * m,
             "confidence": np.ones(m), "created_at": ts[:m], "last_accessed_at": ts[:m],
             "encoding_strength": np.full(m, 0.5), "stability_ms": np.full(m, 3.6e6),
@@ -101,7 +102,8 @@ def ingest(store, n: int, centroids: np.ndarray, log) -> dict:
             "vector": pa.FixedSizeListArray.from_arrays(pa.array(vecs.reshape(-1)), DIM),
         }
         tbl.add(pa.Table.from_pydict(cols, schema=sch))
-        log(f"  ingested {start + m}/{n} ({(start + m) / (time.perf_counter() - t0):.0f} rows/s, rss {rss_mb():.0f} MB)")
+        log(f"  ingested {start + m}/{n} ({(start + m) / (time.perf_counter() - t0):.0f} rows/s, rss {rss_mb():.0f} "
+            f"MB)")
     secs = time.perf_counter() - t0
     return {"bulk_ingest_s": round(secs, 1), "bulk_ingest_rows_per_s": round(n / secs)}
 
@@ -207,7 +209,8 @@ def serve(root: Path, n: int, count: int, logf) -> dict:
     assert store._row_cache() is not None
     res["row_copy_build_s"] = round(time.perf_counter() - t0, 1)
     res["rss_after_open_mb"] = round(rss_mb())
-    logf(f"sidecar opened in {res['bm25_open_s']}s, row copy in {res['row_copy_build_s']}s, rss {res['rss_after_open_mb']} MB")
+    logf(f"sidecar opened in {res['bm25_open_s']}s, row copy in {res['row_copy_build_s']}s, rss "
+         f"{res['rss_after_open_mb']} MB")
     rng = random.Random(5)
     queries = [f"{q} #{i}" for i, q in enumerate(queries_for(count, seed=9))]  # unique: one vector each
     emb.table.update(zip(queries, query_vectors(n, centroids, len(queries))))
@@ -280,7 +283,7 @@ def main() -> int:
     ap.add_argument("--probe-sweep", type=int, nargs="*", metavar="NPROBES",
                     help="only sweep IVF nprobes (unscoped dense latency, recall@30) on the store already at --root")
     args = ap.parse_args()
-    logf = lambda m: print(f"[{time.strftime('%H:%M:%S')}] {m}", flush=True)  # noqa: E731
+    logf = lambda m: print(f"[{time.strftime('%H:%M:%S')}] {m}", flush=True)
     root = Path(args.root or tempfile.mkdtemp(prefix="bench-scale-"))
     if args.probe_sweep:
         res = json.loads(Path(args.out).read_text()) if Path(args.out).is_file() else {}

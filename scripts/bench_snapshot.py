@@ -12,7 +12,6 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -48,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         uri = str(Path(tmp) / "db")
         emb = make_embedder(args.embedder)
         t0 = time.perf_counter()
-        build_demo_index(uri, log=lambda m: None, embedder=emb)
+        build_demo_index(uri, log=lambda _msg: None, embedder=emb)
         build_s = time.perf_counter() - t0
         ws, js = Workspace(uri, embedder=emb), JudgmentStore(uri)
         cfg = PipelineConfig.for_preset("hybrid")
@@ -56,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         runs, snaps = [], []
         for _ in range(max(2, args.repeat)):
             t0 = time.perf_counter()
-            snaps.append(run_snapshot(ws, "demo", cfg, js, progress=lambda d, t: ticks.append(d)))
+            snaps.append(run_snapshot(ws, "demo", cfg, js, progress=lambda d, _total: ticks.append(d)))
             runs.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         diff_snapshots(js.snapshot(snaps[-2].id), js.snapshot(snaps[-1].id), js.qrels("demo"))

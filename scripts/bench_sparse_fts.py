@@ -78,8 +78,8 @@ def main() -> int:
         runs = {}
         for name, idx in (("bm25", bm25), ("lancedb-fts", fts)):
             idx.search(texts[0], top_k=10, scopes=scope)  # warm
-            runs[name], row[f"{name}_top10"] = timed(lambda q: idx.search(q, top_k=10, scopes=scope), texts)
-            _, row[f"{name}_top90"] = timed(lambda q: idx.search(q, top_k=90, scopes=scope), texts)
+            runs[name], row[f"{name}_top10"] = timed(lambda q, idx=idx: idx.search(q, top_k=10, scopes=scope), texts)
+            _, row[f"{name}_top90"] = timed(lambda q, idx=idx: idx.search(q, top_k=90, scopes=scope), texts)
             row[f"{name}_ndcg@10"] = round(statistics.mean(
                 ndcg_at_k([i for i, _ in hits], q.qrels, 10) for hits, q in zip(runs[name], queries)), 4)
         row["overlap@10"] = round(statistics.mean(

@@ -14,14 +14,14 @@ import shutil
 import sys
 import tempfile
 import threading
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
-NOW = datetime(2026, 3, 1, tzinfo=timezone.utc)
+NOW = datetime(2026, 3, 1, tzinfo=UTC)
 TOKENLESS = ["👍", "!!!", "…", "—", "😀😀", "\u200b", "?!", "- - -", "🙂 🙃", "(((", "§", "* * *", "¡¿", "👍🏽", "~"]
 
 
-def main() -> int:
+def main() -> int:  # noqa: C901 (a probe: one table of cases, read top to bottom)
     ap = argparse.ArgumentParser()
     ap.add_argument("--scale", type=int, default=1, help="multiply the number of inputs")
     args = ap.parse_args()
@@ -79,8 +79,9 @@ def main() -> int:
     def writer():
         rng = random.Random(1)
         try:
-            for i in range(200 * args.scale):
-                batch = [(f"d{rng.randrange(400)}", f"common w{rng.randrange(50)} w{rng.randrange(50)}") for _ in range(10)]
+            for _ in range(200 * args.scale):
+                batch = [(f"d{rng.randrange(400)}",
+                          f"common w{rng.randrange(50)} w{rng.randrange(50)}") for _ in range(10)]
                 idx.add_documents(batch)
                 corpus.update(batch)
                 gone = f"d{rng.randrange(400)}"
@@ -139,7 +140,8 @@ def main() -> int:
             try:
                 res = ws.retriever().retrieve("alpha1 topic", scope=Scope("user", f"u{s}"))
                 bad[0] += any(t.trace.scope_id != f"u{s}" for t in res.traces)
-                bad[0] += any(not i.startswith(f"u{s}-") for i, _ in ws.bm25.search("topic", 20, [Scope("user", f"u{s}")]))
+                bad[0] += any(not i.startswith(f"u{s}-") for i, _ in ws.bm25.search("topic", 20, [Scope("user",
+                                                                                                        f"u{s}")]))
             except Exception:
                 bad[0] += 1
 
@@ -148,7 +150,8 @@ def main() -> int:
         t.start()
     for t in ts:
         t.join()
-    rows.append(("shared Workspace: retrieve()+search during ingest/delete (exceptions, scope leaks)", tried[0], bad[0]))
+    rows.append(("shared Workspace: retrieve()+search during ingest/delete (exceptions, scope leaks)", tried[0],
+                 bad[0]))
 
     # 5. concurrent first ingest of the same traces into an empty store
     tried_n = fails = 0

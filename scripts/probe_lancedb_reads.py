@@ -40,7 +40,7 @@ def main() -> int:
     n = tbl.count_rows()
     cols = [f.name for f in tbl.schema if f.name != "vector"]
     rng = random.Random(1)
-    rows = lambda k: [rng.randrange(n) for _ in range(k)]  # noqa: E731
+    rows = lambda k: [rng.randrange(n) for _ in range(k)]
     res = {"command": "python " + " ".join(sys.argv), "rows": n, "columns": len(cols) + 1,
            "one_column_60_rows_ms": p50(lambda: tbl.take_offsets(rows(60)).select(["confidence"]).to_arrow()),
            "one_column_600_rows_ms": p50(lambda: tbl.take_offsets(rows(600)).select(["confidence"]).to_arrow()),

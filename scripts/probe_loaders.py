@@ -14,7 +14,6 @@ import argparse
 import io
 import json
 import struct
-import sys
 import tempfile
 import tracemalloc
 import zipfile
@@ -103,7 +102,8 @@ def cases() -> dict[str, list[tuple[str, str, bytes, dict, int]]]:
     for label, ch in sep.items():
         raw = '{"id":"x","content":"a' + ch + 'b"}'
         table["json-structure"].append((f"raw {label} inside a string", "s.jsonl", jsonl(raw), {}, 3))
-    table["json-structure"].append(("CRLF lines + BOM", "s.jsonl", b"\xef\xbb\xbf" + jsonl().replace(b"\n", b"\r\n"), {}, 2))
+    table["json-structure"].append(("CRLF lines + BOM", "s.jsonl", b"\xef\xbb\xbf" + jsonl().replace(b"\n", b"\r\n"),
+                                    {}, 2))
     for label, value in [
         ("0001-01-01T00:00:00+01:00", "0001-01-01T00:00:00+01:00"),
         ("9999-12-31T23:00-05:00", "9999-12-31T23:00-05:00"),
@@ -112,7 +112,8 @@ def cases() -> dict[str, list[tuple[str, str, bytes, dict, int]]]:
         ("epoch ms 1e15", 1e15), ("epoch '1e20' text", "1e20"), ("year 2300", "2300-01-01T00:00:00Z"),
     ]:
         for key in ("created_at", "last_accessed_at"):
-            table["dates"].append((f"{key} {label}", "d.jsonl", jsonl(J(id="x", content="probe text", **{key: value})), {}, 2))
+            table["dates"].append((f"{key} {label}", "d.jsonl", jsonl(J(id="x", content="probe text", **{key: value})),
+                                   {}, 2))
     for label, rec in [
         ("lone surrogate in content", '{"id":"x","content":"a\\ud800b"}'),
         ("lone surrogate in id", '{"id":"x\\udfff","content":"probe text"}'),

@@ -158,7 +158,8 @@ def section_choice(out: list[str]) -> None:
 
 def section_fusion(out: list[str]) -> None:
     """The fusion lab per dataset (eval --lab), the peer side by side, and the analysers."""
-    sets = [("eval/locomo.json", "LoCoMo dev (recall@10) — development"), ("eval/demo.json", "Demo judgments (nDCG@10) — "
+    sets = [("eval/locomo.json", "LoCoMo dev (recall@10) — development"), ("eval/demo.json",
+                                                                           "Demo judgments (nDCG@10) — "
             "development"), ("eval/scifact.json", "SciFact (nDCG@10) — reported, never tuned on")]
     rows = []
     for name, title in sets:

@@ -2,8 +2,7 @@
 from __future__ import annotations
 
 import os
-import sys
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from retrieval import BM25Index, HybridRetriever, MemoryStore, MemoryTrace, Scope  # noqa: E402
 from retrieval.models import HashingEmbedder  # noqa: E402
 
-NOW = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 U1 = Scope("user", "u1")
 U2 = Scope("user", "u2")
 ARTIFACTS = ROOT / "tests" / "artifacts"

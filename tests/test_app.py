@@ -7,6 +7,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from apphelpers import demo_app_env, open_page, page_texts
+from datetime import UTC
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,7 +86,8 @@ def test_inspect_shows_five_stages_and_an_explanation(demo_env):
     at = inspect(i_q="status of ticket FX-209847", i_scope="user:priya")
     assert not at.exception
     heads = [m.value for m in at.markdown if m.value.startswith("**") and " · " in m.value]
-    assert [h.split("**")[1] for h in heads[:5]] == ["Dense", "Sparse (BM25)", "Merged (convex, theoretical)", "Reranked",
+    assert [h.split("**")[1] for h in heads[:5]] == ["Dense", "Sparse (BM25)", "Merged (convex, theoretical)",
+                                                     "Reranked",
                                                      "Final"]
     assert column_ids(at, "sparse")[0] == "priya-lens-repair"
     assert column_ids(at, "final")[0] == "priya-lens-repair"
@@ -96,7 +98,7 @@ def test_inspect_shows_five_stages_and_an_explanation(demo_env):
     stages = next(d.value for d in at.dataframe if list(d.value.columns) == ["stage", "rank", "score", "note"])
     assert list(stages["stage"]) == ["Dense", "Sparse (BM25)", "Merged", "Reranked", "Final"]
     assert stages["rank"].tolist()[1:] == ["1", "1", "—", "1"]
-    assert not any("None" in str(v) or "nan" == str(v) for d in at.dataframe for v in d.value.to_numpy().ravel())
+    assert not any("None" in str(v) or str(v) == "nan" for d in at.dataframe for v in d.value.to_numpy().ravel())
 
 
 def test_moving_a_fusion_slider_refuses_from_cache(demo_env):
@@ -387,7 +389,7 @@ def test_tune_reads_the_demo_case_and_its_fusion_lab_applies_the_best(demo_env):
 
 def test_home_names_the_vector_index_a_store_has(tmp_path, monkeypatch):
     """Past the ANN threshold the store builds IVF-SQ; Home says so (forced here on a small store)."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from retrieval.models import HashingEmbedder
     from retrieval.types import MemoryTrace
@@ -395,7 +397,7 @@ def test_home_names_the_vector_index_a_store_has(tmp_path, monkeypatch):
 
     db = str(tmp_path / "db")
     ws = Workspace(db, embedder=HashingEmbedder(384), fact_extractor=None)
-    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    now = datetime(2026, 1, 1, tzinfo=UTC)
     ws.ingest([MemoryTrace(id=f"t{i}", content=f"note {i} about topic {i % 37} and item {i % 11}", scope="user",
                            scope_id=f"u{i % 3}", created_at=now) for i in range(600)])
     assert ws.store.ensure_ann_index(force=True)

@@ -479,7 +479,8 @@ def test_a_format_2_sidecar_still_loads(tmp_path):
     """Format 2 (int64 term ids, float64 tfs) is read; saving writes the compact format 3."""
     import json
 
-    meta = {"format": 2, "k1": 1.2, "b": 0.75, "tokenizer": __import__("retrieval.bm25.index", fromlist=["x"]).tokenizer_id(
+    meta = {"format": 2, "k1": 1.2, "b": 0.75, "tokenizer": __import__("retrieval.bm25.index",
+                                                                       fromlist=["x"]).tokenizer_id(
         default_tokenizer), "terms": ["alpha", "beta"], "ids": ["a", "b"], "scopes": [["user", "u1"]], "source": None}
     path = tmp_path / "old.npz"
     np.savez(path, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8), lens=np.array([2, 1], np.int64),

@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -91,7 +89,7 @@ def test_click_to_explain_links_escalations_and_split_columns(browser, app_url):
     page.mouse.click(box["x"] + 14, box["y"] + 35 + 35 * 2 + 17)
     page.wait_for_function("(id) => [...document.querySelectorAll(\"input[aria-label='Trace id to explain']\")]"
                            ".some(e => e.value === id)", arg=final[2])
-    wait_text(page, f"Rank 3 of 10")
+    wait_text(page, "Rank 3 of 10")
     assert f"i_id={final[2]}" in page.url
 
     # Click a point in the rank flow: the first line is the dense #1.

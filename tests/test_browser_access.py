@@ -3,14 +3,7 @@ traces by URL parameters, by a typed id, or through an explanation. Playwright s
 an authenticating proxy (oauth2-proxy) would set; under CI=true the test may not skip (see `chromium`)."""
 from __future__ import annotations
 
-import os
 import re
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest

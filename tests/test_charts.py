@@ -9,7 +9,7 @@ import pytest
 
 from retrieval.pipeline.config import PipelineConfig
 from ui import view
-from ui.charts import (FONT, ORIGIN_COLORS, bm25_figure, dense_terms_figure, heatmap_figure, rank_flow_figure,
+from ui.charts import (ORIGIN_COLORS, bm25_figure, dense_terms_figure, heatmap_figure, rank_flow_figure,
                        timings_figure)
 from ui.links import read_link, store_changed, write_link
 
@@ -115,7 +115,8 @@ def test_fusion_rows_rrf_and_convex():
            "ranks": {"dense": 31, "sparse": 1}, "contributions": {"dense": 0.5 / 41, "sparse": 0.5 / 11},
            "imputed": "dense"}
     rows = view.fusion_rows(rrf)
-    assert rows[0] == {"list": "dense", "rank": "31 (completed)", "formula": "0.5 / (10 + 31)", "contribution": "0.012195"}
+    assert rows[0] == {"list": "dense", "rank": "31 (completed)", "formula": "0.5 / (10 + 31)",
+                       "contribution": "0.012195"}
     assert rows[1] == {"list": "sparse", "rank": "1", "formula": "0.5 / (10 + 1)", "contribution": "0.045455"}
     assert rows[2]["contribution"] == "0.05765"
     convex = {"fusion": "convex", "normalization": "minmax", "score": 0.5, "weights": {"dense": 0.7, "sparse": 0.3},

@@ -68,7 +68,8 @@ def test_per_stage_eval_credits_facts_and_sweeps_on_halves(tmp_path):
             for half, grid in (("tune", sw.tune), ("held-out", sw.held_out)):
                 vals = [score_ranking(credited_ids(r.reweight(x.result, dense_weight=w, sparse_weight=1 - w, rrf_k=k,
                                                               fusion="rrf"),
-                                                   "final"), x.q.qrels)["ndcg@10"] for x in runs if halves[x.q.qid] == half]
+                                                   "final"),
+                                                   x.q.qrels)["ndcg@10"] for x in runs if halves[x.q.qid] == half]
                 assert grid[i][j] == pytest.approx(sum(vals) / len(vals))
     best = max(v for row in sw.tune for v in row)
     assert sw.best_params["tune"] == best and sw.tune[sw.best[0]][sw.best[1]] == best
@@ -94,7 +95,8 @@ def test_a_bad_judgments_upload_names_the_line_and_field_not_a_temp_path():
 
     good = b'{"qid": "q1", "query": "refund", "scope": "user:u1", "relevant": {"inv": 2}}\n'
     assert [(q.qid, q.qrels) for q in judgments_from_bytes(good, "mine.jsonl")] == [("q1", {"inv": 2.0})]
-    for bad, why in [(b'{"qid": "1", "query": "x"}', "missing field 'relevant'"), (b"[1]", "the line is not a JSON object"),
+    for bad, why in [(b'{"qid": "1", "query": "x"}', "missing field 'relevant'"), (b"[1]",
+                                                                                   "the line is not a JSON object"),
                      (b'{"qid": 1, "query": "q", "relevant": []}', "'relevant' must be an object")]:
         with pytest.raises(ValueError, match=f"mine.jsonl, line 2: {why}") as err:
             judgments_from_bytes(good + bad, "mine.jsonl")

@@ -44,7 +44,8 @@ def test_every_card_is_tested():
 def test_identifier_bm25_rescue_and_agentos_drops_it(ws):
     d = run_card(ws, "identifier")
     assert d.stage_ids["sparse"][0] == "priya-lens-repair"
-    assert "priya-lens-repair" not in d.stage_ids["dense"] and len(d.stage_ids["dense"]) == 30  # "not in the dense top 30"
+    # "not in the dense top 30"
+    assert "priya-lens-repair" not in d.stage_ids["dense"] and len(d.stage_ids["dense"]) == 30
     assert d.stage_ids["final"][0] == "priya-lens-repair"
     a = run_card(ws, "identifier", preset="agentos")
     assert "priya-lens-repair" not in a.stage_ids["final"]
@@ -77,7 +78,8 @@ def test_split_marks_the_weekly_note_whose_half_outscores_the_whole(ws):
     final, merged = d.stage_ids["final"], d.stage_ids["merged"]
     assert final.index("maya-weekly-porto") < merged.index("maya-weekly-porto")  # "so it moves up"
     top = d.pool[final[0]].content.lower()
-    assert "driver" in top and "app" in top and "complain" not in top  # "#1 is about drivers and the app, not a complaint"
+    # "#1 is about drivers and the app, not a complaint"
+    assert "driver" in top and "app" in top and "complain" not in top
 
 
 @pytest.mark.skipif(importlib.util.find_spec("xllamacpp") is None, reason="the local Gemma backend is not installed")

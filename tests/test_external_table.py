@@ -1,7 +1,7 @@
 """Inspecting an existing LanceDB table in place: foreign column names, defaults, read-only, no copy."""
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import pytest
 
@@ -49,7 +49,7 @@ def test_rows_read_through_the_mapping_with_documented_defaults(foreign):
     assert ws.store.count() == 8 and ws.store.read_only and ws.read_only
     t = ws.store.get(["flight"])[0]
     assert (t.content, t.scope, t.scope_id, t.valence) == (CORPUS[4][1], "user", "acme", 0.5)
-    assert t.created_at == datetime(2026, 2, 24, 12, 0, tzinfo=timezone.utc) and t.last_accessed_at == t.created_at
+    assert t.created_at == datetime(2026, 2, 24, 12, 0, tzinfo=UTC) and t.last_accessed_at == t.created_at
     assert (t.type, t.confidence, t.encoding_strength, t.is_active, t.tags) == ("episodic", 1.0, 0.5, True, ())
     assert ws.store.scope_counts() == {ACME: 7, GLOBEX: 1}
     assert ws.store.count(scope=GLOBEX) == 1 and ws.store.count(scope=Scope("thread", "acme")) == 0
@@ -121,5 +121,6 @@ def test_cli_query_with_table_and_columns(tmp_path, capsys):
     assert main(["status", *flags]) == 0
     out = capsys.readouterr().out
     assert '"in_place": true' in out and '"read_only": true' in out and '"traces": 8' in out
-    with pytest.raises(ValueError, match=r"built with embedder unrecorded \(384-d\) but is opened with hashing \(64-d\)"):
+    with pytest.raises(ValueError,
+                       match=r"built with embedder unrecorded \(384-d\) but is opened with hashing \(64-d\)"):
         Workspace(uri, embedder=EMB, table="notes", columns=ColumnMap.parse(MAPPING)).store.count()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 
 import pytest
 
@@ -12,9 +12,9 @@ from retrieval.facts import (PREDICATES, AgentOSFactClassifier, Fact, FactStore,
                              LLMFactExtractor, RuleFactExtractor, canonical_subject, fact_to_trace)
 from retrieval.types import Scope
 
-from conftest import ROOT, U1, U2, make_trace
+from conftest import U1, U2, make_trace
 
-T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
 EXTRACTION = [
     ("I live in Lisbon.", [("user", "livesIn", "Lisbon")]),
@@ -35,7 +35,8 @@ EXTRACTION = [
     ("My son Theo turned five.", [("user", "parentOf", "Theo")]),
     ("My colleague Priya Raman reviews my code.", [("user", "colleagueOf", "Priya Raman")]),
     ("I study at the Volkshochschule Neukölln now.", [("user", "studiesAt", "Volkshochschule Neukölln")]),
-    ("I enrolled at City of Bristol College for an evening course.", [("user", "studiesAt", "City of Bristol College")]),
+    ("I enrolled at City of Bristol College for an evening course.", [("user", "studiesAt",
+                                                                       "City of Bristol College")]),
     ("I visited Kyoto in April.", [("user", "visited", "Kyoto")]),
     ("I prefer window seats.", [("user", "prefers", "window seats")]),
     ("I avoid gluten.", [("user", "avoids", "gluten")]),
@@ -136,13 +137,13 @@ def test_fact_store_survives_a_new_process(tmp_path):
     uri = str(tmp_path / "db")
     FactStore(uri).upsert(U1, facts_for("u1"))
     code = ("from retrieval.facts import FactStore; from retrieval.types import Scope;"
-            "print(FactStore(%r).latest(Scope('user','u1'), 'user', 'livesIn').object)") % (uri,)
+            f"print(FactStore({uri!r}).latest(Scope('user','u1'), 'user', 'livesIn').object)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "Porto", out.stderr[-500:]
 
 
 def test_fact_trace_format():
-    f = Fact("I", "livesIn", "Porto", datetime(2025, 3, 1, 12, tzinfo=timezone.utc), ("b",), "I moved to Porto.")
+    f = Fact("I", "livesIn", "Porto", datetime(2025, 3, 1, 12, tzinfo=UTC), ("b",), "I moved to Porto.")
     t = fact_to_trace(f, U1)
     assert t.id == "fact-graph:user:livesIn:1740830400000"
     assert t.content == "user livesIn Porto (as of 2025-03-01)."

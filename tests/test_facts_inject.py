@@ -1,7 +1,7 @@
 """Fact injection: only facts whose source trace is active and in scope are injected (SPEC §12)."""
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 
 import pytest
 
@@ -10,7 +10,7 @@ from retrieval.models import HashingEmbedder
 
 from conftest import NOW, U1, U2, make_trace
 
-T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
 NOW_Q = "where do I live now?"
 FIRST_Q = "where did I live first?"
 
@@ -72,13 +72,15 @@ def test_no_scope_and_a_bad_mode(facts):
 def test_two_facts_of_one_instant_both_stay_in_history_and_the_later_is_latest(tmp_path):
     fs = FactStore(str(tmp_path / "facts"))
     note = "I live in Paris. I moved to Amsterdam."
-    fs.upsert(U1, [Fact("I", "livesIn", "Paris", T0, ("n",), note), Fact("I", "livesIn", "Amsterdam", T0, ("n",), note)])
+    fs.upsert(U1, [Fact("I", "livesIn", "Paris", T0, ("n",), note), Fact("I", "livesIn", "Amsterdam", T0, ("n",),
+                                                                         note)])
     assert objects(fact_traces_for_query(fs, None, NOW_Q, U1, "predicates")) == ["Amsterdam"]
     fs.upsert(U1, [Fact("I", "livesIn", "Paris", T0, ("m",), "I live in Paris.")])  # restated later, elsewhere
     assert objects(fact_traces_for_query(fs, None, NOW_Q, U1, "predicates")) == ["Paris"]
     found, traces = fact_traces_for_query(fs, None, FIRST_Q, U1, "predicates")
     assert [(f.object, f.source_trace_ids) for f in found] == [("Paris", ("n",)), ("Amsterdam", ("n",))]
-    assert [t.id for t in traces] == ["fact-graph:user:livesIn:1735689600000", "fact-graph:user:livesIn:1735689600000#2"]
+    assert [t.id for t in traces] == ["fact-graph:user:livesIn:1735689600000",
+                                      "fact-graph:user:livesIn:1735689600000#2"]
 
 
 def test_with_a_real_store_inactive_deleted_and_other_scope_sources_are_not_injected(store, facts):

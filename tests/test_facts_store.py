@@ -6,7 +6,7 @@ import os
 import shutil
 import tempfile
 import threading
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -16,7 +16,7 @@ from retrieval.facts.store import next_sequence
 
 from conftest import U1, U2
 
-T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 def lives(city: str, *sources: str, ts: datetime = T0) -> Fact:

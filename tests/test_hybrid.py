@@ -130,13 +130,15 @@ def test_reweight_recomputes_without_searching_or_reranking(id_world):
     rr = StubReranker(lambda q, t: 0.9 if "5512" in t else 0.1)
     r = build(store, traces, reranker=rr, fusion="rrf", default_dense_weight=0.5, default_sparse_weight=0.5)
     res = r.retrieve(QUERY, scope=U1, recall_top_k=4, over_fetch_multiplier=2)
-    before = (res.ids, [t.retrieval_score for t in res.traces], {k: list(v) for k, v in res.diagnostics.stage_ids.items()},
+    before = (res.ids, [t.retrieval_score for t in res.traces], {k: list(v) for k,
+                                                                 v in res.diagnostics.stage_ids.items()},
               dict(res.diagnostics.stage_scores["merged"]), res.diagnostics.settings)
     emb_calls, n_rerank = store.embedder.calls, len(rr.calls)
     counting_store, counting_bm25 = Counting(store), Counting(r.bm25)
     r.memory_store, r.bm25 = counting_store, counting_bm25
     moved = r.reweight(res, dense_weight=1.0, sparse_weight=0.0)
-    assert (store.embedder.calls, len(rr.calls), counting_store.calls, counting_bm25.calls) == (emb_calls, n_rerank, 0, 0)
+    assert (store.embedder.calls, len(rr.calls), counting_store.calls, counting_bm25.calls) == (emb_calls, n_rerank, 0,
+                                                                                                0)
     assert res.ids[0] == "id1" and moved.ids[:2] == ["a", "id1"]
     assert "refuse" in moved.diagnostics.timings_ms
     r.memory_store, r.bm25 = store, counting_bm25.inner
@@ -144,7 +146,8 @@ def test_reweight_recomputes_without_searching_or_reranking(id_world):
     assert fresh.ids == moved.ids
     assert [t.retrieval_score for t in fresh.traces] == pytest.approx([t.retrieval_score for t in moved.traces])
     # the earlier result is untouched (frozen stages): every list, score and setting as before
-    assert (res.ids, [t.retrieval_score for t in res.traces], {k: list(v) for k, v in res.diagnostics.stage_ids.items()},
+    assert (res.ids, [t.retrieval_score for t in res.traces], {k: list(v) for k,
+                                                               v in res.diagnostics.stage_ids.items()},
             dict(res.diagnostics.stage_scores["merged"]), res.diagnostics.settings) == before
     assert moved.diagnostics.settings.dense_weight == 1.0 and before[4].dense_weight == 0.5
 

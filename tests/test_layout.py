@@ -124,7 +124,8 @@ def test_at_most_eight_modules_at_the_top_and_every_package_shows_a_face():
 
 def test_architecture_document_names_every_package_and_module():
     doc = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
-    missing = [f"{p.parent.name}/" for p in (ROOT / "retrieval").glob("*/__init__.py") if f"{p.parent.name}/" not in doc]
+    missing = [f"{p.parent.name}/" for p in (ROOT / "retrieval").glob("*/__init__.py")
+               if f"{p.parent.name}/" not in doc]
     missing += [str(p.relative_to(ROOT / "retrieval")) for p in (ROOT / "retrieval").rglob("*.py")
                 if p.name != "__init__.py" and str(p.relative_to(ROOT / "retrieval")) not in doc]
     missing += [str(p.relative_to(ROOT)) for p in (ROOT / "ui").glob("*.py")

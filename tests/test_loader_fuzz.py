@@ -7,12 +7,13 @@ import csv
 import io
 import json
 import zipfile
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone, UTC
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from retrieval.ingest.loaders import LoadReport, csv_headers, jsonl_fields, load_beir_zip, load_csv, load_file, load_jsonl, load_text
+from retrieval.ingest.loaders import (LoadReport, csv_headers, jsonl_fields, load_beir_zip, load_csv, load_file,
+                                      load_jsonl, load_text)
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 NAMES = ["a.jsonl", "a.ndjson", "a.csv", "a.txt", "a.md", "a.zip", "a.png", "noext"]
@@ -73,7 +74,7 @@ def test_damaged_zips_give_a_report_or_a_value_error(edits, cut):
 
 WORDS = st.text(st.characters(categories=("L", "Nd"), exclude_characters="\x85"), min_size=1, max_size=12)
 SAFE = st.text(st.characters(categories=("L", "N", "P", "S", "Zs"), exclude_characters='",;\\'), max_size=30)
-TZ = st.sampled_from([timezone.utc, timezone(timedelta(hours=5, minutes=30)), timezone(timedelta(hours=-8))])
+TZ = st.sampled_from([UTC, timezone(timedelta(hours=5, minutes=30)), timezone(timedelta(hours=-8))])
 DATES = st.datetimes(datetime(1980, 1, 1), datetime(2200, 1, 1), timezones=TZ)
 
 

@@ -3,10 +3,8 @@ import hashlib
 import io
 import json
 import re
-import sys
 import tracemalloc
 import zipfile
-from pathlib import Path
 
 import pytest
 
@@ -152,7 +150,8 @@ def test_auto_ids_name_the_scope_and_explicit_ids_are_kept():
     txt = load_file("notes.txt", b"one\n\ntwo", scope="user", scope_id="u1")
     assert [t.id for t in txt.traces] == ["user:u1/notes-1", "user:u1/notes-2"]
     assert [t.id for t in load_file("notes.txt", b"one", scope="thread", scope_id="u1").traces] == ["thread:u1/notes-1"]
-    rows = load_file("notes.jsonl", b'{"content":"same"}\n{"content":"same","scope_id":"u2"}\n{"id":"keep me","content":"x"}',
+    rows = load_file("notes.jsonl",
+                     b'{"content":"same"}\n{"content":"same","scope_id":"u2"}\n{"id":"keep me","content":"x"}',
                      scope="user", scope_id="u1")
     digest = hashlib.blake2b(b"same", digest_size=6).hexdigest()
     assert [t.id for t in rows.traces[:2]] == [f"user:u1/notes-{digest}", f"user:u2/notes-{digest}"]
@@ -181,14 +180,18 @@ GOOD_LINES = ['{"id":"g1","content":"first good"}', '{"id":"g2","content":"secon
     ('{"id":"x","content":"c","retrieval_count":1e400}', "field 'retrieval_count' is inf, not a whole number"),
     ('{"id":"x","content":"c","retrieval_count":1.5}', "field 'retrieval_count' is 1.5, not a whole number"),
     ('{"id":"x","content":"c","retrieval_count":18446744073709551616}', "'retrieval_count' is an integer of 65 bits"),
-    ('{"id":"x","content":"c","created_at":1e20}', "field 'created_at': epoch time 1e\\+20 is outside 1678-01-01 .. 2262-04-11"),
+    ('{"id":"x","content":"c","created_at":1e20}',
+     "field 'created_at': epoch time 1e\\+20 is outside 1678-01-01 .. 2262-04-11"),
     ('{"id":"x","content":"c","created_at":"1e20"}', "field 'created_at': epoch time 1e\\+20 is outside"),
-    ('{"id":"x","content":"c","created_at":"0001-01-01T00:00:00+01:00"}', "'created_at' is 0001-01-01T00:00:00\\+01:00; the store holds"),
-    ('{"id":"x","content":"c","last_accessed_at":"9999-12-31T23:00-05:00"}', "'last_accessed_at' is 9999-12-31T23:00:00-05:00"),
+    ('{"id":"x","content":"c","created_at":"0001-01-01T00:00:00+01:00"}',
+     "'created_at' is 0001-01-01T00:00:00\\+01:00; the store holds"),
+    ('{"id":"x","content":"c","last_accessed_at":"9999-12-31T23:00-05:00"}',
+     "'last_accessed_at' is 9999-12-31T23:00:00-05:00"),
     ('{"id":"x","content":"c","confidence":1e400}', "field 'confidence' is inf; must be between 0 and 1"),
     ('{"id":"x","content":"c","stability_ms":Infinity}', "field 'stability_ms' is inf; must be a finite number > 0"),
     ("[" * 100_000, "invalid JSON \\(nested too deeply\\)"),
-    ('{"id":"x","content":"c","retrieval_count":' + "7" * 5000 + "}", "invalid JSON \\(Exceeds the limit \\(4300 digits\\)"),
+    ('{"id":"x","content":"c","retrieval_count":' + "7" * 5000 + "}",
+     "invalid JSON \\(Exceeds the limit \\(4300 digits\\)"),
     ('{"id":' + "7" * 4000 + ',"content":"c"}', "field 'id' is an integer of about 400\\d digits; expected text"),
     ('{"id":"x","content":"a\\ud800b"}', "field 'content' contains a lone surrogate"),
     ('{"id":"a\\u0000b","content":"c"}', "field 'id' contains U\\+0000"),

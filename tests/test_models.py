@@ -58,11 +58,11 @@ def test_every_failure_is_a_clear_error_without_the_key(server, mode, backend, c
     server.mode = mode
     caplog.set_level(logging.DEBUG)
     if backend == "cohere-rerank":
-        call = lambda: CohereReranker(api_key=KEY, base_url=server.url, timeout=0.5).score("q", ["a"])  # noqa: E731
+        call = lambda: CohereReranker(api_key=KEY, base_url=server.url, timeout=0.5).score("q", ["a"])
     elif backend == "cohere-chat":
-        call = lambda: CohereGenerator(api_key=KEY, base_url=server.url, timeout=0.5).generate("s", "p")  # noqa: E731
+        call = lambda: CohereGenerator(api_key=KEY, base_url=server.url, timeout=0.5).generate("s", "p")
     else:
-        call = lambda: OpenAICompatibleGenerator(server.url, "m", api_key=KEY, timeout=0.5).generate("s", "p")  # noqa: E731
+        call = lambda: OpenAICompatibleGenerator(server.url, "m", api_key=KEY, timeout=0.5).generate("s", "p")
     with pytest.raises(BackendError) as info:
         call()
     msg = str(info.value)

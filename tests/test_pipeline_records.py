@@ -116,7 +116,8 @@ def test_explain_unknown_id_says_it_does_not_exist(retriever):
 
 
 def test_explain_a_visible_untouched_trace(retriever):
-    ex = retriever.retrieve("lentil soup", scope=U1, recall_top_k=1, over_fetch_multiplier=1).diagnostics.explain("hike")
+    ex = retriever.retrieve("lentil soup", scope=U1, recall_top_k=1,
+                            over_fetch_multiplier=1).diagnostics.explain("hike")
     assert ex.visible and ex.exists and ex.dropped_at == "dense"
     assert ex.content.startswith("We hiked") and ex.scope == "user:u1"
     assert "shares no query term" in ex.reason

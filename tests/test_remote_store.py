@@ -29,7 +29,7 @@ def _skip_or_fail(reason: str):
 @pytest.fixture(scope="module")
 def s3_endpoint():
     try:
-        import boto3  # noqa: F401  (moto[server] brings it)
+        import boto3
         import moto  # noqa: F401
     except ImportError:
         _skip_or_fail('moto is not installed: pip install "moto[server]==5.2.5" (requirements-test.txt)')

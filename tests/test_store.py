@@ -221,7 +221,8 @@ def test_the_row_copy_returns_exactly_what_lancedb_returns(tmp_path, monkeypatch
                 out.append([(h.id, h.retrieval_score) for h in st.query_vector(v, top_k=8, scopes=scopes)])
         ids = [f"t{i}" for i in range(0, 300, 7)]
         out.append([t.id for t in st.get(ids)] + [f"{k}={v}" for k, v in st.scope_counts().items()])
-        out.append(sorted((i, t.content, v.tobytes()) for i, (t, v) in st.get_with_vectors(ids, [Scope("user", "u1")]).items()))
+        out.append(sorted((i, t.content, v.tobytes()) for i, (t, v) in st.get_with_vectors(ids, [Scope("user",
+                                                                                                       "u1")]).items()))
         return out
 
     monkeypatch.setattr("retrieval.store.row_copy.ROW_CACHE_MIN", 10**9)

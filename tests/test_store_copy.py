@@ -124,7 +124,8 @@ def test_with_an_index_the_copy_searches_the_index_and_the_rows_it_leaves_out(co
     copied._table().checkout_latest()
     cache = copied._row_cache()
     assert copied.index_state()["unindexed_rows"] > 0
-    assert sorted(cache.data.column("id").take(cache.unindexed_pos).to_pylist()) == sorted(["new0", "t3", "t8"] + [f"x{i}" for i in range(5)])
+    assert sorted(cache.data.column("id").take(cache.unindexed_pos).to_pylist()) == sorted(
+        ["new0", "t3", "t8"] + [f"x{i}" for i in range(5)])
     answered.clear()
     assert_same_reads(copied, monkeypatch, written + ("other writer w2 w3",))
     assert answered and all(a is not None for a in answered)

@@ -55,7 +55,8 @@ def test_new_store_records_embedder_dim_and_analyzer_in_table_metadata(built):
 
 
 def test_another_embedder_of_the_same_dimension_is_refused_naming_both(built):
-    with pytest.raises(ValueError, match=r"built with embedder hashing \(64-d\) but is opened with other-model \(64-d\)"):
+    with pytest.raises(ValueError,
+                       match=r"built with embedder hashing \(64-d\) but is opened with other-model \(64-d\)"):
         MemoryStore(built, embedder=OtherEmbedder(64)).count()
 
 

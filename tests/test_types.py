@@ -96,7 +96,8 @@ def test_stability_must_be_finite_and_positive(value):
 @pytest.mark.parametrize("value,shown", [(INT64_MAX + 1, "an integer of 64 bits"), (2**200, "an integer of 201 bits"),
                                          (-1, "-1"), (True, "True"), (1.0, "1.0")])
 def test_retrieval_count_must_fit_int64(value, shown):
-    with pytest.raises(ValueError, match=f"field 'retrieval_count' is {shown}; must be an integer from 0 to {INT64_MAX}"):
+    with pytest.raises(ValueError,
+                       match=f"field 'retrieval_count' is {shown}; must be an integer from 0 to {INT64_MAX}"):
         make_trace("x", "text", retrieval_count=value).validate()
     make_trace("x", "text", retrieval_count=INT64_MAX).validate()
 
@@ -104,7 +105,8 @@ def test_retrieval_count_must_fit_int64(value, shown):
 def test_store_add_rejects_the_whole_batch_before_writing(store):
     good = make_trace("good", "a fine note")
     for bad in (make_trace("bad", "x\ud800"), make_trace("b\x00d", "nul id"),
-                make_trace("late", "far future", created_at=datetime(9999, 12, 31, 23, tzinfo=timezone(timedelta(hours=-5)))),
+                make_trace("late", "far future", created_at=datetime(9999, 12, 31, 23,
+                                                                     tzinfo=timezone(timedelta(hours=-5)))),
                 make_trace("big", "huge count", retrieval_count=2**63)):
         with pytest.raises(ValueError, match="field"):
             store.add([good, bad])

@@ -35,7 +35,7 @@ def access_config() -> AccessConfig:
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
-def _policy(path: str, mtime_ns: int):
+def _policy(path: str, mtime_ns: int):  # noqa: ARG001 (a cache key: a changed file is re-read)
     return load_policy(path)
 
 

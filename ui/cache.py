@@ -90,7 +90,7 @@ def get_generator(spec: str):
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
-def _judgments(path: str, mtime: float):
+def _judgments(path: str, mtime: float):  # noqa: ARG001 (a cache key: a changed file is re-read)
     from retrieval.eval.runner import load_judgments
 
     return load_judgments(path)

@@ -1,11 +1,11 @@
 """Plotly figure builders. Pure functions of plain data: no Streamlit, tested on their own (tests/test_charts.py)."""
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
 
-from .view import origin, timing_items  # noqa: F401 (origin re-exported for pages)
+from .view import origin, timing_items
 
 STAGE_LABELS = {"dense": "Dense", "sparse": "Sparse (BM25)", "merged": "Merged", "reranked": "Reranked",
                 "final": "Final"}
@@ -113,7 +113,8 @@ def heatmap_figure(matrix: Sequence[Sequence[float]], xs: Sequence, ys: Sequence
         r, c = best
         text[r][c] = f"★ {matrix[r][c]:.3f}"
     fig = go.Figure(go.Heatmap(z=matrix, x=xl, y=yl, colorscale="Viridis", colorbar={"title": {"text": metric}},
-                               hovertemplate=f"{x_title} %{{x}}<br>{y_title} %{{y}}<br>{metric} %{{z:.4f}}<extra></extra>",
+                               hovertemplate=f"{x_title} %{{x}}<br>{y_title} %{{y}}<br>{metric} "
+                                             f"%{{z:.4f}}<extra></extra>",
                                text=text, texttemplate="%{text}", textfont={"size": FONT}))
     if best is not None:
         r, c = best
@@ -125,7 +126,8 @@ def heatmap_figure(matrix: Sequence[Sequence[float]], xs: Sequence, ys: Sequence
     return fig
 
 
-def metrics_figure(rows: Sequence[Mapping[str, float]], metric_names: Sequence[str], label_key: str = "stage") -> go.Figure:
+def metrics_figure(rows: Sequence[Mapping[str, float]], metric_names: Sequence[str],
+                   label_key: str = "stage") -> go.Figure:
     fig = go.Figure()
     for m in metric_names:
         fig.add_trace(go.Bar(name=m, x=[r[label_key] for r in rows], y=[r[m] for r in rows]))

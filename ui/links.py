@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
+from collections.abc import Mapping, Sequence
 
 from retrieval.pipeline.config import CLASSIFIER_CHOICES, GENERATOR_CHOICES, RERANKER_CHOICES, PipelineConfig
 from retrieval.fusion import FUSIONS, NORMALIZATIONS
@@ -89,7 +90,8 @@ FIELDS: dict[str, Field] = {
 }
 # View fields: the query, the scope, the explained id, the rank-flow depth and the store version.
 VIEW_FIELDS: dict[str, Field] = {"q": Field("text", max_len=MAX_QUERY), "id": Field("text"),
-                                 "depth": Field("choice", tuple(str(d) for d in DEPTHS)), "v": Field("int", lo=0, hi=2**62)}
+                                 "depth": Field("choice", tuple(str(d) for d in DEPTHS)), "v": Field("int", lo=0,
+                                                                                                     hi=2**62)}
 NEVER_FROM_LINK = {"openai_base_url": "the server URL is never read from a link (a link must not choose where "
                                       "a query, or a key, is sent)"}
 

@@ -33,7 +33,8 @@ def pick_labelled_set(ws, prefix: str) -> list:
             if not queries:
                 st.info(f"Case {name} has no graded query yet: grade its results in Inspect.")
         elif src == BEIR:
-            st.caption("Load the BEIR corpus on the Corpus page first (a zipped BEIR folder), into the scope chosen here.")
+            st.caption("Load the BEIR corpus on the Corpus page first (a zipped BEIR folder), into the scope chosen "
+                       "here.")
             c1, c2, c3 = st.columns(3)
             qfile = c1.file_uploader("queries.jsonl", type=["jsonl"], key=f"{prefix}bq")
             rfile = c2.file_uploader("qrels (.tsv)", type=["tsv"], key=f"{prefix}br")

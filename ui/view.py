@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from retrieval.bm25.index import default_tokenizer
 
@@ -15,7 +16,8 @@ DASH = "—"
 STAGE_NAMES = {"dense": "Dense", "sparse": "Sparse (BM25)", "merged": "Merged", "reranked": "Reranked",
                "final": "Final"}
 ORIGIN_MARKS = {"both": "both", "dense": "dense", "sparse": "BM25", "fact": "fact"}
-ORIGIN_LEGEND = ("by: dense = found by the embedding only · BM25 = by BM25 only · both = by both · fact = the fact graph · ✂ = split (a half replaced the text; the whole is in the box under the column)")
+ORIGIN_LEGEND = ("by: dense = found by the embedding only · BM25 = by BM25 only · both = by both · fact = the fact "
+                 "graph · ✂ = split (a half replaced the text; the whole is in the box under the column)")
 # Recorded timings, in pipeline order; any other recorded stage follows in its own order.
 TIMING_ORDER = ("facts", "hyde", "multi_query", "embed", "dense", "sparse", "hydrate", "rerank", "split",
                 "assemble", "refuse")
@@ -123,7 +125,8 @@ def split_summary(diag) -> str | None:
     head = (f"Split-on-ambiguous (threshold {info['threshold']:g}): split {halved} of {cands} candidates "
             f"(the lowest-scoring of the {pool} in the pool{short}), replaced {len(replaced)}")
     if replaced:
-        return head + f" whose better half outscored the whole: {', '.join(replaced)}. Look for ✂ in Reranked and Final."
+        return head + (f" whose better half outscored the whole: {', '.join(replaced)}. "
+                       "Look for ✂ in Reranked and Final.")
     return head + ": no half beat its whole, so every trace kept its text."
 
 

@@ -119,7 +119,7 @@ def _range(name: str, integer: bool = False):
     return (int(f.lo), int(f.hi), int(f.step)) if integer else (float(f.lo), float(f.hi), float(f.step))
 
 
-def config_panel(prefix: str, defaults: PipelineConfig = PipelineConfig(), bind: bool = False,
+def config_panel(prefix: str, defaults: PipelineConfig | None = None, bind: bool = False,
                  compact: bool = False) -> PipelineConfig:
     """Every pipeline knob as a widget; keys are `prefix + field`. Ranges come from `ui.links.FIELDS`
     (the same rules a link is checked against)."""
@@ -128,7 +128,7 @@ def config_panel(prefix: str, defaults: PipelineConfig = PipelineConfig(), bind:
     def k(name: str) -> str:
         return f"{prefix}{name}"
 
-    d = defaults
+    d = defaults if defaults is not None else PipelineConfig()
 
     def follow_preset() -> None:  # switching preset loads its fusion defaults
         pd = PipelineConfig.for_preset(st.session_state[k("preset")])
@@ -296,8 +296,9 @@ def selected_row(event) -> int | None:
     return rows[0] if rows else None
 
 
-def link_popover(url: str, key: str) -> None:
-    with st.popover("Copy link", icon=":material/link:", help="A link to exactly this view: query, scope and every setting"):
+def link_popover(url: str) -> None:
+    with st.popover("Copy link", icon=":material/link:",
+                    help="A link to exactly this view: query, scope and every setting"):
         st.caption("Copy this link (the icon at the right of the box copies it). It holds the query, the scope, "
                    "every setting and the store version — but never a server URL or a key.")
         st.code(url, language=None, wrap_lines=True)
@@ -372,7 +373,8 @@ def explanation_details(ex, key: str) -> None:
         if ex.dense_terms:
             total = sum(t["points"] for t in ex.dense_terms)
             with st.expander(f"Dense score {total:.4f} = Σ weight × value over {len(ex.dense_terms)} terms"):
-                st.plotly_chart(dense_terms_figure(ex.dense_terms), key=f"{key}_dense", config={"displayModeBar": False})
+                st.plotly_chart(dense_terms_figure(ex.dense_terms), key=f"{key}_dense",
+                                config={"displayModeBar": False})
                 st.dataframe(view.dense_rows(ex.dense_terms), hide_index=True, width="stretch")
         if ex.rrf:
             with st.expander(f"Fusion: {view.num(ex.rrf.get('score'), 5)} = the sum of each list's contribution"):

@@ -62,7 +62,7 @@ class Arena:
 
     @classmethod
     def bulk(cls, terms: list[str], scope_list: list[Scope], ids: list[str], lens: np.ndarray,
-             flat_t: np.ndarray, flat_f: np.ndarray, codes: np.ndarray) -> tuple["Arena", np.ndarray, np.ndarray]:
+             flat_t: np.ndarray, flat_f: np.ndarray, codes: np.ndarray) -> tuple[Arena, np.ndarray, np.ndarray]:
         """An arena holding `ids` as slots 0..n-1 (CSR rows `lens` of `flat_t`/`flat_f`), built
         vectorised. Returns (arena, df, posting lengths). Term ids must be < len(terms)."""
         a = cls(terms, list(scope_list))

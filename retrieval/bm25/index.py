@@ -1,8 +1,8 @@
 """Incremental, vectorised, thread-safe BM25 (SPEC §3); the formula lives in `bm25/formula.py`.
 
 Layout: one posting list per term as two numpy arrays (doc slot, term frequency) in an append-only
-`Arena` (retrieval.bm25.snapshot) shared by every version of the index. A version (`BM25Snapshot`) is the arena plus small
-per-version numpy arrays (live slots, df, posting lengths) and N/total length; it is never changed
+`Arena` (retrieval.bm25.snapshot) shared by every version of the index. A version (`BM25Snapshot`) is the arena
+plus small per-version numpy arrays (live slots, df, posting lengths) and N/total length; it is never changed
 after it is published. A write batch builds the next version — new postings go past every published
 posting length, a removal only clears the slot in the next version's live mask — and swaps it in
 under a short lock (copy-on-write, as Lucene's segment readers do). Readers take the current
@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from retrieval.bm25.persist import load_index, save_index
 from retrieval.bm25.snapshot import BM25Snapshot, Prepared, build_snapshot, empty_snapshot, next_version
-from retrieval.bm25.tokenizer import STOPWORDS, TOKENIZER_VERSION, Tokenizer, default_tokenizer, normalize_text, tokenizer_id
+from retrieval.bm25.tokenizer import (STOPWORDS, TOKENIZER_VERSION, Tokenizer, default_tokenizer, normalize_text,
+                                      tokenizer_id)
 from retrieval.types import Scope
 
 __all__ = ["BM25Index", "BM25Snapshot", "STOPWORDS", "TOKENIZER_VERSION", "default_tokenizer", "normalize_text",
@@ -142,7 +143,7 @@ class BM25Index:
         save_index(self._snap, path, tokenizer_id(self.tokenizer), source)
 
     @classmethod
-    def load(cls, path, tokenizer: Tokenizer | None = None) -> "BM25Index":
+    def load(cls, path, tokenizer: Tokenizer | None = None) -> BM25Index:
         """Load a saved index. A missing, truncated or foreign file, or one saved with another
         tokenizer, raises ValueError (the caller rebuilds)."""
         meta, rows = load_index(path, tokenizer_id(tokenizer or default_tokenizer))

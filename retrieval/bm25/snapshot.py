@@ -7,7 +7,7 @@ writers build the next one. Scoring uses the one formula in `bm25/formula.py`.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 

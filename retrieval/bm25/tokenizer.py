@@ -3,18 +3,21 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Callable
+from collections.abc import Callable
 
 # A compact English stopword list (the union of the classic SMART/Lucene short lists).
 STOPWORDS = frozenset(
-    """a about above after again against all am an and any are aren as at be because been before
-    being below between both but by can cannot could couldn did didn do does doesn doing don down
-    during each few for from further had hadn has hasn have haven having he her here hers herself
-    him himself his how i if in into is isn it its itself just let ll me more most mustn my myself
-    no nor not now of off on once only or other ought our ours ourselves out over own re same shan
-    she should shouldn so some such than that the their theirs them themselves then there these they
-    this those through to too under until up ve very was wasn we were weren what when where which
-    while who whom why will with won would wouldn you your yours yourself yourselves""".split()
+    ["a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are", "aren", "as", "at",
+     "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "cannot", "could",
+     "couldn", "did", "didn", "do", "does", "doesn", "doing", "don", "down", "during", "each", "few", "for", "from",
+     "further", "had", "hadn", "has", "hasn", "have", "haven", "having", "he", "her", "here", "hers", "herself", "him",
+     "himself", "his", "how", "i", "if", "in", "into", "is", "isn", "it", "its", "itself", "just", "let", "ll", "me",
+     "more", "most", "mustn", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or",
+     "other", "ought", "our", "ours", "ourselves", "out", "over", "own", "re", "same", "shan", "she", "should",
+     "shouldn", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there",
+     "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "ve", "very", "was", "wasn",
+     "we", "were", "weren", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "won",
+     "would", "wouldn", "you", "your", "yours", "yourself", "yourselves"]
 )
 
 _TOKEN_RE = re.compile(r"[^\W_]+", re.UNICODE)  # runs of Unicode letters or digits
@@ -49,7 +52,9 @@ def tokenizer_id(tokenizer: Tokenizer) -> str:
     if tokenizer is default_tokenizer:
         return f"default-v{TOKENIZER_VERSION}"
     name = getattr(tokenizer, "name", None)
-    return str(name) if name else f"{getattr(tokenizer, '__module__', '?')}.{getattr(tokenizer, '__qualname__', repr(tokenizer))}"
+    if name:
+        return str(name)
+    return f"{getattr(tokenizer, '__module__', '?')}.{getattr(tokenizer, '__qualname__', repr(tokenizer))}"
 
 
 # Store-level analysers: "plain" is SPEC §3's default; "english-stem" adds the Snowball English

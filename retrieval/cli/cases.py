@@ -9,6 +9,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 
 from retrieval.pipeline.config import PipelineConfig, reranker_fields
 from retrieval.fusion import FUSIONS, NORMALIZATIONS
@@ -80,7 +81,7 @@ def snapshot_config(args) -> PipelineConfig:
     kw.update(reranker_fields(args.reranker))
     if args.no_facts:
         kw["facts"] = False
-    base = PipelineConfig.from_json(open(args.config, encoding="utf-8").read()) if args.config else None
+    base = PipelineConfig.from_json(Path(args.config).read_text(encoding="utf-8")) if args.config else None
     if base is not None:
         from dataclasses import replace
 

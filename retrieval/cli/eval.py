@@ -9,7 +9,7 @@ import json
 import shutil
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 from retrieval.pipeline.config import PipelineConfig, generator_fields, reranker_fields
@@ -19,7 +19,7 @@ from retrieval.eval.datasets import load_dataset
 from retrieval.eval.metrics import evidence_recall_at_k, mean, mrr, ndcg_at_k, recall_at_k
 from retrieval.eval.runner import credited_ids, run_queries, sweep
 
-EVAL_NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)  # pinned clock: runs are reproducible
+EVAL_NOW = datetime(2026, 1, 1, tzinfo=UTC)  # pinned clock: runs are reproducible
 DENSE_WEIGHTS = [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]
 KS = [10, 30, 60, 100]
 
@@ -55,7 +55,7 @@ def _metrics(ranked, q, locomo: bool) -> dict[str, float]:
             "recall@100": recall_at_k(ranked, q.qrels, 100), "mrr": mrr(ranked, q.qrels, 10)}
 
 
-def evaluate_config(retriever, queries, locomo: bool, deep_k: int | None, log=print, **kw) -> dict:
+def evaluate_config(retriever, queries, locomo: bool, deep_k: int | None, **kw) -> dict:
     """Two passes: default depth (top-10, N=30) for @5/@10/nDCG/MRR, and a deep pass for @25/@100.
 
     `deep_k=None` skips the deep pass (a reranker over a 300-deep pool per query is too slow here).
@@ -89,7 +89,7 @@ def evaluate_config(retriever, queries, locomo: bool, deep_k: int | None, log=pr
 
 
 def run_eval_cli(args) -> int:
-    log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    log = lambda m: print(m, file=sys.stderr, flush=True)
     try:
         name, traces, queries = load_dataset(args.dataset)
     except (ValueError, FileNotFoundError) as exc:
@@ -125,7 +125,7 @@ def run_eval_cli(args) -> int:
                                         **reranker_fields(args.reranker), **knobs)
         r = build_retriever(ws, cfg, models)
         deep = (25 if locomo else 100) if args.reranker == "none" and args.hyde == "none" else None
-        res = evaluate_config(r, queries, locomo, deep, log=log)
+        res = evaluate_config(r, queries, locomo, deep)
         runs = res.pop("_runs")
         if args.sweep:
             sw = sweep(r, runs, DENSE_WEIGHTS, KS, metric="recall@10" if locomo else "ndcg@10")
@@ -189,7 +189,7 @@ def format_table(out: dict, locomo: bool) -> str:
         for stage, m in res["stages"].items():
             label = {"dense": "dense only (MiniLM)", "sparse": "BM25 only"}.get(stage, stage)
             lines.append(f"| {preset} | {label} | " + " | ".join(f"{m[c]:.4f}" if c in m else "—" for c in cols) + " |")
-        for fn, b in (res.get("lab") or {}).get("per_function", {}).items():
+        for b in (res.get("lab") or {}).get("per_function", {}).values():
             lines.append(f"| {preset} lab: {b['label']} (tune {b['tune']:.4f}, held-out {b['held_out']:.4f}) | final | "
                          f"all {b['all']:.4f} |")
         if res.get("sweep"):

@@ -193,7 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("ingest", help="load a .jsonl/.csv/.txt file or a BEIR folder into the store")
     sp.add_argument("file")
     db(sp)
-    sp.add_argument("--scope", type=_scope_arg, help=f"default scope for lines without one, e.g. user:u1 ({', '.join(SCOPES)})")
+    sp.add_argument("--scope", type=_scope_arg,
+                    help=f"default scope for lines without one, e.g. user:u1 ({', '.join(SCOPES)})")
     sp.add_argument("--no-facts", action="store_true", help="skip fact extraction")
     sp.set_defaults(func=cmd_ingest)
 

@@ -6,7 +6,7 @@ and for every id in B its rank delta against A — the numbers a reviewer reads 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from collections.abc import Sequence
 
 
 @dataclass(frozen=True)

@@ -7,14 +7,14 @@ from __future__ import annotations
 import csv
 import json
 import re
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 from retrieval.types import MemoryTrace, Scope
 from retrieval.eval.runner import LabelledQuery
 
 BEIR_SCOPE = Scope("organization", "beir")
-BEIR_TIME = datetime(2020, 1, 1, tzinfo=timezone.utc)
+BEIR_TIME = datetime(2020, 1, 1, tzinfo=UTC)
 
 
 def load_beir(path: str | Path, split: str = "test") -> tuple[list[MemoryTrace], list[LabelledQuery]]:
@@ -57,7 +57,7 @@ LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single
 
 def parse_session_date(text: str) -> datetime:
     """"1:56 pm on 8 May, 2023" → aware UTC datetime."""
-    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
 
 
 def parse_evidence(items) -> list[str]:
@@ -142,7 +142,7 @@ def beir_judgments(queries_jsonl: bytes, qrels_tsv: bytes, scope: Scope | None) 
     return out
 
 
-def load_demo(root: str | Path | None = None) -> tuple[list[MemoryTrace], list[LabelledQuery]]:
+def load_demo() -> tuple[list[MemoryTrace], list[LabelledQuery]]:
     from retrieval.ingest.demo import JUDGMENTS, load_demo_traces
     from retrieval.eval.runner import load_judgments
 

@@ -8,7 +8,8 @@ per-query wins and losses against the configuration the runs were made with.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 from retrieval.pipeline.assemble import reweight
 from retrieval.fusion import NORMALIZATIONS
@@ -71,7 +72,7 @@ class LabResult:
         return max(pool, key=lambda s: s.tune)
 
     def to_dict(self) -> dict[str, Any]:
-        row = lambda s: {**asdict(s.candidate), "label": s.candidate.label, "tune": s.tune,  # noqa: E731
+        row = lambda s: {**asdict(s.candidate), "label": s.candidate.label, "tune": s.tune,
                          "held_out": s.held_out, "all": s.all}
         return {"metric": self.metric, "best": row(self.best), "baseline": row(self.baseline),
                 "scores": [row(s) for s in self.scores], "per_query": list(self.per_query)}
@@ -103,7 +104,7 @@ def search_fusions(runs: Sequence[QueryRun], candidates: Sequence[Candidate], me
     base_vals = [_score(r, None, metric, scorer) for r in runs]
 
     def summary(c: Candidate | None, vals: list[float]) -> CandidateScore:
-        pick = lambda h: [v for v, x in zip(vals, half) if x == h]  # noqa: E731
+        pick = lambda h: [v for v, x in zip(vals, half) if x == h]
         s = runs[0].result.diagnostics.settings
         cand = c or Candidate(s.fusion, s.dense_weight, s.rrf_k, s.normalization)
         return CandidateScore(cand, mean(pick("tune")), mean(pick("held-out")), mean(vals))

@@ -6,7 +6,7 @@ from one batched pass (the same model, the same vectors) and documents still pas
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

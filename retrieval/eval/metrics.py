@@ -6,7 +6,7 @@ nDCG uses gain = grade and log2(rank+1) discounts; Recall@k counts grade > 0.
 from __future__ import annotations
 
 import math
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 
 def recall_at_k(ranked: Sequence[str], qrels: Mapping[str, float], k: int) -> float:

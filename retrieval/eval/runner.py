@@ -5,7 +5,8 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
+from collections.abc import Callable, Iterable, Sequence
 
 from retrieval.hybrid import STAGES
 from retrieval.types import Scope
@@ -36,12 +37,14 @@ def parse_judgments(data: bytes | str, source: str = "judgments.jsonl") -> list[
                 raise ValueError(f"missing field {', '.join(repr(m) for m in missing)}")
             if not isinstance(r["relevant"], dict):
                 raise ValueError("'relevant' must be an object of trace id → grade")
-            out.append(LabelledQuery(str(r["qid"]), str(r["query"]), {str(k): float(v) for k, v in r["relevant"].items()},
+            out.append(LabelledQuery(str(r["qid"]), str(r["query"]), {str(k): float(v) for k,
+                                                                      v in r["relevant"].items()},
                                      Scope.parse(r["scope"]) if r.get("scope") else None, r.get("phenomenon"),
                                      r.get("note", "")))
         except (ValueError, TypeError, RecursionError) as exc:
             raise ValueError(f"{source}, line {n}: {exc}; each line needs qid, query and relevant "
-                             '(e.g. {"qid": "q1", "query": "…", "scope": "user:u1", "relevant": {"trace-id": 2}})') from None
+                             '(e.g. {"qid": "q1", "query": "…", "scope": "user:u1", '
+                             '"relevant": {"trace-id": 2}})') from None
     return out
 
 

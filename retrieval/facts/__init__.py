@@ -15,7 +15,8 @@ Importing this package loads no database: LanceDB is imported on first use of a 
 from retrieval.facts.classifiers import TEMPORAL_RE, AgentOSFactClassifier, KeywordFactClassifier, is_temporal
 from retrieval.facts.inject import TEMPORAL_MODES, Visible, extract_for_traces, fact_traces_for_query, visible_in
 from retrieval.facts.llm import LLM_FACT_SYSTEM, LLMFactExtractor, llm_fact_prompt
-from retrieval.facts.model import FIRST_PERSON, NOT_NAMES, PREDICATES, Fact, canonical_subject, fact_to_trace, fact_trace_id
+from retrieval.facts.model import (FIRST_PERSON, NOT_NAMES, PREDICATES, Fact, canonical_subject, fact_to_trace,
+                                   fact_trace_id)
 from retrieval.facts.rules import RuleFactExtractor
 from retrieval.facts.store import FactStore, FactStoreError
 

@@ -7,7 +7,7 @@ inactive, deleted or in another scope is never injected.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from retrieval.types import MemoryTrace, Scope, ScoredMemoryTrace
 from retrieval.facts.classifiers import KeywordFactClassifier
@@ -46,7 +46,7 @@ def visible_in(memory_store, scope: Scope) -> Visible:
 
 def _visible_filter(facts: Sequence[Fact], visible: Visible | None) -> Callable[[Fact], bool]:
     if visible is None:
-        return lambda f: True
+        return lambda _fact: True
     ids = sorted({i for f in facts for i in f.source_trace_ids})
     shown = set(visible(ids)) if ids else set()
     # A fact with no source (added by hand) has no trace to hide with, so it stays.

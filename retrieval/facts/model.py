@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 from retrieval.types import MemoryTrace, Scope, ScoreBreakdown, ScoredMemoryTrace, epoch_ms
 
@@ -21,11 +21,14 @@ PREDICATES = (
 FIRST_PERSON = frozenset({"i", "my", "me", "mine", "myself"})
 # Capitalised words that start sentences or name days, months and relatives: never a person's name,
 # neither as an extracted subject ("Mum visited …") nor as a subject asked about ("does Monday …").
-NOT_NAMES = frozenset("""The A An My Our Your His Her Their It This That These Those We They He She You There Here
-Then Today Yesterday Tomorrow Last Next After Before When While Also And But So Yes No Ok Okay Oh Well Just
-Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February March April May June July August
-September October November December Mom Dad Mum Mummy Mother Father Grandma Grandpa Granny
-Train Flight Bus Order Invoice Ticket Meeting""".split())
+NOT_NAMES = frozenset(["The", "A", "An", "My", "Our", "Your", "His", "Her", "Their", "It", "This", "That", "These",
+                       "Those", "We", "They", "He", "She", "You", "There", "Here", "Then", "Today", "Yesterday",
+                       "Tomorrow", "Last", "Next", "After", "Before", "When", "While", "Also", "And", "But", "So",
+                       "Yes", "No", "Ok", "Okay", "Oh", "Well", "Just", "Monday", "Tuesday", "Wednesday", "Thursday",
+                       "Friday", "Saturday", "Sunday", "January", "February", "March", "April", "May", "June", "July",
+                       "August", "September", "October", "November", "December", "Mom", "Dad", "Mum", "Mummy",
+                       "Mother", "Father", "Grandma", "Grandpa", "Granny", "Train", "Flight", "Bus", "Order",
+                       "Invoice", "Ticket", "Meeting"])
 
 
 def canonical_subject(subject: str) -> str:
@@ -65,7 +68,7 @@ def fact_trace_id(f: Fact) -> str:
 
 
 def fact_to_trace(f: Fact, scope: Scope) -> ScoredMemoryTrace:
-    content = f"{f.subject} {f.predicate} {f.object} (as of {f.timestamp.astimezone(timezone.utc):%Y-%m-%d})."
+    content = f"{f.subject} {f.predicate} {f.object} (as of {f.timestamp.astimezone(UTC):%Y-%m-%d})."
     trace = MemoryTrace(
         id=fact_trace_id(f), content=content, scope=scope.scope, scope_id=scope.scope_id, type="semantic",
         tags=("fact-graph", f"predicate:{f.predicate}"), source_type="fact_graph", created_at=f.timestamp,

@@ -45,37 +45,50 @@ _PATTERNS: list[tuple[str, str]] = [
     ("isNamed", rf"\b(?P<subj>I)(?:'m| am) called {_NAME}"),
     ("isNamed", rf"\b[Cc]all me {_NAME}"),
     ("identifiesAs", rf"{_SUBJ} {_v('identify', 'identifies')} as {_OBJ}{_STOP}"),
-    ("livesIn", rf"{_SUBJ} ?(?:{_v('live')}|lived|(?:'m|am|is|was) (?:now )?living|(?:'ve |have |has )?(?:moved|relocated)) (?:back )?(?:in|to) {_NAME}"),
-    ("worksAt", rf"{_SUBJ} ?(?:{_v('work')}|worked|(?:'m|am|is) (?:now )?working|(?:'ve |have |has )?started(?: a new job| working)?) (?:at|for|with) {_NAME}"),
-    ("worksAt", rf"{_SUBJ} ?(?:got|landed|started|accepted) (?:a|an|the) (?:new )?(?:job|position|role|offer) (?:at|with) {_NAME}"),
+    ("livesIn",
+     rf"{_SUBJ} ?(?:{_v('live')}|lived|(?:'m|am|is|was) (?:now )?living|(?:'ve |have |has )?(?:moved|relocated)) (?:back )?(?:in|to) {_NAME}"),
+    ("worksAt",
+     rf"{_SUBJ} ?(?:{_v('work')}|worked|(?:'m|am|is) (?:now )?working|(?:'ve |have |has )?started(?: a new job| working)?) (?:at|for|with) {_NAME}"),
+    ("worksAt",
+     rf"{_SUBJ} ?(?:got|landed|started|accepted) (?:a|an|the) (?:new )?(?:job|position|role|offer) (?:at|with) {_NAME}"),
     ("worksAt", rf"\b(?P<subj>I) joined {_NAME}"),
-    ("studiesAt", rf"{_SUBJ} ?(?:{_v('study', 'studies')}|studied|(?:'m|am|is) (?:now )?studying|(?:'ve |have )?enrolled) (?:[\w ]+ )?at {_NAME}"),
-    ("ownsPet", rf"\b(?P<subj>[Mm]y|I have an?|I adopted an?|I got an?) (?:new )?(?:dog|cat|puppy|kitten|parrot|hamster|rabbit|bunny|tortoise|turtle|horse|goldfish|pet)(?: \w+)?,? (?:named |called |is called |is named )?{_NAME}"),
+    ("studiesAt",
+     rf"{_SUBJ} ?(?:{_v('study', 'studies')}|studied|(?:'m|am|is) (?:now )?studying|(?:'ve |have )?enrolled) (?:[\w ]+ )?at {_NAME}"),
+    ("ownsPet",
+     rf"\b(?P<subj>[Mm]y|I have an?|I adopted an?|I got an?) (?:new )?(?:dog|cat|puppy|kitten|parrot|hamster|rabbit|bunny|tortoise|turtle|horse|goldfish|pet)(?: \w+)?,? (?:named |called |is called |is named )?{_NAME}"),
     ("allergicTo", rf"{_SUBJ}(?:'m| am| is| was) (?:severely |very |mildly )?allergic to {_OBJ}{_STOP}"),
     ("allergicTo", rf"{_SUBJ} ?(?:have|has) an? (?:\w+ )?allergy to {_OBJ}{_STOP}"),
-    ("takesMedication", rf"{_SUBJ} ?(?:{_v('take')}|(?:'ve |have |has )?started taking|(?:was|got|'ve been|have been) prescribed|(?:'m|am|is) (?:now )?on) (?P<obj>[a-z]*[A-Za-z][\w-]*(?: \d+ ?mg)?)(?= (?:daily|every|twice|once|for|each|in the|at night|at bedtime|\d)|[.,;!?]|$)"),
+    ("takesMedication",
+     rf"{_SUBJ} ?(?:{_v('take')}|(?:'ve |have |has )?started taking|(?:was|got|'ve been|have been) prescribed|(?:'m|am|is) (?:now )?on) (?P<obj>[a-z]*[A-Za-z][\w-]*(?: \d+ ?mg)?)(?= (?:daily|every|twice|once|for|each|in the|at night|at bedtime|\d)|[.,;!?]|$)"),
     ("diagnosedWith", rf"{_SUBJ} ?(?:was|were|got|'ve been|have been|has been) diagnosed with {_OBJ}{_STOP}"),
     ("drives", rf"{_SUBJ} ?(?:{_v('drive')}|drove|(?:'m|am) driving) (?:an? |the )?{_OBJ}{_STOP}"),
     ("marriedTo", rf"{_SUBJ}(?:'m| am| is| got| was) married to {_NAME}"),
     ("marriedTo", rf"\b(?P<subj>[Mm]y) (?:wife|husband|spouse)(?:'s name is|,| is| named)? {_NAME}"),
-    ("parentOf", rf"\b(?P<subj>[Mm]y) (?:son|daughter|kid|child|baby|boy|girl)(?:'s name is|,| is called| is named| named| called)? {_NAME}"),
+    ("parentOf",
+     rf"\b(?P<subj>[Mm]y) (?:son|daughter|kid|child|baby|boy|girl)(?:'s name is|,| is called| is named| named| called)? {_NAME}"),
     ("friendOf", rf"\b(?P<subj>[Mm]y) (?:best |old |close )?friend,? {_NAME}"),
     ("colleagueOf", rf"\b(?P<subj>[Mm]y) (?:colleague|coworker|co-worker|teammate|manager|boss),? {_NAME}"),
     ("visited", rf"{_SUBJ} ?(?:visited|(?:went|travelled|traveled|flew) to|(?:'ve|have|has) been to) {_NAME}"),
-    ("attended", rf"{_SUBJ} ?(?:attended|went to) (?P<obj>(?:the |a |an |my )?[\w' -]*?(?:conference|wedding|concert|workshop|meetup|summit|festival|funeral|graduation|class|course|seminar|game|show|party)(?: [A-Z0-9][\w-]*)*)"),
+    ("attended",
+     rf"{_SUBJ} ?(?:attended|went to) (?P<obj>(?:the |a |an |my )?[\w' -]*?(?:conference|wedding|concert|workshop|meetup|summit|festival|funeral|graduation|class|course|seminar|game|show|party)(?: [A-Z0-9][\w-]*)*)"),
     ("purchased", rf"{_SUBJ} ?(?:bought|purchased|ordered|picked up) {_OBJ}{_STOP}"),
-    ("scheduled", rf"{_SUBJ} ?(?:scheduled|booked|(?:have|has) an? (?:appointment|meeting|call|session) (?:with|for)) {_OBJ}{_STOP}"),
+    ("scheduled",
+     rf"{_SUBJ} ?(?:scheduled|booked|(?:have|has) an? (?:appointment|meeting|call|session) (?:with|for)) {_OBJ}{_STOP}"),
     ("commitsTo", rf"{_SUBJ} ?(?:promised|committed|pledged|vowed) to {_OBJ}{_STOP}"),
     ("decidedOn", rf"{_SUBJ} ?(?:decided|chose|opted) (?:to go with |on |to )?{_OBJ}{_STOP}"),
     ("avoids", rf"{_SUBJ} ?(?:{_v('avoid')}|(?:try|tries) to avoid|stay away from|stays away from) {_OBJ}{_STOP}"),
-    ("dislikes", rf"{_SUBJ} ?(?:{_v('dislike')}|{_v('hate')}|(?:can't|cannot) stand|(?:'m|am) not a fan of) {_OBJ}{_STOP}"),
-    ("prefers", rf"{_SUBJ} ?(?:{_v('prefer')}|{_v('love')}|really like|(?:'m|am|is) a (?:big |huge )?fan of) {_OBJ}{_STOP}"),
+    ("dislikes",
+     rf"{_SUBJ} ?(?:{_v('dislike')}|{_v('hate')}|(?:can't|cannot) stand|(?:'m|am) not a fan of) {_OBJ}{_STOP}"),
+    ("prefers",
+     rf"{_SUBJ} ?(?:{_v('prefer')}|{_v('love')}|really like|(?:'m|am|is) a (?:big |huge )?fan of) {_OBJ}{_STOP}"),
     ("prefers", rf"\b(?P<subj>[Mm]y) favou?rite \w+(?: \w+)? is {_OBJ}{_STOP}"),
     ("believes", rf"{_SUBJ} ?(?:firmly |really |strongly )?{_v('believe')} (?:that )?{_OBJ}{_STOP}"),
-    ("is", r"\b(?P<subj>I)(?:'m| am) an? (?P<obj>(?:[\w-]+ ){0,2}(?:engineer|developer|designer|teacher|nurse|doctor|lawyer|student|manager|architect|writer|chef|accountant|analyst|scientist|researcher|consultant|vegetarian|vegan|runner|photographer|musician|artist|pilot|pharmacist|librarian|founder))\b"),
+    ("is",
+     r"\b(?P<subj>I)(?:'m| am) an? (?P<obj>(?:[\w-]+ ){0,2}(?:engineer|developer|designer|teacher|nurse|doctor|lawyer|student|manager|architect|writer|chef|accountant|analyst|scientist|researcher|consultant|vegetarian|vegan|runner|photographer|musician|artist|pilot|pharmacist|librarian|founder))\b"),
 ]
 _COMPILED = [(p, re.compile(rx)) for p, rx in _PATTERNS]
-_PREPOSITIONS = frozenset("to from in at of for with by on into onto about near via".split())
+_PREPOSITIONS = frozenset(["to", "from", "in", "at", "of", "for", "with", "by", "on", "into", "onto", "about", "near",
+                           "via"])
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
@@ -115,7 +128,8 @@ class RuleFactExtractor:
                 if not m:
                     continue
                 subj = (m.groupdict().get("subj") or "I").strip()
-                if subj.lower() in ("my", "i have a", "i have an", "i adopted a", "i adopted an", "i got a", "i got an"):
+                if subj.lower() in ("my", "i have a", "i have an", "i adopted a", "i adopted an", "i got a",
+                                    "i got an"):
                     subj = "I"
                 if subj != "I" and subj.lower() not in FIRST_PERSON:
                     before = s[:m.start("subj")].split()

@@ -9,8 +9,8 @@ import os
 import threading
 import time
 from dataclasses import replace
-from datetime import timedelta, timezone
-from typing import Iterable
+from datetime import timedelta, UTC
+from collections.abc import Iterable
 
 from retrieval.types import Scope
 from retrieval.facts.model import Fact, canonical_subject
@@ -115,7 +115,10 @@ class FactStore:
                 raise
 
     def _rows(self, where: str | None) -> list[dict]:
-        return self._run(lambda t: (t.search().where(where) if where else t.search()).limit(None).to_arrow().to_pylist()) or []
+        def read(t):
+            return (t.search().where(where) if where else t.search()).limit(None).to_arrow().to_pylist()
+
+        return self._run(read) or []
 
     def _facts(self, rows: list[dict]) -> list[Fact]:
         try:
@@ -210,11 +213,11 @@ def _where(scope: Scope, **eq: str) -> str:
 
 def _row(scope: Scope, f: Fact, seq: int) -> dict:
     return {"key": f.key, "scope": scope.scope, "scope_id": scope.scope_id, "subject": f.subject,
-            "predicate": f.predicate, "object": f.object, "timestamp": f.timestamp.astimezone(timezone.utc),
+            "predicate": f.predicate, "object": f.object, "timestamp": f.timestamp.astimezone(UTC),
             "source_trace_ids": list(f.source_trace_ids), "source_span": f.source_span, SEQ: int(seq)}
 
 
 def _fact(row: dict) -> Fact:
     ts = row["timestamp"]
-    return Fact(row["subject"], row["predicate"], row["object"], ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc),
+    return Fact(row["subject"], row["predicate"], row["object"], ts if ts.tzinfo else ts.replace(tzinfo=UTC),
                 tuple(row["source_trace_ids"] or ()), row["source_span"] or "")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "data" / "demo"
 TRACES = DEMO_DIR / "traces.jsonl"

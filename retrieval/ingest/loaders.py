@@ -20,12 +20,14 @@ import zipfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from retrieval.ingest.parse import LINE_ERRORS, FieldMap, auto_id, parse_datetime, trace_from_record
 from retrieval.types import SCOPES, MemoryTrace
 
-__all__ = ["FieldMap", "LineError", "LoadReport", "auto_id", "csv_headers", "jsonl_fields", "load_beir_dir", "load_beir_zip",
+__all__ = ["FieldMap", "LineError", "LoadReport", "auto_id", "csv_headers", "jsonl_fields", "load_beir_dir",
+           "load_beir_zip",
            "load_csv", "load_file", "load_jsonl", "load_path", "load_text", "parse_datetime", "trace_from_record"]
 
 try:  # zipfile imports lzma lazily too: a Python built without liblzma still loads JSONL

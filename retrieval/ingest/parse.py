@@ -8,8 +8,9 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Mapping
+from datetime import datetime, UTC
+from typing import Any
+from collections.abc import Mapping
 
 from retrieval.types import MAX_TIME, MIN_TIME, MemoryTrace
 
@@ -64,7 +65,7 @@ def parse_datetime(value: Any) -> datetime:
         secs = secs / 1000.0 if abs(secs) > 1e11 else secs
         if not MIN_TIME.timestamp() <= secs <= MAX_TIME.timestamp():  # NaN fails too
             raise ValueError(f"epoch time {_show(value)} is outside {MIN_TIME:%Y-%m-%d} .. {MAX_TIME:%Y-%m-%d}")
-        dt = datetime.fromtimestamp(secs, tz=timezone.utc)
+        dt = datetime.fromtimestamp(secs, tz=UTC)
     elif isinstance(value, str) and value.strip():
         text = value.strip()
         text = text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text
@@ -79,7 +80,7 @@ def parse_datetime(value: Any) -> datetime:
             return parse_datetime(number)
     else:
         raise ValueError(f"date {_show(value)} is not ISO 8601 (e.g. 2025-03-01T10:00:00Z) or epoch seconds")
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
 def _integer(name: str, value: Any) -> int:
@@ -118,6 +119,27 @@ def trace_from_record(rec: Mapping[str, Any], *, scope: str = "user", scope_id: 
     """Build and validate one trace from a dict; raises ValueError naming the problem."""
     if not isinstance(rec, Mapping):
         raise ValueError(f"expected a JSON object, got {type(rec).__name__}")
+    kw: dict[str, Any] = {"content": _content(rec, fields)}
+    kw["scope"] = _scalar_text("scope", rec.get("scope") or scope)
+    kw["scope_id"] = _scalar_text("scope_id", rec.get(fields.scope_id or "scope_id") or scope_id)
+    id_key = fields.id or next((f for f in ID_FIELDS if rec.get(f) not in (None, "")), None)
+    raw_id = rec.get(id_key) if id_key else None
+    if id_key is None or raw_id in (None, ""):
+        kw["id"] = auto_id(kw["scope"], kw["scope_id"], id_prefix, _content_suffix(kw["content"]))
+    else:
+        kw["id"] = _scalar_text(id_key, raw_id).strip(" \t")  # padding only: a separator must reach validate()
+    for name in ("type", "source_type"):
+        if rec.get(name):
+            kw[name] = _scalar_text(name, rec[name])
+    kw.update(_lists(rec, fields))
+    kw.update(_numbers(rec))
+    kw.update(_dates(rec, fields))
+    trace = MemoryTrace(**kw)
+    trace.validate()
+    return trace
+
+
+def _content(rec: Mapping[str, Any], fields: FieldMap) -> str:
     content = rec.get(fields.content) if fields.content else next(
         (rec[f] for f in TEXT_FIELDS if isinstance(rec.get(f), str)), None)
     title = rec.get(fields.title) if fields.title else rec.get("title")
@@ -126,18 +148,11 @@ def trace_from_record(rec: Mapping[str, Any], *, scope: str = "user", scope_id: 
         raise ValueError(f"no text: field '{wanted}' is missing or empty")
     if isinstance(title, str) and title.strip():
         content = f"{title.strip()}\n{content.strip()}"
-    kw: dict[str, Any] = {"content": content.strip()}
-    kw["scope"] = _scalar_text("scope", rec.get("scope") or scope)
-    kw["scope_id"] = _scalar_text("scope_id", rec.get(fields.scope_id or "scope_id") or scope_id)
-    id_key = fields.id or next((f for f in ID_FIELDS if rec.get(f) not in (None, "")), None)
-    raw_id = rec.get(id_key) if id_key else None
-    if raw_id in (None, ""):
-        kw["id"] = auto_id(kw["scope"], kw["scope_id"], id_prefix, _content_suffix(kw["content"]))
-    else:
-        kw["id"] = _scalar_text(id_key, raw_id).strip(" \t")  # padding only: a separator must reach validate()
-    for name in ("type", "source_type"):
-        if rec.get(name):
-            kw[name] = _scalar_text(name, rec[name])
+    return content.strip()
+
+
+def _lists(rec: Mapping[str, Any], fields: FieldMap) -> dict[str, tuple[str, ...]]:
+    out = {}
     for name in ("tags", "entities"):
         key = (fields.tags if name == "tags" and fields.tags else name)
         val = rec.get(key)
@@ -146,25 +161,33 @@ def trace_from_record(rec: Mapping[str, Any], *, scope: str = "user", scope_id: 
         if val:
             if not isinstance(val, (list, tuple)):
                 raise ValueError(f"field '{key}' must be a list of strings")
-            kw[name] = tuple(_scalar_text(key, v) for v in val)
+            out[name] = tuple(_scalar_text(key, v) for v in val)
+    return out
+
+
+def _numbers(rec: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for name in ("confidence", "encoding_strength", "stability_ms", "valence", "arousal", "dominance"):
         if rec.get(name) not in (None, ""):
             try:
-                kw[name] = _number(rec[name])
+                out[name] = _number(rec[name])
             except ValueError as exc:
                 raise ValueError(f"field '{name}': {exc}") from None
     if rec.get("retrieval_count") not in (None, ""):
-        kw["retrieval_count"] = _integer("retrieval_count", rec["retrieval_count"])
+        out["retrieval_count"] = _integer("retrieval_count", rec["retrieval_count"])
     if rec.get("is_active") not in (None, ""):
         v = rec["is_active"]
-        kw["is_active"] = v if isinstance(v, bool) else str(v).strip().lower() in ("1", "true", "yes")
+        out["is_active"] = v if isinstance(v, bool) else str(v).strip().lower() in ("1", "true", "yes")
+    return out
+
+
+def _dates(rec: Mapping[str, Any], fields: FieldMap) -> dict[str, datetime]:
+    out = {}
     created_key = fields.created_at or next((k for k in ("created_at", "timestamp", "date") if rec.get(k)), None)
     for name, key in (("created_at", created_key), ("last_accessed_at", "last_accessed_at")):
         if key and rec.get(key) not in (None, ""):
             try:
-                kw[name] = parse_datetime(rec[key])
+                out[name] = parse_datetime(rec[key])
             except LINE_ERRORS as exc:
                 raise ValueError(f"field '{key}': {exc}") from None
-    trace = MemoryTrace(**kw)
-    trace.validate()
-    return trace
+    return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, fields
-from typing import Mapping
+from collections.abc import Mapping
 
 from retrieval.pipeline.records import STAGES
 from retrieval.judgments.metrics import measure_names

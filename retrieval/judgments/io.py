@@ -10,7 +10,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from retrieval.types import Scope
 from retrieval.judgments.model import Case, CaseQuery, Judgment, check_case_name, check_grade, parse_scope, scope_text

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from retrieval.judgments.model import SCALES, Judgment, Snapshot, query_key, scope_text
 from retrieval.judgments.store import JudgmentStore

@@ -12,7 +12,7 @@ judgment at all is not scored (it is "unjudged", not 0).
 """
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 def measure_names(k: int = 10) -> dict[str, str]:
     """Our metric name -> the ir-measures measure it is computed by."""

@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from retrieval.pipeline.config import PipelineConfig
 from retrieval.pipeline.records import STAGES
@@ -144,7 +145,7 @@ class SnapshotQuery:
                 "credit": dict(self.credit), "metrics": dict(self.metrics), "error": self.error}
 
     @classmethod
-    def from_dict(cls, d: Mapping) -> "SnapshotQuery":
+    def from_dict(cls, d: Mapping) -> SnapshotQuery:
         return cls(str(d["qid"]), str(d["query"]), parse_scope(d.get("scope")),
                    {s: tuple(d["stage_ids"].get(s, ())) for s in STAGES},
                    {s: tuple(d.get("stage_scores", {}).get(s, ())) for s in STAGES},
@@ -188,7 +189,7 @@ class Snapshot:
                 "payload": self.payload(), "elapsed_ms": float(self.elapsed_ms)}
 
     @classmethod
-    def from_row(cls, row: Mapping) -> "Snapshot":
+    def from_row(cls, row: Mapping) -> Snapshot:
         p = json.loads(row["payload"])
         return cls(row["id"], row["case_name"], float(row["created_at"]), PipelineConfig.from_json(row["config"]),
                    tuple(SnapshotQuery.from_dict(q) for q in p["queries"]), json.loads(row["metrics"]),

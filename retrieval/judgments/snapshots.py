@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from datetime import datetime, timezone
-from typing import Callable
+from datetime import datetime, UTC
+from collections.abc import Callable
 
 from retrieval.pipeline.config import PipelineConfig
 from retrieval.pipeline.records import STAGES
@@ -23,7 +23,7 @@ Progress = Callable[[int, int], None]
 
 def new_snapshot_id(now: float | None = None) -> str:
     """Sortable and unique: s20261130-142501-3fa2c1."""
-    stamp = datetime.fromtimestamp(now if now is not None else time.time(), tz=timezone.utc)
+    stamp = datetime.fromtimestamp(now if now is not None else time.time(), tz=UTC)
     return f"s{stamp:%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
 
 

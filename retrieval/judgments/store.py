@@ -8,11 +8,12 @@ from __future__ import annotations
 import threading
 import time
 from datetime import timedelta
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from retrieval.store.memory import sql_quote
 from retrieval.types import Scope
-from retrieval.judgments.model import (LabelledQuery, Case, CaseQuery, Judgment, Snapshot, check_case_name, check_grade, check_grader, parse_scope,
+from retrieval.judgments.model import (LabelledQuery, Case, CaseQuery, Judgment, Snapshot, check_case_name,
+                                       check_grade, check_grader, parse_scope,
                     query_key, scope_text)
 
 TABLES = ("judgments", "cases", "snapshots")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from functools import cached_property
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from retrieval.models.embedders import HostedEmbedder
 from retrieval.models.errors import BackendError

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Mapping
+from collections.abc import Mapping
 from urllib.parse import quote, unquote, urlsplit
 
 DEFAULT_PORTS = {"http": 80, "https": 443}

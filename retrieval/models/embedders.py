@@ -11,7 +11,8 @@ import re
 import threading
 from functools import cached_property
 from pathlib import Path
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Protocol, runtime_checkable
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -63,7 +64,8 @@ def load_sentence_transformer(path: str | Path, kind: str = "bi"):
             except ImportError as exc:  # pragma: no cover
                 raise ImportError("pip install sentence-transformers==6.2.0 (see requirements.txt)") from exc
             if not Path(path).is_dir():
-                raise FileNotFoundError(f"model directory {path} does not exist; pass a local sentence-transformers folder")
+                raise FileNotFoundError(f"model directory {path} does not exist; pass a local sentence-transformers "
+                                        f"folder")
             try:  # a "Loading weights" bar in every terminal and CI log is noise
                 from transformers.utils import logging as hf_logging
 

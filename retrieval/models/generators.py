@@ -5,7 +5,8 @@ import os
 import threading
 from functools import cached_property
 from pathlib import Path
-from typing import Mapping, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
+from collections.abc import Mapping
 
 from retrieval.models.credentials import OPENAI, operator_credential, parse_base_url
 from retrieval.models.errors import BackendError

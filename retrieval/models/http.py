@@ -9,7 +9,7 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
 from urllib.parse import unquote
 
 from retrieval.models.credentials import BaseURL, Credential, secret_values
@@ -21,7 +21,7 @@ RETRY_STATUSES = (429, 503)
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     """urllib would follow a 302 and copy the Authorization header to wherever it points."""
 
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ARG002 (urllib's signature)
         return None  # the 3xx surfaces as an HTTPError
 
 
@@ -135,7 +135,8 @@ class JsonEndpoint:
         if wait is None:
             wait = min(self.max_retry_wait, 0.5 * 2 ** attempt)  # no hint: a short exponential backoff
         if wait > self.max_retry_wait:
-            return None, f"the server asked to wait {wait:.0f}s, longer than the {self.max_retry_wait:g}s this client waits"
+            return None, (f"the server asked to wait {wait:.0f}s, longer than the {self.max_retry_wait:g}s "
+                          "this client waits")
         return wait, ""
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from retrieval.models.credentials import OPENAI, operator_credential, parse_base_url
 from retrieval.models.embedders import HostedEmbedder
@@ -48,7 +48,7 @@ class OpenAIEmbedder(HostedEmbedder):
     def sends_key(self) -> bool:
         return self._http.key is not None
 
-    def _embed_batch(self, texts: list[str], kind: str) -> list:
+    def _embed_batch(self, texts: list[str], kind: str) -> list:  # noqa: ARG002 (one endpoint for both kinds)
         data = self._http.post(v1_path(self.base, "/embeddings"),
                                {"model": self.model, "input": texts, "encoding_format": "float"})
         try:
@@ -58,4 +58,5 @@ class OpenAIEmbedder(HostedEmbedder):
             return [d["embedding"] for d in items]
         except (KeyError, TypeError, ValueError) as exc:
             raise BackendError(f"{self.backend}: the response was not the JSON this client expects "
-                               f"({type(exc).__name__}: no data[i].embedding for each of {len(texts)} inputs)") from None
+                               f"({type(exc).__name__}: no data[i].embedding for each of {len(texts)} inputs)"
+                               ) from None

@@ -5,7 +5,7 @@ for API keys and base URLs. A configured key only ever goes to its configured or
 """
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 EMBEDDERS = ("minilm", "hashing", "st:PATH", "cohere:MODEL", "openai:BASE_URL#MODEL")
 RERANKERS = ("none", "embedding", "cohere", "cross-encoder:PATH")

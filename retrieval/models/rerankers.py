@@ -4,11 +4,13 @@ from __future__ import annotations
 import math
 from functools import cached_property
 from pathlib import Path
-from typing import Mapping, Protocol, Sequence, runtime_checkable
+from typing import Protocol, runtime_checkable
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from retrieval.models.credentials import COHERE, operator_base_url, operator_credential, parse_base_url, same_origin, secret_values
+from retrieval.models.credentials import (COHERE, operator_base_url, operator_credential, parse_base_url, same_origin,
+                                          secret_values)
 from retrieval.models.errors import BackendError, http_error, scrub
 
 
@@ -77,7 +79,8 @@ class CrossEncoderReranker:
         import torch
 
         logits = np.asarray(self.model.predict([(query, t) for t in texts], activation_fn=torch.nn.Identity(),
-                                               show_progress_bar=False), dtype=np.float64).reshape(len(texts), -1)[:, -1]
+                                               show_progress_bar=False), dtype=np.float64).reshape(len(texts), -1)[:,
+                                                                                                                   -1]
         return [1.0 / (1.0 + math.exp(-float(x))) for x in logits]
 
 

@@ -10,7 +10,8 @@ from dataclasses import replace
 from typing import Any
 
 from retrieval.fusion import Fused, convex_fusion, reciprocal_rank_fusion
-from retrieval.pipeline.records import (ESC_RERANK, ESC_SPARSE_EMPTY, ESC_SPLIT, STAGES, Blend, Diagnostics, RetrievalResult,
+from retrieval.pipeline.records import (ESC_RERANK, ESC_SPARSE_EMPTY, ESC_SPLIT, STAGES, Blend, Diagnostics,
+                                        RetrievalResult,
                       SearchRecord, SplitOutcome, frozen)
 from retrieval.pipeline.settings import Settings
 from retrieval.types import ScoredMemoryTrace
@@ -34,7 +35,8 @@ def assemble(record: SearchRecord, settings: Settings, lookup: Any = None) -> Re
     stage_ids["sparse"] = [i for i, _ in sparse_order]
     stage_scores["sparse"] = dict(sparse_order)
     facts = list(record.fact_traces)
-    base: dict[str, Any] = dict(escalations=escalations, hyde=record.hypothesis, multi_query=list(record.search_queries[1:]),
+    base: dict[str, Any] = dict(escalations=escalations, hyde=record.hypothesis,
+                                multi_query=list(record.search_queries[1:]),
                                 settings=s, fact_ids=[t.id for t in facts], record=record, lookup=lookup)
 
     def done(final: list[ScoredMemoryTrace], **kw: Any) -> RetrievalResult:
@@ -44,7 +46,8 @@ def assemble(record: SearchRecord, settings: Settings, lookup: Any = None) -> Re
         timings["assemble"] = round((time.perf_counter() - t0) * 1000.0, 3)
         kw.setdefault("candidates_scanned", 0)
         kw.setdefault("split_on_ambiguous", None)
-        diag = Diagnostics(stage_ids=frozen(stage_ids), stage_scores=frozen({k: frozen(v) for k, v in stage_scores.items()}),
+        diag = Diagnostics(stage_ids=frozen(stage_ids), stage_scores=frozen({k: frozen(v) for k,
+                                                                             v in stage_scores.items()}),
                            timings_ms=frozen(timings), **base, **kw)
         return RetrievalResult(list(final), diag)
 
@@ -147,7 +150,8 @@ def complete_lists(record: SearchRecord, dense: list[tuple[str, float]], sparse:
     in_dense, in_sparse = {i for i, _ in dense}, {i for i, _ in sparse}
     extra_d = sorted(((i, t.retrieval_score) for i, t in record.sparse_hydrated.items() if i not in in_dense),
                      key=lambda x: (-x[1], x[0]))
-    extra_s = sorted(((i, sc) for i, sc in record.dense_bm25.items() if i not in in_sparse), key=lambda x: (-x[1], x[0]))
+    extra_s = sorted(((i, sc) for i, sc in record.dense_bm25.items() if i not in in_sparse), key=lambda x: (-x[1],
+                                                                                                            x[0]))
     imputed = {i: "dense" for i, _ in extra_d}
     imputed.update({i: "sparse" for i, _ in extra_s})
     return dense + extra_d, sparse + extra_s, imputed

@@ -53,14 +53,14 @@ class PipelineConfig:
     dominance: float = 0.0
 
     @classmethod
-    def for_preset(cls, preset: str, **kw) -> "PipelineConfig":
+    def for_preset(cls, preset: str, **kw) -> PipelineConfig:
         """A config with the preset's own fusion defaults (agentos: 0.7/0.3, k 60, RRF)."""
         p = get_preset(preset)
         base = dict(preset=p.name, dense_weight=p.dense_weight, sparse_weight=p.sparse_weight, rrf_k=int(p.rrf_k),
                     rerank_weight=p.rerank_weight, fusion=p.fusion, normalization=p.normalization)
         return cls(**{**base, **kw}).validate()
 
-    def validate(self) -> "PipelineConfig":
+    def validate(self) -> PipelineConfig:
         """Self, or ValueError naming the field, its value and what is allowed."""
         for name, allowed in _CHOICES.items():
             if getattr(self, name) not in allowed:
@@ -90,7 +90,7 @@ class PipelineConfig:
         return json.dumps({CONFIG_MARKER: 1, **asdict(self)}, indent=2)
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> "PipelineConfig":
+    def from_json(cls, text: str | bytes) -> PipelineConfig:
         try:
             data = json.loads(text)
         except (ValueError, TypeError, RecursionError) as exc:

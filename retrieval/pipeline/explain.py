@@ -1,8 +1,8 @@
 """`explain(diagnostics, id, lookup)`: why a trace landed where it did, or where and why it fell out.
 
 Reads the public `Diagnostics` (typed `Any` here: `retrieval.pipeline.records` imports this module for
-`Diagnostics.explain`, and the import graph stays acyclic) and its `SearchRecord`. For an id the query never touched it makes
-one look-up through `lookup` (the stored row and vector; never a search, never a model call) and
+`Diagnostics.explain`, and the import graph stays acyclic) and its `SearchRecord`. For an id the query never
+touched it makes one look-up through `lookup` (the stored row and vector; never a search, never a model call) and
 never shows the content or scope of a trace outside the query's scope or inactive.
 """
 from __future__ import annotations
@@ -196,7 +196,8 @@ def _not_found(diag: Any, trace_id: str, lookup: Any, out: dict[str, Any]) -> di
         # Never show another scope's (or an inactive trace's) content, scope or scores.
         why = "is outside the scope this query searched" if not in_scope else "is inactive"
         return {**bare, "visible": False,
-                "reason": f"Trace {trace_id!r} is not visible from this query: it {why}, so neither search can return it."}
+                "reason": f"Trace {trace_id!r} is not visible from this query: it {why}, so neither search can return "
+                          f"it."}
     res = dict(out, content=trace.content, scope=f"{trace.scope}:{trace.scope_id}")
     parts = []
     if rec.qvec is not None:
@@ -206,7 +207,8 @@ def _not_found(diag: Any, trace_id: str, lookup: Any, out: dict[str, Any]) -> di
         res["dense_terms"] = dense_terms(res["dense_breakdown"])
         dense = diag.stage_ids["dense"]
         cut = diag.stage_scores["dense"].get(dense[-1]) if dense else None
-        parts.append(f"its dense score {_fmt(scored.retrieval_score)} (cosine {_fmt(float(np.dot(vec, np.asarray(rec.qvec, dtype=np.float32))))}) "
+        parts.append(f"its dense score {_fmt(scored.retrieval_score)} (cosine "
+                     f"{_fmt(float(np.dot(vec, np.asarray(rec.qvec, dtype=np.float32))))}) "
                      f"is below the {len(dense)}th dense hit ({_fmt(cut)})")
     res.update(_bm25(lookup.bm25_terms(rec.searched_query, trace_id)))
     terms = res["bm25_terms"] or {}

@@ -61,7 +61,7 @@ HYBRID_PRESET = Preset(HYBRID, hydrate_sparse_only=True, complete_ranks=True, bl
 _BY_NAME = {p.name: p for p in (AGENTOS_PRESET, HYBRID_PRESET)}
 
 
-def get_preset(preset: "str | Preset") -> Preset:
+def get_preset(preset: str | Preset) -> Preset:
     """The preset named (or the `Preset` given); ValueError naming the allowed names otherwise."""
     if isinstance(preset, Preset):
         return preset
@@ -70,7 +70,7 @@ def get_preset(preset: "str | Preset") -> Preset:
     return _BY_NAME[preset]
 
 
-def preset_defaults(preset: "str | Preset") -> dict[str, float | str]:
+def preset_defaults(preset: str | Preset) -> dict[str, float | str]:
     return get_preset(preset).defaults()
 
 

@@ -8,7 +8,8 @@ and explain read them without touching anything underscored.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -31,7 +32,7 @@ ESC_TRUNCATED = "query:truncated"
 class FrozenDict(dict):
     """A dict that refuses mutation, so a frozen record's mappings are frozen too (and it pickles)."""
 
-    def _refuse(self, *args: Any, **kwargs: Any) -> None:
+    def _refuse(self, *_args: Any, **_kwargs: Any) -> None:
         raise TypeError("this mapping belongs to a frozen record; build a new one instead")
 
     __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = __ior__ = _refuse  # type: ignore

@@ -16,7 +16,8 @@ import numpy as np
 
 from retrieval.pipeline.assemble import pool_for_rerank
 from retrieval.models.rerankers import Reranker  # the one Reranker protocol (models/rerankers.py)
-from retrieval.pipeline.records import (ESC_EMPTY, ESC_FACTS, ESC_HYDE, ESC_MULTI, ESC_TRUNCATED, RerankRecord, SearchRecord, frozen,
+from retrieval.pipeline.records import (ESC_EMPTY, ESC_FACTS, ESC_HYDE, ESC_MULTI, ESC_TRUNCATED, RerankRecord,
+                                        SearchRecord, frozen,
                       as_vector)
 from retrieval.pipeline.settings import Settings
 from retrieval.pipeline.split import split_candidates, split_halves

@@ -93,12 +93,12 @@ class Settings:
     def __getitem__(self, key: str) -> Any:  # `diagnostics.settings["rrf_k"]` reads as before
         return self.as_dict()[key]
 
-    def with_(self, **changes: Any) -> "Settings":
+    def with_(self, **changes: Any) -> Settings:
         """A copy with the non-None `changes` applied (and validated)."""
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
 
-def resolve_settings(preset: "str | Preset", *, overrides: dict[str, Any] | None = None, recall_top_k: int = 10,
+def resolve_settings(preset: str | Preset, *, overrides: dict[str, Any] | None = None, recall_top_k: int = 10,
                      split_threshold: float | None = None) -> Settings:
     """Settings for `preset`, with each non-None override replacing the preset's default."""
     p = get_preset(preset)

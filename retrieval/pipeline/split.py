@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 MIN_SPLIT_CHARS = 50
 _SENTENCE_END = ".!?"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from retrieval.bm25.index import BM25Index
 from retrieval.bm25.tokenizer import make_tokenizer

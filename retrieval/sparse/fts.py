@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from retrieval.bm25.tokenizer import make_tokenizer
 from retrieval.types import Scope
@@ -50,7 +50,7 @@ class LanceFtsSparse:
     def __repr__(self) -> str:
         return f"LanceFtsSparse(uri={self.store.uri!r}, analyzer={self.analyzer!r})"
 
-    def snapshot(self) -> "LanceFtsSparse":
+    def snapshot(self) -> LanceFtsSparse:
         return self  # LanceDB reads a consistent table version per query
 
     @property
@@ -128,7 +128,8 @@ class LanceFtsSparse:
         if not isinstance(doc_id, str):
             return False
         tbl = self.store._table()
-        return tbl is not None and tbl.count_rows(self.store._where(None, True, self.store.columns.ids_filter([doc_id]))) > 0
+        return tbl is not None and tbl.count_rows(self.store._where(None, True,
+                                                                    self.store.columns.ids_filter([doc_id]))) > 0
 
     def __len__(self) -> int:
         return self.store.count(active_only=True)
@@ -142,17 +143,17 @@ class LanceFtsSparse:
         return state
 
     # ------------------------------------------------------------------ Workspace write hooks
-    def sync(self, traces=(), *, complete: bool = False) -> int:
+    def sync(self, traces=(), *, complete: bool = False) -> int:  # noqa: ARG002 (the BM25 interface)
         """LanceDB already holds the rows; fold a large unindexed tail into the index."""
         if not self.store.read_only and self.stats()["unindexed_rows"] > OPTIMIZE_TAIL:
             self.store._table().optimize()
         return len(self)
 
-    def remove_documents(self, ids) -> int:
+    def remove_documents(self, ids) -> int:  # noqa: ARG002 (the BM25 interface)
         return 0  # deletes are LanceDB's own
 
-    def remove_document(self, id) -> bool:
+    def remove_document(self, id) -> bool:  # noqa: ARG002 (the BM25 interface)
         return False
 
-    def save(self, path=None, source=None) -> None:
+    def save(self, path=None, source=None) -> None:  # noqa: ARG002 (the BM25 interface)
         return None  # nothing beside the data: the index lives in the table

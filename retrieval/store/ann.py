@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from retrieval.types import Scope
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
-from typing import Mapping
+from collections.abc import Mapping
 
 from retrieval.types import MemoryTrace, Mood, ScoreBreakdown
 

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
-from typing import Mapping, Sequence
+from datetime import datetime, UTC
+from collections.abc import Mapping, Sequence
 
 from retrieval.store.rows import SCALAR_COLUMNS, ids_filter, scope_filter, sql_quote
 from retrieval.types import SCOPES, Scope
 
 FIELDS = ("id", "text", "vector", "scope", "scope_id", "created_at", "last_accessed_at")
-DEFAULT_TIME = datetime(2000, 1, 1, tzinfo=timezone.utc)
+DEFAULT_TIME = datetime(2000, 1, 1, tzinfo=UTC)
 DEFAULTS = {
     "type": "episodic", "tags": [], "entities": [], "source_type": "user_statement", "confidence": 1.0,
     "encoding_strength": 0.5, "stability_ms": 3_600_000.0, "retrieval_count": 0, "valence": 0.0,
@@ -51,7 +51,7 @@ class ColumnMap:
     native: bool = True
 
     @classmethod
-    def parse(cls, text: str | Mapping[str, str] | None) -> "ColumnMap":
+    def parse(cls, text: str | Mapping[str, str] | None) -> ColumnMap:
         """`field=column` pairs (comma-separated or a mapping) over the defaults; an external map."""
         pairs = dict(text or {}) if not isinstance(text, str) else dict(
             p.split("=", 1) if "=" in p else (p, "") for p in text.split(",") if p.strip())
@@ -71,7 +71,7 @@ class ColumnMap:
                 raise ValueError(f"the column mapping needs a column for {required}")
         return replace(cls(), native=False, **kw)
 
-    def bind(self, schema) -> "ColumnMap":
+    def bind(self, schema) -> ColumnMap:
         """Check the mapping against a table schema; unmapped optional fields become None."""
         names = set(schema.names)
         if self.native:
@@ -159,9 +159,9 @@ def _time(value) -> datetime | None:
     if value is None:
         return None
     if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
     if isinstance(value, (int, float)):
-        return datetime.fromtimestamp(value / 1000 if value > 1e11 else value, tz=timezone.utc)
+        return datetime.fromtimestamp(value / 1000 if value > 1e11 else value, tz=UTC)
     try:
         return _time(datetime.fromisoformat(str(value).replace("Z", "+00:00")))
     except ValueError:

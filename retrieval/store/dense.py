@@ -42,7 +42,8 @@ def index_and_tail(cache, tbl, vector: np.ndarray, vector_column: str, probes: i
     tail = cache.unindexed_pos[cache.alive[cache.unindexed_pos]]
     if len(tail) > want:  # int8 pre-selection, as for a small scope
         slots = cache.slot_of[tail]
-        approx = (cache.vectors[slots].astype(np.float32) @ q) * cache.scale[slots] / np.maximum(cache.norms[slots], 1e-12)
+        approx = (cache.vectors[slots].astype(np.float32) @ q) * cache.scale[slots] / np.maximum(cache.norms[slots],
+                                                                                                 1e-12)
         tail = tail[np.argpartition(-approx, want)[:want]]
     cand = np.unique(np.r_[pos[cache.alive[pos]], tail]).astype(np.int64)
     cand = cand[cache.live_active[cand]]

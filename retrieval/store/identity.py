@@ -8,7 +8,7 @@ was recorded has none; it is recorded on its next write.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from collections.abc import Mapping
 
 from retrieval.bm25.tokenizer import ANALYZERS
 

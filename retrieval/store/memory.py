@@ -10,7 +10,7 @@ import threading
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -18,7 +18,8 @@ from retrieval.store.columns import NATIVE, ColumnMap
 from retrieval.store.remote import storage_options_from_env
 from retrieval.store.cognitive import cognitive_score, resolve_weights
 from retrieval.store.ann import AnnIndex
-from retrieval.store.identity import DEFAULT_ANALYZER, StoreIdentity, check_embedder, embedder_for, read_identity, write_identity
+from retrieval.store.identity import (DEFAULT_ANALYZER, StoreIdentity, check_embedder, embedder_for, read_identity,
+                                      write_identity)
 from retrieval.store.row_copy import RowCaching
 from retrieval.store.dense import cosine_distances, index_and_tail
 from retrieval.store.reads import StoreReads
@@ -53,7 +54,8 @@ class MemoryStore(AnnIndex, RowCaching, StoreReads, StoreWrites):
         self.clock = clock or utcnow
         self.columns = columns or NATIVE
         self.read_only = bool(read_only or not self.columns.native)
-        self.storage_options = dict(storage_options) if storage_options is not None else storage_options_from_env(self.uri)
+        self.storage_options = (dict(storage_options) if storage_options is not None
+                                else storage_options_from_env(self.uri))
         self.new_analyzer = DEFAULT_ANALYZER  # recorded when this store creates its table
         self._secrets = secrets
         self.last_add_report = AddReport()
@@ -250,7 +252,8 @@ class MemoryStore(AnnIndex, RowCaching, StoreReads, StoreWrites):
             dist = cache.exact_distances(vector, list(dist))
         if len(rows) < len(found) or len(dist) < len(found):  # the table moved on mid-query: read from LanceDB
             have = {r["id"] for r in rows if r["id"] in dist}
-            more = self._fetch_rows(self.columns.ids_filter([i for i in found["id"].to_pylist() if i not in have]), True)
+            more = self._fetch_rows(self.columns.ids_filter([i for i in found["id"].to_pylist() if i not in have]),
+                                    True)
             q32 = np.asarray(vector, np.float32)
             for r in more:
                 v = np.asarray(r.pop("vector"), np.float32)

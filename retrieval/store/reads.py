@@ -5,7 +5,7 @@ and substring filters down and sorts only the matching ids (one Arrow column) be
 """
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -18,7 +18,8 @@ SCAN_BATCH = 50_000
 class StoreReads:
     """Needs `_table()` and `columns` (a bound ColumnMap) from the class it is mixed into."""
 
-    def _where(self, scopes: Sequence[Scope] | None = None, active_only: bool = False, *extra: str | None) -> str | None:
+    def _where(self, scopes: Sequence[Scope] | None = None, active_only: bool = False,
+               *extra: str | None) -> str | None:
         parts = []
         sf = self.columns.scope_filter(scopes)
         if sf:

@@ -9,7 +9,7 @@ table left by a crash is dropped by the next run. Indexes (id, ANN, full-text) a
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

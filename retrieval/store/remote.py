@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Mapping
+from collections.abc import Mapping
 
 REMOTE_SCHEMES = ("s3://", "gs://", "az://", "abfs://", "s3+ddb://")
 

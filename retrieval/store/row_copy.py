@@ -27,7 +27,7 @@ import copy
 import logging
 import threading
 from contextlib import contextmanager
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -132,7 +132,7 @@ class RowCache:
         return int(self.alive.sum()) + len(self.ov_rows)
 
     # ------------------------------------------------------------------ this process's own writes
-    def advanced(self, version: int, upserts: Sequence[dict] = (), deleted: Sequence[str] = ()) -> "RowCache | None":
+    def advanced(self, version: int, upserts: Sequence[dict] = (), deleted: Sequence[str] = ()) -> RowCache | None:
         """A copy at table `version` after this process's write: `upserts` (full rows, as the
         table's schema reads them back, vector included) replace or add rows, `deleted` ids go.
         None when the overlay would pass OVERLAY_MAX rows (rebuild instead)."""

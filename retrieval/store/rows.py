@@ -5,8 +5,8 @@ and every value is quoted here.
 """
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Iterable, Mapping, Sequence
+from datetime import datetime, UTC
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -39,8 +39,8 @@ def to_row(t: MemoryTrace, vec: np.ndarray) -> dict:
     return {
         "id": t.id, "content": t.content, "scope": t.scope, "scope_id": t.scope_id, "type": t.type,
         "tags": list(t.tags), "entities": list(t.entities), "source_type": t.source_type,
-        "confidence": float(t.confidence), "created_at": t.created_at.astimezone(timezone.utc),
-        "last_accessed_at": t.last_accessed_at.astimezone(timezone.utc),
+        "confidence": float(t.confidence), "created_at": t.created_at.astimezone(UTC),
+        "last_accessed_at": t.last_accessed_at.astimezone(UTC),
         "encoding_strength": float(t.encoding_strength), "stability_ms": float(t.stability_ms),
         "retrieval_count": int(t.retrieval_count), "valence": float(t.valence),
         "arousal": float(t.arousal), "dominance": float(t.dominance), "is_active": bool(t.is_active),
@@ -49,7 +49,7 @@ def to_row(t: MemoryTrace, vec: np.ndarray) -> dict:
 
 def from_row(row: Mapping) -> MemoryTrace:
     def aware(dt: datetime) -> datetime:
-        return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+        return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
     return MemoryTrace(
         id=row["id"], content=row["content"], scope=row["scope"], scope_id=row["scope_id"],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -21,7 +21,9 @@ class Spill:
     def __init__(self):
         self.ok, self.row_bytes, self.dim = True, 0, 0
         try:
-            self._file = tempfile.TemporaryFile(prefix="retrieval-rowcopy-", dir=os.environ.get("RETRIEVAL_SPILL_DIR"))
+            # kept open for the copy's life and closed in close(), so no context manager
+            self._file = tempfile.TemporaryFile(  # noqa: SIM115
+                prefix="retrieval-rowcopy-", dir=os.environ.get("RETRIEVAL_SPILL_DIR"))
         except OSError as exc:
             self._off(exc)
 

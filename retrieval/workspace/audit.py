@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
-from typing import Iterable
+from datetime import datetime, timedelta, UTC
+from collections.abc import Iterable
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ class AuditLog:
 
     def __init__(self, uri: str, clock=None):
         self.uri = str(uri)
-        self.clock = clock or (lambda: datetime.now(timezone.utc))
+        self.clock = clock or (lambda: datetime.now(UTC))
         self._db = self._tbl = None
         self._lock = threading.Lock()
 

@@ -20,7 +20,7 @@ import threading
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from retrieval.access import ReadOnlyError, demo_mode_from_env
 from retrieval.workspace.audit import AuditLog, scopes_of
@@ -73,7 +73,8 @@ class Workspace:
     def bm25_path(self) -> Path | None:
         """The sidecar beside a local store; remote stores rebuild the index from the store on open."""
         name = BM25_FILE if self.store.table_name == "traces" else f"{self.store.table_name}.{BM25_FILE}"
-        return self._root / name if self._root is not None and self.sparse == "bm25" and self.store.columns.native else None
+        own = self._root is not None and self.sparse == "bm25" and self.store.columns.native
+        return self._root / name if own else None
 
     @property
     def bm25(self) -> BM25Index:
