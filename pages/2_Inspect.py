@@ -19,9 +19,9 @@ from ui.grading import add_to_case_widget, grade_widget
 from ui.links import DEPTHS, write_link
 from ui.state import cache_key, run_config
 from ui.access import page_guard
-from ui.widgets import (config_io, config_panel, escalation_view, explanation_details, explanation_summary,
-                        link_popover, nav, plotly_pick, scope_picker, seed_from_link, share_link, stage_column,
-                        usable_config, write_params)
+from ui.panel import config_io, config_panel, usable_config
+from ui.widgets import (escalation_view, explanation_details, explanation_summary, link_popover, nav, plotly_pick,
+                        scope_picker, seed_from_link, share_link, stage_column, write_params)
 
 P = "i_"  # widget key (and URL parameter) prefix for this page
 TARGET = f"{P}typed"  # the explained id: typed, or set by a click

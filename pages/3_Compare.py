@@ -14,7 +14,8 @@ from ui.sets import pick_labelled_set
 from ui.state import PipelineConfig, build_retriever, cache_key, run_config
 from ui import view
 from ui.access import page_guard
-from ui.widgets import config_panel, nav, open_in_inspect, scope_picker, selected_row, usable_config
+from ui.panel import config_panel, usable_config
+from ui.widgets import nav, open_in_inspect, scope_picker, selected_row
 
 P = "cmp_"
 st.set_page_config(page_title="Compare · Hybrid retrieval inspector", page_icon="⚖️", layout="wide")

@@ -15,7 +15,8 @@ from ui.charts import heatmap_figure, metrics_figure
 from ui.state import PipelineConfig, build_retriever
 from ui.links import fmt
 from ui.access import page_guard
-from ui.widgets import config_panel, nav, open_in_inspect, selected_row, usable_config
+from ui.panel import config_panel, usable_config
+from ui.widgets import nav, open_in_inspect, selected_row
 
 P = "t_"
 DENSE_WEIGHTS = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]

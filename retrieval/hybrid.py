@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from collections.abc import Iterable
+from typing import Any
 
 from retrieval.pipeline.assemble import assemble
 from retrieval.pipeline.assemble import reweight as _reweight
@@ -25,6 +26,11 @@ from retrieval.pipeline.split import validate_threshold
 from retrieval.types import MemoryTrace, Mood, Scope
 
 FUSION_KNOBS = ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight", "fusion", "normalization")
+
+
+def _count_knob(name: str, value: Any) -> int:
+    """`check_knob` for an integer knob (over_fetch_multiplier, multi_query_n): the int it returns for those."""
+    return int(check_knob(name, value))
 
 
 class HybridRetriever:
@@ -49,7 +55,7 @@ class HybridRetriever:
         self.fact_classifier = fact_classifier
         self.split_ambiguous_threshold = validate_threshold(split_ambiguous_threshold)
         self.multi_query_llm = multi_query_llm
-        self.multi_query_n = check_knob("multi_query_n", multi_query_n)
+        self.multi_query_n = _count_knob("multi_query_n", multi_query_n)
         self.writer = writer
         self._overrides = {"dense_weight": default_dense_weight, "sparse_weight": default_sparse_weight,
                            "rrf_k": default_rrf_k, "rerank_weight": rerank_weight, "fusion": fusion,
@@ -119,8 +125,8 @@ class HybridRetriever:
         settings = self.settings(preset=preset, recall_top_k=recall_top_k, dense_weight=dense_weight,
                                  sparse_weight=sparse_weight, rrf_k=rrf_k, rerank_weight=rerank_weight,
                                  fusion=fusion, normalization=normalization)
-        over_fetch = check_knob("over_fetch_multiplier", over_fetch_multiplier)
-        n_variants = self.multi_query_n if multi_query_n is None else check_knob("multi_query_n", multi_query_n)
+        over_fetch = _count_knob("over_fetch_multiplier", over_fetch_multiplier)
+        n_variants = self.multi_query_n if multi_query_n is None else _count_knob("multi_query_n", multi_query_n)
         if scope is not None and not isinstance(scope, Scope):
             raise ValueError(f"scope must be a Scope or None, got {scope!r}")
         reader = bm25_reader(self.bm25)  # one immutable BM25 version for the search and its explanations

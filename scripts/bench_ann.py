@@ -32,7 +32,7 @@ def main() -> int:
     try:
         r, _ = build(args.docs, root)
         st = r.memory_store
-        tbl = st._table()
+        tbl = st.table()
         vs = [st.embed_query(q) for q in queries_for(30, seed=9)]
 
         def run(q):

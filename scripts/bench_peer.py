@@ -42,7 +42,7 @@ def run(spec: str, configs: dict[str, dict], cache_dir: str) -> dict:
     from lancedb.rerankers import LinearCombinationReranker, RRFReranker
 
     ws, queries, metric, score = open_benchmark_set(spec, cache_dir, log=lambda m: print(m, file=sys.stderr))
-    tbl = ws.store._table()
+    tbl = ws.store.table()
     if not any(getattr(ix, "name", "") == "content_idx" for ix in tbl.list_indices()):
         tbl.create_index("content", config=FTS(), replace=True)  # LanceDB defaults: stem, stopwords, ascii-fold
     tbl.optimize()

@@ -54,7 +54,7 @@ def recall_vs_exact(store: MemoryStore, queries: list[str], scopes: list[Scope] 
     """Recall@k of the store's own dense path (query_vector: ANN or the exact-scope plan) vs exact search."""
     from retrieval.store.memory import scope_filter
 
-    tbl = store._table()
+    tbl = store.table()
     hits = 0.0
     for i, q in enumerate(queries):
         v = store.embed_query(q)

@@ -80,7 +80,7 @@ def ms_stats(times: list[float]) -> dict:
 def ingest(store, n: int, centroids: np.ndarray, log) -> dict:
     import pyarrow as pa
 
-    tbl = store._table(create=True)
+    tbl = store.table(create=True)
     sch = tbl.schema
     t0 = time.perf_counter()
     ts = pa.array([NOW] * CHUNK, pa.timestamp("us", tz="UTC"))
@@ -124,20 +124,20 @@ def probe_sweep(uri: str, n: int, count: int, probes: list[int], log) -> dict:
     from retrieval.store.memory import MemoryStore
 
     store = MemoryStore(uri, embedder=SyntheticEmbedder(), clock=lambda: NOW)
-    tbl = store._table()
-    store._row_cache()
+    tbl = store.table()
+    store.row_copy.current()
     centroids = unit(np.random.default_rng(0).normal(size=(CENTROIDS, DIM)).astype(np.float32))
     qvecs = query_vectors(n, centroids, count)
     exact = [set(tbl.search(v).distance_type("cosine").where("is_active = true", prefilter=True)
                  .bypass_vector_index().select(["id", "_distance"]).limit(30).to_arrow()["id"].to_pylist())
              for v in qvecs]
-    partitions, _, refine = store._ann_plan()
+    partitions, _, refine = store.ann.plan()
     out = {"partitions": partitions, "queries": count, "sweep": []}
-    store._plan_cache = {("ann", tbl.version): (partitions, max(probes), refine)}
+    store.ann.pin_probes(max(probes))
     for v in qvecs:  # warm LanceDB's index cache first, so that the first row is not a cold one
         store.query_vector(v, top_k=30)
     for p in probes:
-        store._plan_cache = {("ann", tbl.version): (partitions, p, refine)}  # this many probes
+        store.ann.pin_probes(p)  # this many probes
         store.query_vector(qvecs[0], top_k=30)
         times, rec = [], []
         for v, e in zip(qvecs, exact):
@@ -153,7 +153,7 @@ def probe_sweep(uri: str, n: int, count: int, probes: list[int], log) -> dict:
 def recall_vs_exact(store, qvecs, scopes, k: int = 30) -> float:
     from retrieval.store.rows import scope_filter
 
-    tbl = store._table()
+    tbl = store.table()
     hits = 0.0
     for i, v in enumerate(qvecs):
         sc = [scopes[i]] if scopes else None
@@ -178,7 +178,7 @@ def build(root: Path, n: int, logf) -> dict:
     t0 = time.perf_counter()
     store.ensure_ann_index(force=True)
     res["ivf_build_s"] = round(time.perf_counter() - t0, 1)
-    res["ann_plan"] = dict(zip(("partitions", "nprobes", "refine_factor"), store._ann_plan()))
+    res["ann_plan"] = dict(zip(("partitions", "nprobes", "refine_factor"), store.ann.plan()))
     res["rss_after_ingest_mb"] = round(rss_mb())
     logf(f"IVF-SQ index in {res['ivf_build_s']}s: {res['ann_plan']}")
     t0 = time.perf_counter()
@@ -206,7 +206,7 @@ def serve(root: Path, n: int, count: int, logf) -> dict:
     res["bm25_open_s"] = round(time.perf_counter() - t0, 1)
     store = ws.store
     t0 = time.perf_counter()
-    assert store._row_cache() is not None
+    assert store.row_copy.current() is not None
     res["row_copy_build_s"] = round(time.perf_counter() - t0, 1)
     res["rss_after_open_mb"] = round(rss_mb())
     logf(f"sidecar opened in {res['bm25_open_s']}s, row copy in {res['row_copy_build_s']}s, rss "

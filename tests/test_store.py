@@ -172,7 +172,7 @@ def test_the_row_copy_follows_every_write(store, traces, read_path):
     store.delete([traces[2].id])
     assert store.get([traces[2].id]) == [] and traces[2].id not in {h.id for h in store.query_vector(v, top_k=50)}
     if read_path == "row-copy":
-        assert store._row_cache() is not None and store._row_cache().inactive >= 2
+        assert store.row_copy.current() is not None and store.row_copy.current().inactive >= 2
 
 
 def test_get_with_vectors_filters_scope_and_activity_on_both_paths(store, traces):
@@ -211,7 +211,7 @@ def test_the_row_copy_returns_exactly_what_lancedb_returns(tmp_path, monkeypatch
                        is_active=i % 17 != 0) for i in range(300)])
     queries = [" ".join(rng.choices(words, k=3)) for _ in range(12)]
     if indexed:
-        assert st.ensure_ann_index(force=True) and st._ann_plan()[2] == 2
+        assert st.ensure_ann_index(force=True) and st.ann.plan()[2] == 2
 
     def read_all():
         out = []
@@ -228,7 +228,7 @@ def test_the_row_copy_returns_exactly_what_lancedb_returns(tmp_path, monkeypatch
     monkeypatch.setattr("retrieval.store.row_copy.ROW_CACHE_MIN", 10**9)
     plain = read_all()
     monkeypatch.setattr("retrieval.store.row_copy.ROW_CACHE_MIN", 0)
-    assert st._row_cache() is not None and st._row_cache().spilled
+    assert st.row_copy.current() is not None and st.row_copy.current().spilled
     copied = read_all()
     assert copied[-2:] == plain[-2:]
     for got, want in zip(copied[:-2], plain[:-2]):

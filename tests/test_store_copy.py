@@ -68,7 +68,7 @@ def lancedb_reads(store: MemoryStore, monkeypatch, written: tuple[str, ...] = ()
     monkeypatch.setattr("retrieval.store.row_copy.ROW_CACHE_MIN", 10**9)
     try:
         plain = MemoryStore(store.uri, embedder=RandomEmbedder(), clock=lambda: NOW)
-        assert plain._row_cache() is None
+        assert plain.row_copy.current() is None
         return reads(plain, written)
     finally:
         monkeypatch.setattr("retrieval.store.row_copy.ROW_CACHE_MIN", 0)
@@ -78,19 +78,19 @@ def lancedb_reads(store: MemoryStore, monkeypatch, written: tuple[str, ...] = ()
 def copied(tmp_path, monkeypatch):
     monkeypatch.setattr("retrieval.store.row_copy.ROW_CACHE_MIN", 0)
     store = new_store(tmp_path / "db")
-    assert store._row_cache() is not None
+    assert store.row_copy.current() is not None
     return store
 
 
 def test_own_writes_advance_the_copy_without_a_rebuild(copied, monkeypatch):
-    base = copied._row_cache().data
+    base = copied.row_copy.current().data
     copied.add([make_trace("t4", "rewritten w1 w2 text", "u2"), make_trace("new0", "brand new w40 note", "u1")])
     copied.delete(["t5", "nope"])
     copied.set_active(["t7", "new0"], False)
     copied.set_active(["t13"], True)
-    cache = copied._row_cache()
+    cache = copied.row_copy.current()
     assert cache.data is base, "the copy was rebuilt"
-    assert cache.version == copied._table().version
+    assert cache.version == copied.table().version
     assert set(cache.ov_rows) == {"t4", "new0", "t7", "t13"} and cache.dead == {"t4", "t5", "t7", "t13"}
     assert cache.inactive == copied.count() - copied.count(active_only=True)
     assert len(cache) == copied.count()
@@ -108,12 +108,12 @@ def test_with_an_index_the_copy_searches_the_index_and_the_rows_it_leaves_out(co
     real = store_mod.index_and_tail
     monkeypatch.setattr(store_mod, "index_and_tail", lambda *a: answered.append(real(*a)) or answered[-1])
     assert copied.ensure_ann_index(force=True)
-    cache = copied._row_cache()
+    cache = copied.row_copy.current()
     assert cache.unindexed_pos is not None and len(cache.unindexed_pos) == 0  # rebuilt after the index
     copied.add([make_trace("t3", "rewritten w9 w40", "u1"), make_trace("new0", "fresh w1 w200", "u2")])
     copied.delete(["t6"])
     copied.set_active(["t8"], False)
-    assert copied._row_cache().data is cache.data
+    assert copied.row_copy.current().data is cache.data
     written = ("rewritten w9 w40", "fresh w1 w200")
     assert_same_reads(copied, monkeypatch, written)
     assert answered and all(a is not None for a in answered)
@@ -121,8 +121,8 @@ def test_with_an_index_the_copy_searches_the_index_and_the_rows_it_leaves_out(co
     # rows written here since the index, by fragment
     other = MemoryStore(str(tmp_path / "db"), embedder=RandomEmbedder(), clock=lambda: NOW)
     other.add([make_trace(f"x{i}", f"other writer w{i} w3", "u0") for i in range(5)])
-    copied._table().checkout_latest()
-    cache = copied._row_cache()
+    copied.table().checkout_latest()
+    cache = copied.row_copy.current()
     assert copied.index_state()["unindexed_rows"] > 0
     assert sorted(cache.data.column("id").take(cache.unindexed_pos).to_pylist()) == sorted(
         ["new0", "t3", "t8"] + [f"x{i}" for i in range(5)])
@@ -132,11 +132,11 @@ def test_with_an_index_the_copy_searches_the_index_and_the_rows_it_leaves_out(co
 
 
 def test_another_writers_commit_makes_the_copy_rebuild(copied, tmp_path, monkeypatch):
-    base = copied._row_cache().data
+    base = copied.row_copy.current().data
     other = MemoryStore(str(tmp_path / "db"), embedder=RandomEmbedder(), clock=lambda: NOW)
     other.add([make_trace("t1", "changed by another process w1", "u1")])
     copied.add([make_trace("t2", "changed here w2", "u2")])  # our handle was one version behind
-    cache = copied._row_cache()
+    cache = copied.row_copy.current()
     assert cache.data is not base and not cache.ov_rows
     assert copied.get(["t1", "t2"])[0].content == "changed by another process w1"
     assert_same_reads(copied, monkeypatch)
@@ -144,10 +144,10 @@ def test_another_writers_commit_makes_the_copy_rebuild(copied, tmp_path, monkeyp
 
 def test_a_large_overlay_falls_back_to_a_rebuild(copied, monkeypatch):
     monkeypatch.setattr("retrieval.store.row_copy.OVERLAY_MAX", 5)
-    base = copied._row_cache().data
+    base = copied.row_copy.current().data
     copied.add([make_trace(f"new{i}", f"bulk w{i} note", "u1") for i in range(6)])
-    assert copied._row_cache_obj is None  # released before the rebuild, not held beside it
-    assert copied._row_cache().data is not base
+    assert copied.row_copy.held is None  # released before the rebuild, not held beside it
+    assert copied.row_copy.current().data is not base
     assert_same_reads(copied, monkeypatch)
 
 
@@ -164,7 +164,7 @@ OPS = st.lists(st.one_of(
 def test_any_sequence_of_own_writes_reads_as_lancedb_does(tmp_path_factory, monkeypatch, ops):
     monkeypatch.setattr("retrieval.store.row_copy.ROW_CACHE_MIN", 0)
     store = new_store(tmp_path_factory.mktemp("db") / "db")
-    base = store._row_cache().data
+    base = store.row_copy.current().data
     written = []
     for n, (op, nums, scope) in enumerate(ops):
         ids = [f"t{i}" for i in nums]
@@ -175,7 +175,7 @@ def test_any_sequence_of_own_writes_reads_as_lancedb_does(tmp_path_factory, monk
             store.delete(ids)
         else:
             store.set_active(ids, op == "activate")
-    assert store._row_cache().data is base
+    assert store.row_copy.current().data is base
     assert_same_reads(store, monkeypatch, tuple(written))
 
 
@@ -185,7 +185,7 @@ def test_without_a_spill_file_vectors_come_from_lancedb(tmp_path, monkeypatch):
     monkeypatch.setattr("retrieval.store.row_copy.ROW_CACHE_MIN", 0)
     store = new_store(tmp_path / "db")
     assert store.ensure_ann_index(force=True)
-    assert store._row_cache() is not None and not store._row_cache().spilled
+    assert store.row_copy.current() is not None and not store.row_copy.current().spilled
     store.add([make_trace("new0", "fresh w1 w200", "u2")])
     assert_same_reads(store, monkeypatch, ("fresh w1 w200",))
 
@@ -197,7 +197,7 @@ def test_large_scopes_search_lancedb_and_rescore_on_the_spill_file(copied, monke
     monkeypatch.setattr("retrieval.store.memory.EXACT_SCOPE_ROWS", 0)
     monkeypatch.setattr("retrieval.store.memory.POSTFILTER_MAX", postfilter_max)
     assert copied.ensure_ann_index(force=True)
-    assert copied._row_cache().spilled
+    assert copied.row_copy.current().spilled
     assert_same_reads(copied, monkeypatch)  # every row indexed: LanceDB's distances are quantised
     copied.add([make_trace("new0", "fresh w1 w200", "u1")])
     assert_same_reads(copied, monkeypatch, ("fresh w1 w200",))
@@ -207,7 +207,7 @@ def test_a_large_deactivation_drops_the_copy_instead_of_keeping_stale_rows(copie
     monkeypatch.setattr("retrieval.store.row_copy.OVERLAY_MAX", 2)
     monkeypatch.setattr("retrieval.store.writes.OVERLAY_MAX", 2)
     copied.set_active(["t1", "t2", "t3"], False)
-    assert copied._row_cache_obj is None
+    assert copied.row_copy.held is None
     assert not any(t.is_active for t in copied.get(["t1", "t2", "t3"]))
     assert_same_reads(copied, monkeypatch)
 
@@ -215,12 +215,12 @@ def test_a_large_deactivation_drops_the_copy_instead_of_keeping_stale_rows(copie
 def test_a_commit_beside_a_metadata_write_makes_the_copy_rebuild(copied, tmp_path, monkeypatch):
     from retrieval.store.identity import read_identity, write_identity
 
-    tbl = copied._table()
-    with copied._rows_unchanged(tbl):
+    tbl = copied.table()
+    with copied.row_copy.unchanged(tbl):
         MemoryStore(str(tmp_path / "db"), embedder=RandomEmbedder(), clock=lambda: NOW).delete(["t2"])
         tbl.checkout_latest()
         write_identity(tbl, read_identity(tbl))
-    assert copied._row_cache_obj is None
+    assert copied.row_copy.held is None
     assert copied.get(["t2"]) == []
     assert_same_reads(copied, monkeypatch)
 
@@ -231,7 +231,7 @@ def test_a_failure_applying_a_write_to_the_copy_does_not_fail_the_write(copied, 
 
     monkeypatch.setattr("retrieval.store.row_copy.RowCache.advanced", broken)
     assert copied.add([make_trace("new0", "fresh w1 w200", "u1")]) == 1
-    assert copied._row_cache_obj is None
+    assert copied.row_copy.held is None
     assert copied.get(["new0"])[0].content == "fresh w1 w200"
     assert_same_reads(copied, monkeypatch, ("fresh w1 w200",))
 
@@ -246,19 +246,19 @@ def test_a_commit_during_the_build_is_not_served_from_a_mixed_copy(tmp_path, mon
         if not getattr(store, "_moved", False):
             store._moved = True
             MemoryStore(str(tmp_path / "db"), embedder=RandomEmbedder(), clock=lambda: NOW).delete(["t4"])
-            self._table().checkout_latest()
+            self.table().checkout_latest()
         return state
 
     monkeypatch.setattr(MemoryStore, "index_state", with_a_commit)
-    assert store._row_cache() is None  # this read goes to LanceDB
+    assert store.row_copy.current() is None  # this read goes to LanceDB
     assert store.get(["t4"]) == []
-    assert store._row_cache() is not None and "t4" not in store._row_cache().pos
+    assert store.row_copy.current() is not None and "t4" not in store.row_copy.current().pos
 
 
 def test_many_rows_outside_the_index_are_preselected_then_scored_exactly(copied, tmp_path, monkeypatch):
     assert copied.ensure_ann_index(force=True)
     other = MemoryStore(str(tmp_path / "db"), embedder=RandomEmbedder(), clock=lambda: NOW)
     other.add([make_trace(f"x{i}", f"outside w{i} w{i % 7}", f"u{i % 3}") for i in range(80)])
-    copied._table().checkout_latest()
-    assert len(copied._row_cache().unindexed_pos) == 80
+    copied.table().checkout_latest()
+    assert len(copied.row_copy.current().unindexed_pos) == 80
     assert_same_reads(copied, monkeypatch, ("outside w5 w5", "outside w70 w0"))

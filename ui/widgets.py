@@ -1,32 +1,23 @@
-"""Shared Streamlit widgets: the settings panel, stage columns, the explanation view, escalations, links."""
+"""Shared Streamlit widgets: stage columns, scope picker, links, escalations, the explanation view, navigation
+(the settings panel is `ui.panel`)."""
 from __future__ import annotations
 
 import html
 import re
-from dataclasses import fields, replace
 from urllib.parse import urlencode
 
 import streamlit as st
 
 from retrieval.bm25.index import default_tokenizer
 from retrieval.pipeline.escalations import describe
-from retrieval.pipeline.factory import generator_spec, reranker_spec
-from retrieval.fusion import FUSIONS, NORMALIZATIONS
-from retrieval.hybrid import PRESETS
 from retrieval.types import Scope
 
 from . import view
 from .charts import STAGE_LABELS, bm25_figure, dense_terms_figure
-from .links import ALL_SCOPES, FIELDS, ignored_sentence, read_link, store_changed, write_link
-from .state import CLASSIFIER_CHOICES, GENERATOR_CHOICES, RERANKER_CHOICES, PipelineConfig
+from .links import ALL_SCOPES, ignored_sentence, read_link, store_changed, write_link
+from .state import PipelineConfig
 
 SNIPPET_CHARS = 180
-RERANKER_NOTES = {
-    "embedding": "MiniLM bi-encoder stand-in: real but weak; a cross-encoder or Cohere reranks better.",
-    "cohere": "Cohere rerank-v3.5, hosted (COHERE_API_KEY).",
-    "cross-encoder": "A local sentence-transformers cross-encoder folder (none ships with this app).",
-}
-FUSION_LABELS = {"rrf": "RRF (ranks)", "convex": "convex (scores)"}
 DROPPED_AT = {"dense": "search", "hydrate": "hydration", "rerank": "rerank", "truncate": "top-k cut"}
 
 
@@ -114,134 +105,6 @@ def scope_picker(ws, key: str, label: str = "Scope", allow_all: bool = True, bin
     return None if choice == ALL_SCOPES else Scope.parse(choice)
 
 
-def _range(name: str, integer: bool = False):
-    f = FIELDS[name]
-    return (int(f.lo), int(f.hi), int(f.step)) if integer else (float(f.lo), float(f.hi), float(f.step))
-
-
-def config_panel(prefix: str, defaults: PipelineConfig | None = None, bind: bool = False,
-                 compact: bool = False) -> PipelineConfig:
-    """Every pipeline knob as a widget; keys are `prefix + field`. Ranges come from `ui.links.FIELDS`
-    (the same rules a link is checked against)."""
-    kw = {"bind": "query-params"} if bind else {}
-
-    def k(name: str) -> str:
-        return f"{prefix}{name}"
-
-    d = defaults if defaults is not None else PipelineConfig()
-
-    def follow_preset() -> None:  # switching preset loads its fusion defaults
-        pd = PipelineConfig.for_preset(st.session_state[k("preset")])
-        for name in ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight", "fusion", "normalization"):
-            st.session_state[k(name)] = getattr(pd, name)
-
-    preset = st.radio("Preset", PRESETS, index=PRESETS.index(d.preset), key=k("preset"), horizontal=True,
-                      on_change=follow_preset,
-                      help="agentos: the faithful AgentOS pipeline (sparse-only hits dropped, 0.7/0.3, k 60, RRF). "
-                           "hybrid: sparse-only hits kept, rank completion, fused rerank base, 0.5/0.5, k 10. "
-                           "Switching loads the preset's fusion defaults.", **kw)
-    pdef = PipelineConfig.for_preset(preset) if preset != d.preset else d
-    st.markdown("**Fusion** — moving these re-fuses cached lists (no new search)")
-    if st.button(f"Reset fusion to the {preset} defaults", key=k("reset_fusion")):
-        follow_preset()
-        st.rerun()
-    agentos = preset == "agentos"
-    if agentos and st.session_state.get(k("fusion"), "rrf") != "rrf":
-        st.session_state[k("fusion")] = "rrf"
-    fusion = st.radio("Fusion", FUSIONS, index=FUSIONS.index(pdef.fusion), key=k("fusion"), horizontal=True,
-                      format_func=FUSION_LABELS.get, disabled=agentos,
-                      help="RRF adds weight / (k + rank) per list; convex adds weight × the list's normalised "
-                           "score. The agentos preset is always RRF.", **kw)
-    fusion = "rrf" if agentos else fusion
-    norm = pdef.normalization
-    if fusion == "convex":
-        norm = st.selectbox("Normalisation", NORMALIZATIONS, index=NORMALIZATIONS.index(pdef.normalization),
-                            key=k("normalization"), help="minmax: each list to [0, 1]; theoretical: divide by the "
-                            "score's known maximum; zscore: distribution-based (DBSF).", **kw)
-    dw = st.slider("Dense weight", *_range("dense_weight")[:2], pdef.dense_weight, _range("dense_weight")[2],
-                   key=k("dense_weight"), **kw)
-    sw = st.slider("Sparse weight", *_range("sparse_weight")[:2], pdef.sparse_weight, _range("sparse_weight")[2],
-                   key=k("sparse_weight"), **kw)
-    lo, hi, step = _range("rrf_k", integer=True)
-    rrf_k = st.slider("RRF k", lo, hi, pdef.rrf_k, step, key=k("rrf_k"), disabled=fusion != "rrf",
-                      help="Higher k flattens rank differences (RRF only).", **kw)
-    c1, c2 = st.columns(2)
-    top_k = c1.number_input("Top k", *_range("top_k", True)[:2], d.top_k, key=k("top_k"), **kw)
-    over = c2.number_input("Over-fetch ×", *_range("over_fetch", True)[:2], d.over_fetch, key=k("over_fetch"),
-                           help="Each side fetches top-k × this many candidates.", **kw)
-    st.markdown("**Rerank**")
-    # Plain option values (no format_func): they are what the URL carries.
-    reranker = st.selectbox("Reranker", RERANKER_CHOICES, index=RERANKER_CHOICES.index(d.reranker), key=k("reranker"),
-                            help="embedding: the bundled MiniLM as a bi-encoder stand-in (offline, weak); cohere: "
-                                 "rerank-v3.5 (needs COHERE_API_KEY); cross-encoder: a local model folder", **kw)
-    if reranker != "none":
-        st.caption(RERANKER_NOTES[reranker])
-    ce_path = d.cross_encoder_path
-    if reranker == "cross-encoder":
-        ce_path = st.text_input("Cross-encoder folder", d.cross_encoder_path, key=k("cross_encoder_path"), **kw)
-    rw = st.slider("Rerank blend weight", *_range("rerank_weight")[:2], pdef.rerank_weight, _range("rerank_weight")[2],
-                   key=k("rerank_weight"), disabled=reranker == "none", **kw)
-    split_on = st.slider("Split-on-ambiguous threshold (0 = off)", *_range("split_threshold")[:2], d.split_threshold,
-                         _range("split_threshold")[2], key=k("split_threshold"), disabled=reranker == "none",
-                         help="The lowest-scoring fraction of the pool is split in half and re-scored; a half "
-                              "replaces the text only when it scores higher than the whole.", **kw)
-    st.markdown("**Query expansion**")
-    hyde = st.toggle("HyDE (search a hypothetical memory note)", d.hyde, key=k("hyde"), **kw)
-    mq = st.number_input("Multi-query variants (0 = off)", *_range("multi_query_n", True)[:2], d.multi_query_n,
-                         key=k("multi_query_n"), **kw)
-    gen, base_url, model = d.generator, d.openai_base_url, d.openai_model
-    if hyde or mq:
-        gen = st.selectbox("Text generator", GENERATOR_CHOICES, index=GENERATOR_CHOICES.index(d.generator),
-                           key=k("generator"), help="gemma: local Gemma 3 270M, offline; cohere: Cohere chat (needs "
-                           "COHERE_API_KEY); openai: any OpenAI-compatible server (Ollama, vLLM, llama.cpp)", **kw)
-        if gen == "openai":
-            # Never bound to the page URL: a link must not choose the server a query (and a key) goes to.
-            base_url = st.text_input("Server URL", d.openai_base_url, key=k("openai_base_url"),
-                                     help="Not read from the page URL. The operator's OPENAI_API_KEY is sent only "
-                                          "to the OPENAI_BASE_URL the operator configured; any other server is "
-                                          "called without a key (right for a local Ollama).")
-            model = st.text_input("Model", d.openai_model, key=k("openai_model"), **kw)
-    st.markdown("**Fact graph**")
-    facts = st.toggle("Inject facts", d.facts, key=k("facts"), **kw)
-    clf = st.selectbox("Query classifier", CLASSIFIER_CHOICES, index=CLASSIFIER_CHOICES.index(d.classifier),
-                       key=k("classifier"), disabled=not facts, **kw)
-    val, aro, dom = d.valence, d.arousal, d.dominance
-    if not compact:
-        st.markdown("**Mood** (PAD) — emotional traces score higher when valences agree")
-        val = st.slider("Valence", *_range("valence")[:2], d.valence, _range("valence")[2], key=k("valence"), **kw)
-        aro = st.slider("Arousal", *_range("arousal")[:2], d.arousal, _range("arousal")[2], key=k("arousal"), **kw)
-        dom = st.slider("Dominance", *_range("dominance")[:2], d.dominance, _range("dominance")[2], key=k("dominance"),
-                        **kw)
-    return PipelineConfig(
-        preset=preset, dense_weight=float(dw), sparse_weight=float(sw), rrf_k=int(rrf_k), fusion=fusion,
-        normalization=norm, over_fetch=int(over), top_k=int(top_k), hyde=bool(hyde), generator=gen,
-        openai_base_url=base_url, openai_model=model, multi_query_n=int(mq), facts=bool(facts), classifier=clf,
-        reranker=reranker, cross_encoder_path=ce_path, rerank_weight=float(rw), split_threshold=float(split_on),
-        valence=float(val), arousal=float(aro), dominance=float(dom))
-
-
-def apply_config(prefix: str, cfg: PipelineConfig) -> None:
-    """Set the panel's widget state from a config (before the widgets are drawn)."""
-    for f in fields(cfg):
-        st.session_state[f"{prefix}{f.name}"] = getattr(cfg, f.name)
-
-
-def config_io(prefix: str, cfg: PipelineConfig) -> None:
-    """Export the current config as JSON; import one (applied on the next run)."""
-    st.download_button("Export config (JSON)", cfg.to_json(), file_name="retrieval-config.json",
-                       mime="application/json", key=f"{prefix}export")
-    up = st.file_uploader("Import config", type=["json"], key=f"{prefix}import")
-    if up is not None and st.session_state.get(f"{prefix}imported") != up.file_id:
-        try:
-            new = PipelineConfig.from_json(up.getvalue())
-        except ValueError as exc:
-            st.error(f"Could not import {up.name}: {exc}")
-        else:
-            st.session_state[f"{prefix}imported"] = up.file_id
-            apply_config(prefix, new)
-            st.rerun()
-
-
 # ---------------------------------------------------------------- links
 def seed_from_link(prefix: str, scopes: list[str], version: int, extra: dict[str, str],
                    allow_all: bool = True) -> None:
@@ -311,35 +174,6 @@ def escalation_view(escalations) -> None:
         d = describe(e)
         st.warning(d.sentence, icon=":material/warning:")
         st.caption(f"code `{d.code}`" + (f" · {d.detail}" if d.detail else ""))
-
-
-def usable_config(cfg: PipelineConfig, get_reranker, get_generator) -> tuple[PipelineConfig, list[str]]:
-    """`cfg` with any backend that cannot be built switched off, and a sentence for each.
-
-    A misconfigured reranker (no key, no model folder) or text generator must not hide the lists the
-    search can still give: build each first, under a labelled spinner, and fall back to none.
-    """
-    notes = []
-    try:
-        spec = reranker_spec(cfg)
-        if spec:
-            with st.spinner(f"Loading the {cfg.reranker} reranker…"):
-                get_reranker(spec)
-    except (ValueError, ImportError, OSError, RuntimeError) as exc:
-        notes.append(f"The {cfg.reranker} reranker could not be loaded ({exc}). Showing the lists without "
-                     "reranking; fix the reranker settings or choose 'none'.")
-        cfg = replace(cfg, reranker="none")
-    try:
-        spec = generator_spec(cfg)
-        if spec:
-            with st.spinner(f"Loading the {cfg.generator} text generator…"):
-                get_generator(spec)
-    except (ValueError, ImportError, OSError, RuntimeError) as exc:
-        what = " and ".join(x for x, on in (("HyDE", cfg.hyde), ("multi-query", cfg.multi_query_n)) if on)
-        notes.append(f"The {cfg.generator} text generator could not be loaded ({exc}). Searched without {what}; "
-                     "fix the generator settings or turn them off.")
-        cfg = replace(cfg, hyde=False, multi_query_n=0)
-    return cfg, notes
 
 
 # ---------------------------------------------------------------- the explanation

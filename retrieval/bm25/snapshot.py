@@ -6,6 +6,8 @@ writers build the next one. Scoring uses the one formula in `bm25/formula.py`.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
@@ -13,7 +15,7 @@ import numpy as np
 
 import retrieval.bm25.formula as scoring
 from retrieval.bm25.arena import TF, TID, Arena
-from retrieval.bm25.topk import TopK
+from retrieval.bm25.topk import Postings, TopK
 from retrieval.bm25.tokenizer import Tokenizer
 from retrieval.types import Scope
 
@@ -27,7 +29,7 @@ def _pad(arr: np.ndarray, n: int, fill=0) -> np.ndarray:
     return out
 
 
-class BM25Snapshot(TopK):
+class BM25Snapshot:
     """One immutable version of a `BM25Index`: every read of one query sees the same documents."""
 
     def __init__(self, arena: Arena, k1: float, b: float, tokenizer: Tokenizer, live: np.ndarray,
@@ -37,8 +39,7 @@ class BM25Snapshot(TopK):
         self._n_slots, self._n_terms = len(live), len(df)
         self._n_docs, self._total_len, self.version = n_docs, total_len, version
         self._n_scopes = len(arena.scope_list)
-        self._sat: dict[int, np.ndarray] = {}  # saturated tf per posting (0 for dead slots), per term
-        self._scope_slots: dict[bytes, np.ndarray] = {}  # live slots of a set of scope codes
+        self._plans = TopK(Postings(arena, live, df, plen, n_docs, len(live), total_len, k1, b, self._tid))
 
     def __repr__(self) -> str:
         return f"BM25Snapshot(version={self.version}, docs={self._n_docs})"
@@ -84,7 +85,7 @@ class BM25Snapshot(TopK):
         if scopes is not None:
             sc = self._a.scopes
             codes = np.asarray([sc[s] for s in scopes if s in sc and sc[s] < self._n_scopes], dtype=np.int32)
-        cand, cs = self._candidates(self._query_terms(Counter(tokens)), top_k, codes)
+        cand, cs = self._plans.candidates(self._plans.query_terms(Counter(tokens)), top_k, codes)
         if len(cand) == 0:
             return []
         if len(cand) > 4096 and top_k < 256:
@@ -106,13 +107,13 @@ class BM25Snapshot(TopK):
 
     def score(self, query: str, id: str) -> float:
         counts = Counter(self.tokenizer(query or ""))
-        return self._canonical_sum(counts, self.explain(query, id))
+        return self._plans.canonical_sum(counts, self.explain(query, id))
 
     def scores_for(self, query: str, ids: Iterable[str]) -> dict[str, float]:
         """Exact BM25 score of each known id (unknown ids skipped), the query tokenized once."""
         counts = Counter(self.tokenizer(query or ""))
         slots = {i: self._slot_of(i) for i in ids if isinstance(i, str)}
-        return {i: self._canonical_sum(counts, self._contributions(counts, s)) for i, s in slots.items()
+        return {i: self._plans.canonical_sum(counts, self._contributions(counts, s)) for i, s in slots.items()
                 if s is not None}
 
     def explain(self, query: str, id: str) -> dict[str, float]:
@@ -137,7 +138,7 @@ class BM25Snapshot(TopK):
                 qtf, self._n_docs, int(self._df[tid]), tf, a.doc_len[slot], avgdl, self.k1, self.b))
         return out
 
-    def explain_terms(self, query: str, id: str) -> list[dict[str, float | str]]:
+    def explain_terms(self, query: str, id: str) -> list[dict[str, Any]]:
         """Each query term's score tree for `id`, as Elasticsearch's explain shows it.
 
         Per term: `qtf` (times in the query), `tf`, `df`, `idf`, `doc_len`, `avgdl`, `k1`, `b`, the

@@ -1,4 +1,4 @@
-"""Exact BM25 top-k without scoring every posting (a mixin of `BM25Snapshot`).
+"""Exact BM25 top-k without scoring every posting (`TopK`, the plans a `BM25Snapshot` searches with).
 
 Three plans, all exact and all summing a document's term scores in one canonical order (largest
 possible contribution first, then term id) so that every plan — and `score`/`scores_for` — gives
@@ -17,10 +17,16 @@ Measured at 1M documents in docs/BENCHMARKS.md (Scale).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 import retrieval.bm25.formula as scoring
+
+if TYPE_CHECKING:
+    from retrieval.bm25.arena import Arena
 
 PRUNE_MIN_POSTINGS = 50_000  # below this many postings left to score, pruning is not worth a check
 PRUNE_MAX_SURVIVORS = 20_000
@@ -29,55 +35,76 @@ SCOPE_EXACT_MAX = 50_000
 Term = tuple[int, float, int]  # (term id, qtf·idf, posting length)
 
 
-class TopK:
-    """Needs `_a`, `_live`, `_plen`, `_df`, `_n_docs`, `_n_slots`, `_total_len`, `k1`, `b`, `_tid`, `_sat`
-    and `_scope_slots` from the class it is mixed into."""
+@dataclass(frozen=True)
+class Postings:
+    """What the plans read of one BM25 version: its arena and per-version arrays, never changed."""
 
-    def _query_terms(self, counts: Counter) -> list[Term]:
+    arena: Arena
+    live: np.ndarray  # live slots of this version
+    df: np.ndarray  # document frequency per term id
+    plen: np.ndarray  # posting length per term id in this version
+    n_docs: int
+    n_slots: int
+    total_len: float
+    k1: float
+    b: float
+    tid: Callable[[str], int | None]  # a term's id in this version, None when it has none
+
+
+class TopK:
+    """The exact top-k plans over one version's postings, with that version's caches (saturated tf
+    per term, live slots per scope set); shared by every reader of the version."""
+
+    def __init__(self, postings: Postings):
+        self.p = postings
+        self._sat: dict[int, np.ndarray] = {}  # saturated tf per posting (0 for dead slots), per term
+        self._scope_slots: dict[bytes, np.ndarray] = {}  # live slots of a set of scope codes
+
+    def query_terms(self, counts: Counter) -> list[Term]:
         """The query's terms this version holds, in the canonical order every sum uses."""
         out = []
         for term, qtf in counts.items():
-            tid = self._tid(term)
-            if tid is not None and self._df[tid] > 0:
-                out.append((tid, qtf * scoring.idf(self._n_docs, int(self._df[tid])), int(self._plen[tid])))
+            tid = self.p.tid(term)
+            if tid is not None and self.p.df[tid] > 0:
+                out.append((tid, qtf * scoring.idf(self.p.n_docs, int(self.p.df[tid])), int(self.p.plen[tid])))
         return sorted(out, key=lambda t: (-t[1], t[0]))
 
-    def _canonical_sum(self, counts: Counter, contributions: dict[str, float]) -> float:
-        """A document's per-term contributions (`_contributions`) summed in the canonical order."""
-        term_of = {self._tid(t): t for t in counts}
+    def canonical_sum(self, counts: Counter, contributions: dict[str, float]) -> float:
+        """A document's per-term contributions (the snapshot's per-term contributions) summed in the canonical order."""
+        term_of = {self.p.tid(t): t for t in counts}
         total = 0.0
-        for tid, _w, _n in self._query_terms(counts):
+        for tid, _w, _n in self.query_terms(counts):
             total += contributions[term_of[tid]]
         return total
 
     def _saturated(self, tid: int, avgdl: float) -> tuple[np.ndarray, np.ndarray]:
         """(posting slots, saturated tf — 0 for dead slots) of term `tid` in this version, cached."""
-        a, n = self._a, int(self._plen[tid])
+        a, n = self.p.arena, int(self.p.plen[tid])
         docs = a.post_docs[tid][:n]
         sat = self._sat.get(tid)
         if sat is None:  # two readers may both compute it; the values are equal
-            sat = scoring.saturation(a.post_tf[tid][:n].astype(np.float64), a.doc_len[docs], avgdl, self.k1, self.b)
-            sat = self._sat[tid] = np.where(self._live[docs], sat, 0.0)
+            sat = scoring.saturation(a.post_tf[tid][:n].astype(np.float64), a.doc_len[docs], avgdl, self.p.k1, self.p.b)
+            sat = self._sat[tid] = np.where(self.p.live[docs], sat, 0.0)
         return docs, sat
 
     def _in_scope(self, slots: np.ndarray, codes: np.ndarray | None) -> np.ndarray:
-        return slots if codes is None else slots[np.isin(self._a.scope_code[slots], codes)]
+        return slots if codes is None else slots[np.isin(self.p.arena.scope_code[slots], codes)]
 
     def _slots_of_scopes(self, codes: np.ndarray) -> np.ndarray:
         """Live slots (ascending) whose scope is one of `codes`, cached per version."""
         key = np.sort(codes).tobytes()
         slots = self._scope_slots.get(key)
         if slots is None:
-            n = self._n_slots
-            mask = np.isin(self._a.scope_code[:n], codes) & self._live
+            n = self.p.n_slots
+            mask = np.isin(self.p.arena.scope_code[:n], codes) & self.p.live
             slots = self._scope_slots[key] = np.flatnonzero(mask)
         return slots
 
-    def _candidates(self, terms: list[Term], top_k: int, codes: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    def candidates(self, terms: list[Term], top_k: int, codes: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """(slots, exact scores) that hold the top k in scope: every document that could be in it."""
         if not terms:
             return np.zeros(0, np.int64), np.zeros(0)
-        avgdl = scoring.safe_avgdl(self._total_len, self._n_docs)
+        avgdl = scoring.safe_avgdl(self.p.total_len, self.p.n_docs)
         postings = sum(t[2] for t in terms)
         if codes is not None:
             slots = self._slots_of_scopes(codes)
@@ -85,8 +112,8 @@ class TopK:
                 scores = self._exact(terms, slots, avgdl)
                 keep = scores > 0
                 return slots[keep], scores[keep]
-        bound = [w * (self.k1 + 1.0) for _tid, w, _n in terms]
-        partial = np.zeros(self._n_slots, dtype=np.float64)
+        bound = [w * (self.p.k1 + 1.0) for _tid, w, _n in terms]
+        partial = np.zeros(self.p.n_slots, dtype=np.float64)
         rest, left = sum(bound), postings
         for i, (tid, weight, n) in enumerate(terms):
             docs, sat = self._saturated(tid, avgdl)
@@ -109,7 +136,7 @@ class TopK:
 
     def _exact(self, terms: list[Term], slots: np.ndarray, avgdl: float) -> np.ndarray:
         """Full scores of live `slots` (ascending), summed in canonical order as the dense plan does."""
-        a = self._a
+        a = self.p.arena
         total = np.zeros(len(slots), dtype=np.float64)
         for tid, weight, n in terms:
             docs = a.post_docs[tid][:n]
@@ -118,6 +145,6 @@ class TopK:
             p = pos[hit]
             sat = np.zeros(len(slots), dtype=np.float64)
             sat[hit] = scoring.saturation(a.post_tf[tid][p].astype(np.float64), a.doc_len[slots[hit]], avgdl,
-                                          self.k1, self.b)
+                                          self.p.k1, self.p.b)
             total += weight * sat
         return total

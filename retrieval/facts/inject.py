@@ -95,7 +95,10 @@ def _as_traces(facts: list[Fact], scope: Scope) -> tuple[list[Fact], list[Scored
     """Trace ids are subject:predicate:time, so two facts of one instant ("I live in Paris. I moved
     to Amsterdam." in one note) would collide: the later ones get `#2`, `#3`, … and both stay. The
     same statement from two traces is shown once. The two lists stay aligned, index for index."""
-    kept, out, seen, n = [], [], set(), {}
+    kept: list[Fact] = []
+    out: list[ScoredMemoryTrace] = []
+    seen: set[tuple[str, str]] = set()
+    n: dict[str, int] = {}
     for f in facts:
         base = fact_trace_id(f)
         if (base, f.object) in seen:

@@ -8,9 +8,13 @@ from __future__ import annotations
 import json
 import re
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from retrieval.types import utcnow
 from retrieval.facts.model import PREDICATES, Fact
+
+if TYPE_CHECKING:
+    from retrieval.models.generators import TextGenerator
 
 LLM_FACT_SYSTEM = "You extract facts as JSON. Answer with a JSON array only."
 
@@ -30,7 +34,7 @@ class LLMFactExtractor:
 
     name = "llm"
 
-    def __init__(self, llm):
+    def __init__(self, llm: TextGenerator) -> None:
         self.llm = llm
         self.warnings: list[str] = []
 

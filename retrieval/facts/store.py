@@ -11,9 +11,14 @@ import time
 from dataclasses import replace
 from datetime import timedelta, UTC
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from retrieval.types import Scope
 from retrieval.facts.model import Fact, canonical_subject
+
+if TYPE_CHECKING:
+    from lancedb.db import DBConnection
+    from lancedb.table import Table
 
 COLUMNS = ("key", "scope", "scope_id", "subject", "predicate", "object", "timestamp", "source_trace_ids",
            "source_span")
@@ -49,7 +54,8 @@ class FactStore:
         self.uri = str(uri)
         self.table_name = table
         self.path = os.path.join(self.uri, f"{table}.lance")
-        self._db = self._tbl = None
+        self._db: DBConnection | None = None
+        self._tbl: Table | None = None
         self._open_lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -126,7 +132,7 @@ class FactStore:
         except (KeyError, TypeError, ValueError) as exc:  # a row this code did not write
             raise self._broken(exc) from exc
 
-    def _ordered(self, where: str) -> list[Fact]:
+    def _ordered(self, where: str | None) -> list[Fact]:
         """Oldest first by (timestamp, write order); a row from before `seq` existed counts as 0."""
         rows = self._rows(where)
         pairs = zip(self._facts(rows), (r.get(SEQ) or 0 for r in rows))
@@ -157,7 +163,7 @@ class FactStore:
 
     def delete_for_trace(self, trace_id: str) -> int:
         """Remove facts sourced only from `trace_id`; drop it from facts with other sources too."""
-        from retrieval.store.memory import sql_quote
+        from retrieval.store.rows import sql_quote
 
         rows = self._rows(f"array_has(source_trace_ids, {sql_quote(trace_id)})")
         if not rows:
@@ -204,7 +210,7 @@ def _schema():
 
 
 def _where(scope: Scope, **eq: str) -> str:
-    from retrieval.store.memory import sql_quote
+    from retrieval.store.rows import sql_quote
 
     parts = [f"scope = {sql_quote(scope.scope)}", f"scope_id = {sql_quote(scope.scope_id)}"]
     parts += [f"{k} = {sql_quote(v)}" for k, v in eq.items()]

@@ -152,8 +152,8 @@ def diff_snapshots(a: Snapshot, b: Snapshot, qrels: Mapping[str, Mapping[str, in
     for q in both:
         x, y = qa[q], qb[q]
         ta, tb = x.credited("final")[:k], y.credited("final")[:k]
-        va, vb = x.metrics.get(metric, 0.0), y.metrics.get(metric, 0.0)
-        rows.append(QueryDelta(q, x.query, scope_text(x.scope), va, vb, vb - va,
+        sa, sb = x.metrics.get(metric, 0.0), y.metrics.get(metric, 0.0)
+        rows.append(QueryDelta(q, x.query, scope_text(x.scope), sa, sb, sb - sa,
                                tuple(i for i in tb if i not in ta), tuple(i for i in ta if i not in tb),
                                moves(x, y, qrels.get(q, {})), bool(x.metrics and y.metrics)))
     rows.sort(key=lambda r: (round(r.delta, 9), r.qid))  # float noise must not reorder ties

@@ -59,11 +59,12 @@ def _lines(data: bytes | str) -> list[str]:
     """Lines split on \\n only: U+2028 or U+0085 inside a JSON string must not split a record."""
     return _text(data).replace("\r\n", "\n").split("\n")
 
-def parse_qrels(data: bytes | str, scale: str = "graded", name: str = "qrels"):
+def parse_qrels(data: bytes | str, scale: str = "graded",
+                name: str = "qrels") -> tuple[dict[str, dict[str, int]], list[LineError]]:
     """TREC (`qid 0 docid grade`, whitespace) or BEIR (`query-id<TAB>corpus-id<TAB>score`, header
     optional), told apart per line by the column count. Returns ({qid: {doc id: grade}}, errors)."""
     qrels: dict[str, dict[str, int]] = {}
-    errors = []
+    errors: list[LineError] = []
     for n, line in enumerate(_lines(data), 1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
@@ -92,10 +93,10 @@ def parse_qrels(data: bytes | str, scale: str = "graded", name: str = "qrels"):
     return qrels, errors
 
 
-def parse_queries(data: bytes | str, name: str = "queries.jsonl"):
+def parse_queries(data: bytes | str, name: str = "queries.jsonl") -> tuple[dict[str, str], list[LineError]]:
     """BEIR queries.jsonl ({"_id", "text"}) → ({qid: text}, errors)."""
     out: dict[str, str] = {}
-    errors = []
+    errors: list[LineError] = []
     for n, line in enumerate(_lines(data), 1):
         if not line.strip():
             continue
@@ -111,11 +112,12 @@ def parse_queries(data: bytes | str, name: str = "queries.jsonl"):
     return out, errors
 
 
-def parse_jsonl(data: bytes | str, scale: str = "graded", name: str = "judgments.jsonl"):
+def parse_jsonl(data: bytes | str, scale: str = "graded",
+                name: str = "judgments.jsonl") -> tuple[list[CaseQuery], dict[str, dict[str, int]], list[LineError]]:
     """JSONL lines {"qid", "query", "scope"?, "relevant": {id: grade}, "note"?} → (queries, qrels, errors)."""
     queries: list[CaseQuery] = []
     qrels: dict[str, dict[str, int]] = {}
-    errors = []
+    errors: list[LineError] = []
     for n, line in enumerate(_lines(data), 1):
         if not line.strip():
             continue
@@ -168,6 +170,7 @@ def import_files(js: JudgmentStore, name: str, *, queries: str | Path | None = N
                  known_ids=None, replace: bool = False) -> ImportReport:
     """`case import`: BEIR queries + qrels (in `scope`), or one JSONL file (its lines carry their scope)."""
     check_case_name(name)
+    qr: dict[str, dict[str, int]]  # qid -> {trace id: grade}
     if jsonl is not None:
         if queries is not None or qrels is not None:
             raise ValueError("give either --jsonl or --queries with --qrels, not both")
@@ -177,7 +180,7 @@ def import_files(js: JudgmentStore, name: str, *, queries: str | Path | None = N
     if queries is None:
         raise ValueError("give --queries FILE (BEIR queries.jsonl) with --qrels FILE, or --jsonl FILE")
     texts, errs = parse_queries(Path(queries).read_bytes(), Path(queries).name)
-    qr: dict[str, dict[str, int]] = {}
+    qr = {}
     if qrels is not None:
         qr, qerrs = parse_qrels(Path(qrels).read_bytes(), scale, Path(qrels).name)
         errs += qerrs

@@ -124,7 +124,8 @@ def cohen_kappa(a: Sequence[int], b: Sequence[int]) -> float | None:
 
 def agreement(judgments: Iterable[Judgment]) -> dict:
     """Human vs machine on the traces both graded: {"n", "kappa", "agree"} (kappa None when n = 0)."""
-    human, machine = {}, {}
+    human: dict[tuple[str, str, str], int] = {}
+    machine: dict[tuple[str, str, str], int] = {}
     for j in judgments:
         key = (scope_text(j.scope), query_key(j.query), j.trace_id)
         (human if j.grader == "human" else machine)[key] = j.grade

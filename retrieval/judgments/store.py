@@ -9,12 +9,16 @@ import threading
 import time
 from datetime import timedelta
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
-from retrieval.store.memory import sql_quote
+from retrieval.store.rows import sql_quote
 from retrieval.types import Scope
 from retrieval.judgments.model import (LabelledQuery, Case, CaseQuery, Judgment, Snapshot, check_case_name,
                                        check_grade, check_grader, parse_scope,
                     query_key, scope_text)
+
+if TYPE_CHECKING:
+    from lancedb.db import DBConnection
 
 TABLES = ("judgments", "cases", "snapshots")
 _LOCK = threading.RLock()
@@ -41,7 +45,7 @@ def judgment_key(scope: Scope | None, query: str, trace_id: str, grader: str) ->
 class JudgmentStore:
     def __init__(self, uri: str = "data/lancedb"):
         self.uri = str(uri)
-        self._db = None
+        self._db: DBConnection | None = None
         self._tables: dict[str, object] = {}
 
     def __repr__(self) -> str:

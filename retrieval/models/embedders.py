@@ -171,7 +171,11 @@ class HostedEmbedder:
     def dim(self) -> int:
         """Configured, or learned from the first call; asking before any call makes one short probe."""
         if self._dim is None:
-            self.embed_query(["dimension probe"])
+            self.embed_query(["dimension probe"])  # `_check` learns the width from it, or raises
+        if self._dim is None:  # pragma: no cover - unreachable: a successful call always sets it
+            from retrieval.models.errors import BackendError
+
+            raise BackendError(f"{self.backend}: the probe call did not reveal the vector width")
         return int(self._dim)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:

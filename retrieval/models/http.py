@@ -10,6 +10,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from collections.abc import Callable
+from typing import Any
 from urllib.parse import unquote
 
 from retrieval.models.credentials import BaseURL, Credential, secret_values
@@ -94,7 +95,9 @@ class JsonEndpoint:
             headers["Authorization"] = "Basic " + base64.b64encode(pair).decode()
         return headers
 
-    def post(self, path: str, payload: dict) -> object:
+    def post(self, path: str, payload: dict) -> Any:
+        """The parsed JSON reply, unvalidated (`Any`, as `json.loads` gives it): callers pick out what they
+        need and treat a KeyError/TypeError/IndexError as a reply in the wrong shape."""
         body = json.dumps(payload).encode()
         secrets = self._secrets()
         attempt = 0

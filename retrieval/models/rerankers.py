@@ -112,10 +112,8 @@ def cohere_client(api_key: str, base_url: str | None, timeout: float):
         import cohere
     except ImportError as exc:  # pragma: no cover
         raise ImportError("pip install cohere==7.3.1 (see requirements.txt)") from exc
-    kw = {"api_key": api_key, "timeout": timeout, "max_retries": 0}
-    if base_url:
-        kw["base_url"] = base_url
-    return cohere.ClientV2(**kw)
+    # No base_url (None or "") leaves the SDK's default, as its own default of None does.
+    return cohere.ClientV2(api_key=api_key, base_url=base_url or None, timeout=timeout, max_retries=0)
 
 
 def cohere_failure(backend: str, exc: Exception, *secrets: str) -> BackendError:

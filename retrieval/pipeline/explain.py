@@ -26,7 +26,7 @@ class Explanation:
     dense_similarity: float | None = None
     bm25_terms: dict[str, float] | None = None  # term -> its score (the sum of bm25_tree's rows per term)
     bm25_tree: list[dict[str, Any]] | None = None  # per term: tf, df, idf, doc_len, avgdl, norm, saturation, score
-    dense_terms: list[dict[str, float]] | None = None  # per cognitive term: weight, value, points = weight·value
+    dense_terms: list[dict[str, Any]] | None = None  # per cognitive term: term, weight, value, points = weight·value
     rrf: dict[str, Any] | None = None
     fact: dict[str, Any] | None = None
     rerank_score: float | None = None
@@ -98,7 +98,7 @@ def explain(diag: Any, trace_id: str, lookup: Any = None) -> Explanation:
     return Explanation(dropped_at=dropped_at, reason=reason, **out)
 
 
-def dense_terms(breakdown: dict[str, float]) -> list[dict[str, float]]:
+def dense_terms(breakdown: dict[str, float]) -> list[dict[str, Any]]:
     """The cognitive score as weight × value per term (SPEC §2); the points sum to the dense score."""
     from retrieval.store.cognitive import DEFAULT_SCORING_WEIGHTS
 

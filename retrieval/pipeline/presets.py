@@ -45,6 +45,17 @@ class Preset:
     rerank_weight: float
     fusion: str = "rrf"
     normalization: str = "minmax"
+    fusions: tuple[str, ...] = ("rrf", "convex")  # the fusion functions this preset allows; the first is forced
+
+    def __post_init__(self) -> None:
+        if not self.fusions or self.fusion not in self.fusions:
+            raise ValueError(f"preset {self.name!r}: fusion {self.fusion!r} is not one of its fusions {self.fusions}")
+
+    def check_fusion(self, fusion: str) -> None:
+        """ValueError when this preset does not allow `fusion` (AgentOS has one fusion: RRF)."""
+        if fusion not in self.fusions:
+            raise ValueError(f"fusion={fusion!r}: the {self.name} preset allows only "
+                             f"{', '.join(self.fusions)}; use preset='hybrid' for the others")
 
     def defaults(self) -> dict[str, float | str]:
         """The knobs a preset supplies when a call leaves them as None."""
@@ -54,7 +65,8 @@ class Preset:
 
 
 AGENTOS_PRESET = Preset(AGENTOS, hydrate_sparse_only=False, complete_ranks=False, blend_base="cognitive",
-                        temporal_facts="subject", dense_weight=0.7, sparse_weight=0.3, rrf_k=60, rerank_weight=0.3)
+                        temporal_facts="subject", dense_weight=0.7, sparse_weight=0.3, rrf_k=60, rerank_weight=0.3,
+                        fusions=("rrf",))
 HYBRID_PRESET = Preset(HYBRID, hydrate_sparse_only=True, complete_ranks=True, blend_base="fused",
                        temporal_facts="predicates", dense_weight=0.6, sparse_weight=0.4, rrf_k=10, rerank_weight=0.3,
                        fusion="convex", normalization="theoretical")
@@ -73,6 +85,3 @@ def get_preset(preset: str | Preset) -> Preset:
 def preset_defaults(preset: str | Preset) -> dict[str, float | str]:
     return get_preset(preset).defaults()
 
-
-# Kept for callers that read the defaults as plain data (the benchmark renderer, the app).
-PRESET_DEFAULTS: dict[str, dict[str, float | str]] = {name: p.defaults() for name, p in _BY_NAME.items()}

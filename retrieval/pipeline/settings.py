@@ -81,8 +81,7 @@ class Settings:
             object.__setattr__(self, "split_threshold", check_knob("split_threshold", self.split_threshold))
         check_choice("fusion", self.fusion)
         check_choice("normalization", self.normalization)
-        if self.preset.name == "agentos" and self.fusion != "rrf":
-            raise ValueError(f"fusion={self.fusion!r}: the agentos preset is always RRF; use preset='hybrid'")
+        self.preset.check_fusion(self.fusion)
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data for display and JSON (the preset by name)."""
@@ -104,6 +103,6 @@ def resolve_settings(preset: str | Preset, *, overrides: dict[str, Any] | None =
     p = get_preset(preset)
     values: dict[str, Any] = dict(p.defaults())
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
-    if p.name == "agentos":
-        values["fusion"] = "rrf"  # AgentOS has one fusion; a UI default must not turn it off
+    if values["fusion"] not in p.fusions:
+        values["fusion"] = p.fusions[0]  # e.g. AgentOS has one fusion; a UI default must not turn it off
     return Settings(preset=p, recall_top_k=recall_top_k, split_threshold=split_threshold, **values)

@@ -58,14 +58,14 @@ class LanceFtsSparse:
         return self.store.columns.text
 
     def _tbl(self):
-        tbl = self.store._table()
+        tbl = self.store.table()
         if tbl is not None and not self._ready:
             self.ensure_index(tbl)
         return tbl
 
     def ensure_index(self, tbl=None, replace: bool = False) -> bool:
         """Build the FTS index on the text column when it has none (a read-only table must have one)."""
-        tbl = tbl or self.store._table()
+        tbl = tbl or self.store.table()
         if tbl is None:
             return False
         has = any(self._text in list(getattr(i, "columns", [])) and "FTS" in str(getattr(i, "index_type", "")).upper()
@@ -97,14 +97,14 @@ class LanceFtsSparse:
     # ------------------------------------------------------------------ reads (the pipeline's interface)
     def search(self, query: str, top_k: int = 10, scopes: Sequence[Scope] | None = None) -> list[tuple[str, float]]:
         """Top-k `(id, score)` of active documents matching a query term, within `scopes`."""
-        return self._run(self._query(query), self.store._where(scopes, True), top_k)
+        return self._run(self._query(query), self.store.reads.where(scopes, True), top_k)
 
     def scores_for(self, query: str, ids: Iterable[str]) -> dict[str, float]:
         ids = list(dict.fromkeys(i for i in ids if isinstance(i, str)))
         if not ids:
             return {}
-        return dict(self._run(self._query(query), self.store._where(None, True, self.store.columns.ids_filter(ids)),
-                              len(ids)))
+        where = self.store.reads.where(None, True, self.store.columns.ids_filter(ids))
+        return dict(self._run(self._query(query), where, len(ids)))
 
     def score(self, query: str, id: str) -> float:
         return self.scores_for(query, [id]).get(id, 0.0)
@@ -115,7 +115,7 @@ class LanceFtsSparse:
             raise KeyError(f"document {id!r} is not in the full-text index")
         rows = []
         for term, qtf in Counter(self.tokenizer(query or "")).items():
-            s = self._run(term, self.store._where(None, True, self.store.columns.ids_filter([id])), 1)
+            s = self._run(term, self.store.reads.where(None, True, self.store.columns.ids_filter([id])), 1)
             rows.append({"term": term, "qtf": qtf, "tf": None, "df": None, "idf": None, "doc_len": None,
                          "avgdl": None, "k1": None, "b": None, "norm": None, "saturation": None,
                          "score": qtf * (s[0][1] if s else 0.0), "backend": BACKEND, "note": NOTE})
@@ -127,15 +127,15 @@ class LanceFtsSparse:
     def __contains__(self, doc_id: object) -> bool:
         if not isinstance(doc_id, str):
             return False
-        tbl = self.store._table()
-        return tbl is not None and tbl.count_rows(self.store._where(None, True,
+        tbl = self.store.table()
+        return tbl is not None and tbl.count_rows(self.store.reads.where(None, True,
                                                                     self.store.columns.ids_filter([doc_id]))) > 0
 
     def __len__(self) -> int:
         return self.store.count(active_only=True)
 
     def stats(self) -> dict:
-        tbl = self.store._table()
+        tbl = self.store.table()
         state = {"backend": BACKEND, "documents": len(self), "analyzer": self.analyzer, "unindexed_rows": 0}
         for idx in tbl.list_indices() if tbl is not None else []:
             if self._text in list(getattr(idx, "columns", [])) and "FTS" in str(getattr(idx, "index_type", "")).upper():
@@ -146,7 +146,7 @@ class LanceFtsSparse:
     def sync(self, traces=(), *, complete: bool = False) -> int:  # noqa: ARG002 (the BM25 interface)
         """LanceDB already holds the rows; fold a large unindexed tail into the index."""
         if not self.store.read_only and self.stats()["unindexed_rows"] > OPTIMIZE_TAIL:
-            self.store._table().optimize()
+            self.store.table().optimize()
         return len(self)
 
     def remove_documents(self, ids) -> int:  # noqa: ARG002 (the BM25 interface)

@@ -1,11 +1,16 @@
-"""The dense side's ANN index (IVF-SQ) and the query plan it implies; a mixin of MemoryStore."""
+"""The dense side's ANN index (IVF-SQ) and the query plan it implies (`AnnIndex`, a part of MemoryStore)."""
 from __future__ import annotations
 
 import logging
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from retrieval.types import Scope
+
+if TYPE_CHECKING:
+    from retrieval.store.handle import TableHandle
+    from retrieval.store.row_copy import RowCopy
 
 log = logging.getLogger(__name__)
 
@@ -25,86 +30,76 @@ FLAT_PROBE_FRACTION = 0.75  # an IVF-FLAT index built by an earlier version: sqr
 
 
 class AnnIndex:
-    """Needs `_table()`, `_row_cache()`, `_plan_cache`, `columns` and `read_only` from the class it is
-    mixed into."""
+    """The vector index of a store and the query plan it implies (partitions, probes, refine),
+    cached per table version."""
 
-    def _has_ann(self) -> bool:
-        return bool(self._ann_plan()[0])
+    def __init__(self, handle: TableHandle, copy: RowCopy):
+        self._handle = handle
+        self._copy = copy
+        self._plans: dict[tuple, Any] = {}
 
-    def _ann_partitions(self) -> int:
-        return self._ann_plan()[0]
+    def has_index(self) -> bool:
+        return bool(self.plan()[0])
 
-    def _ann_plan(self) -> tuple[int, int, int]:
+    def forget(self) -> None:
+        """Drop the cached plans (after the table was replaced, e.g. by a re-embed)."""
+        self._plans = {}
+
+    def pin_probes(self, probes: int) -> tuple[int, int, int]:
+        """Probe this many partitions at the current table version (benchmarks' probe sweeps)."""
+        tbl = self._handle.table()
+        partitions, _, refine = self.plan()
+        self._plans = {("ann", tbl.version): (partitions, int(probes), refine)}
+        return self.plan()
+
+    def plan(self) -> tuple[int, int, int]:
         """(partitions, probes, refine factor) for the vector index, (0, 0, 0) without one; cached
         per table version.
 
         LanceDB does not report an IVF index's partition count, so it is estimated from the row count
         the same way it was chosen at build time (sqrt(rows); sqrt(rows)/5 for the IVF-FLAT indexes
         earlier versions built). Rows only grow after a build, so the estimate can over-probe (slower,
-        never less recall); `ensure_ann_index(force=True)` rebuilds for the new size. Quantised
-        indexes get a refine step so that distances are exact.
+        never less recall); `ensure(force=True)` rebuilds for the new size. Quantised indexes get a
+        refine step so that distances are exact.
         """
-        tbl = self._table()
+        tbl = self._handle.table()
         if tbl is None:
             return 0, 0, 0
         key = ("ann", tbl.version)
-        plan = self._plan_cache.get(key)
+        plan = self._plans.get(key)
         if plan is None:
-            plan = (0, 0, 0)
-            for idx in tbl.list_indices():
-                if self.columns.vector in list(getattr(idx, "columns", [])):
-                    rows = tbl.count_rows()
-                    if str(getattr(idx, "index_type", "")).upper().replace("_", "") == "IVFFLAT":
-                        parts = max(8, round(math.sqrt(rows) / 5))
-                        plan = (parts, max(1, math.ceil(parts * FLAT_PROBE_FRACTION)), 0)
-                    else:
-                        parts = _partitions_for(rows)
-                        frac = min(1.0, max(ANN_PROBE_FRACTION, ANN_PROBE_ROWS / max(rows, 1)))
-                        plan = (parts, max(1, math.ceil(parts * frac)), ANN_REFINE)
+            plan = _plan_for(tbl, self._handle.columns.vector)
             # readers share this cache: copy (atomic under the GIL), never iterate it live
-            kept = {k: v for k, v in list(self._plan_cache.items()) if k[1] == tbl.version}
+            kept = {k: v for k, v in list(self._plans.items()) if k[1] == tbl.version}
             kept[key] = plan
-            self._plan_cache = kept
+            self._plans = kept
         return plan
 
-    def _scoped_rows(self, scopes: Sequence[Scope]) -> int:
-        cache = self._row_cache()
+    def scoped_rows(self, scopes: Sequence[Scope]) -> int:
+        """Rows in `scopes` (from the row copy when there is one, else counted once per version)."""
+        cache = self._copy.current()
         if cache is not None:
             return cache.scoped_rows(scopes)
-        tbl = self._table()
+        tbl = self._handle.table()
         key = ("scoped", tbl.version, tuple(sorted(str(s) for s in scopes)))
-        rows = self._plan_cache.get(key)
+        rows = self._plans.get(key)
         if rows is None:
-            rows = self._plan_cache[key] = tbl.count_rows(self.columns.scope_filter(scopes))
-        return rows
+            rows = self._plans[key] = tbl.count_rows(self._handle.columns.scope_filter(scopes))
+        return int(rows)
 
-    def index_state(self) -> dict:
-        """What the Home page shows: rows, whether an ANN index exists and how many rows it lacks."""
-        tbl = self._table()
-        if tbl is None:
-            return {"rows": 0, "ann_index": False, "ann_type": None, "unindexed_rows": 0}
-        state = {"rows": tbl.count_rows(), "ann_index": False, "ann_type": None, "unindexed_rows": 0}
-        for idx in tbl.list_indices():
-            if self.columns.vector in list(getattr(idx, "columns", [])):
-                stats = tbl.index_stats(idx.name)
-                state["ann_index"] = True
-                state["ann_type"] = str(getattr(idx, "index_type", "") or "") or None
-                state["unindexed_rows"] = int(getattr(stats, "num_unindexed_rows", 0) or 0)
-        return state
-
-    def ensure_ann_index(self, min_rows: int = ANN_MIN_ROWS, force: bool = False) -> bool:
+    def ensure(self, min_rows: int = ANN_MIN_ROWS, force: bool = False) -> bool:
         """Build an IVF-SQ cosine index once the table passes `min_rows`; fold new rows in after.
 
         `force=True` (re)builds now, whatever the size (an IVF-FLAT index from an earlier version is
         replaced). Returns True when an index exists afterwards. Exact search is kept for small
         tables: it is exact and, below the threshold, no slower.
         """
-        tbl = self._table()
-        if tbl is None or self.read_only:  # a table inspected in place keeps the indexes it has
-            return self._has_ann() if tbl is not None else False
+        tbl = self._handle.table()
+        if tbl is None or self._handle.read_only:  # a table inspected in place keeps the indexes it has
+            return self.has_index() if tbl is not None else False
         rows = tbl.count_rows()
-        if self._has_ann() and not force:
-            if self.index_state()["unindexed_rows"] > 0:
+        if self.has_index() and not force:
+            if self._handle.index_state()["unindexed_rows"] > 0:
                 tbl.optimize()
             return True
         if rows < min_rows and not force:
@@ -118,11 +113,24 @@ class AnnIndex:
         # (hydration by id at 1M rows: 444 ms with the stale index vs 137 ms rebuilt; docs/bench_scale.json).
         for col in ("id", "scope_id"):
             try:
-                with self._rows_unchanged(tbl):
+                with self._copy.unchanged(tbl):
                     tbl.create_scalar_index(col, index_type="BTREE")
             except Exception as exc:  # an index is an optimisation; searching works without it
                 log.warning("could not index %s: %s", col, exc)
         return True
+
+
+def _plan_for(tbl: Any, vector: str) -> tuple[int, int, int]:
+    for idx in tbl.list_indices():
+        if vector in list(getattr(idx, "columns", [])):
+            rows = tbl.count_rows()
+            if str(getattr(idx, "index_type", "")).upper().replace("_", "") == "IVFFLAT":
+                parts = max(8, round(math.sqrt(rows) / 5))
+                return parts, max(1, math.ceil(parts * FLAT_PROBE_FRACTION)), 0
+            parts = _partitions_for(rows)
+            frac = min(1.0, max(ANN_PROBE_FRACTION, ANN_PROBE_ROWS / max(rows, 1)))
+            return parts, max(1, math.ceil(parts * frac)), ANN_REFINE
+    return 0, 0, 0
 
 
 def _partitions_for(rows: int) -> int:

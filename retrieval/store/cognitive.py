@@ -46,7 +46,8 @@ def cognitive_score(
     neutral_mood: bool = False,
     weights: Mapping[str, float] = DEFAULT_SCORING_WEIGHTS,
 ) -> tuple[float, ScoreBreakdown]:
-    age_ms = max(0.0, (now - trace.last_accessed_at).total_seconds() * 1000.0)
+    last = trace.last_accessed_at or trace.created_at  # never None after construction
+    age_ms = max(0.0, (now - last).total_seconds() * 1000.0)
     strength = _clamp01(trace.encoding_strength * math.exp(-age_ms / trace.stability_ms))
     recency = math.exp(-age_ms / DAY_MS)
     emotional = 0.0 if (neutral_mood or mood is None) else max(0.0, mood.valence * trace.valence)

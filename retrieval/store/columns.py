@@ -12,6 +12,8 @@ default scope. Timestamps may be Arrow timestamps, ISO strings or epoch seconds/
 """
 from __future__ import annotations
 
+from typing import Any
+
 import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime, UTC
@@ -53,9 +55,11 @@ class ColumnMap:
     @classmethod
     def parse(cls, text: str | Mapping[str, str] | None) -> ColumnMap:
         """`field=column` pairs (comma-separated or a mapping) over the defaults; an external map."""
-        pairs = dict(text or {}) if not isinstance(text, str) else dict(
-            p.split("=", 1) if "=" in p else (p, "") for p in text.split(",") if p.strip())
-        kw = {}
+        if isinstance(text, str):
+            pairs = {k: v for k, _, v in (p.partition("=") for p in text.split(",") if p.strip())}
+        else:
+            pairs = dict(text or {})
+        kw: dict[str, Any] = {}
         for key, col in pairs.items():
             key, col = key.strip(), (col or "").strip()
             if key not in FIELDS + ("default_scope", "default_scope_id"):
@@ -84,7 +88,7 @@ class ColumnMap:
         if getattr(vt, "list_size", -1) in (-1, None, 0):
             raise ValueError(f"vector column {self.vector!r} is {vt}, not a fixed-size list; "
                              "LanceDB searches fixed-size vectors only")
-        opt = {k: (getattr(self, k) if getattr(self, k) in names else None)
+        opt: dict[str, Any] = {k: (getattr(self, k) if getattr(self, k) in names else None)
                for k in ("scope", "scope_id", "created_at", "last_accessed_at")}
         mapped = {self.id, self.text, self.vector} | {c for c in opt.values() if c}
         present = frozenset(c for c in DEFAULTS if c in names and c not in mapped)
@@ -114,10 +118,10 @@ class ColumnMap:
         scope_filter(scopes)  # validates
         parts = []
         for s in scopes:
-            conds = []
+            conds: list[str] | None = []
             for col, val, default in ((self.scope, s.scope, self.default_scope),
                                       (self.scope_id, s.scope_id, self.default_scope_id)):
-                if col:
+                if col and conds is not None:
                     conds.append(f"{_col(col)} = {sql_quote(val)}")
                 elif val != default:
                     conds = None

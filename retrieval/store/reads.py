@@ -1,4 +1,4 @@
-"""Reading traces by id, scope and substring, and streaming them out; a mixin of MemoryStore.
+"""Reading traces by id, scope and substring, and streaming them out (`StoreReads`, a part of MemoryStore).
 
 Every filter runs inside LanceDB (no Python scan of every row): the Corpus browse pushes its scope
 and substring filters down and sorts only the matching ids (one Arrow column) before fetching a page.
@@ -6,41 +6,51 @@ and substring filters down and sorts only the matching ids (one Arrow column) be
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from retrieval.store.rows import from_row
 from retrieval.types import MemoryTrace, Scope
 
+if TYPE_CHECKING:
+    from retrieval.store.handle import TableHandle
+    from retrieval.store.row_copy import RowCopy
+
 SCAN_BATCH = 50_000
 
 
 class StoreReads:
-    """Needs `_table()` and `columns` (a bound ColumnMap) from the class it is mixed into."""
+    """Every read of a store's rows; filters are built from the handle's bound column map."""
 
-    def _where(self, scopes: Sequence[Scope] | None = None, active_only: bool = False,
+    def __init__(self, handle: TableHandle, copy: RowCopy):
+        self._handle = handle
+        self._copy = copy
+
+    def where(self, scopes: Sequence[Scope] | None = None, active_only: bool = False,
                *extra: str | None) -> str | None:
         parts = []
-        sf = self.columns.scope_filter(scopes)
+        sf = self._handle.columns.scope_filter(scopes)
         if sf:
             parts.append(f"({sf})")
-        if active_only and self.columns.active_filter():
-            parts.append(self.columns.active_filter())
+        active = self._handle.columns.active_filter() if active_only else None
+        if active:
+            parts.append(active)
         parts += [f"({e})" for e in extra if e]
         return " AND ".join(parts) or None
 
     def count(self, scope: Scope | None = None, active_only: bool = False) -> int:
-        tbl = self._table()
+        tbl = self._handle.table()
         if tbl is None:
             return 0
-        where = self._where([scope] if scope is not None else None, active_only)
+        where = self.where([scope] if scope is not None else None, active_only)
         return tbl.count_rows(where) if where else tbl.count_rows()
 
     def _scope_column_pairs(self) -> list[tuple[str, str]]:
-        tbl = self._table()
+        tbl = self._handle.table()
         if tbl is None or tbl.count_rows() == 0:
             return []
-        cols = self.columns
+        cols = self._handle.columns
         sel = {k: f"`{getattr(cols, k)}`" for k in ("scope", "scope_id") if getattr(cols, k)} if not cols.native \
             else ["scope", "scope_id"]
         if not sel:
@@ -55,7 +65,7 @@ class StoreReads:
         return list(self.scope_counts())
 
     def scope_counts(self) -> dict[Scope, int]:
-        cache = self._row_cache()
+        cache = self._copy.current()
         if cache is not None:  # a million rows: no Python pass over every scope column
             return {Scope(*k): v for k, v in sorted(cache.scope_counts().items())}
         out: dict[tuple[str, str], int] = {}
@@ -63,22 +73,22 @@ class StoreReads:
             out[pair] = out.get(pair, 0) + 1
         return {Scope(*k): v for k, v in sorted(out.items())}
 
-    def _fetch_rows(self, where: str | None, with_vectors: bool, limit: int | None = None) -> list[dict]:
-        tbl = self._table()
+    def fetch_rows(self, where: str | None, with_vectors: bool, limit: int | None = None) -> list[dict]:
+        tbl = self._handle.table()
         if tbl is None:
             return []
-        q = tbl.search().select(self.columns.select(with_vectors))
+        q = tbl.search().select(self._handle.columns.select(with_vectors))
         if where:
             q = q.where(where)
-        return [self.columns.normalize(r) for r in q.limit(limit).to_arrow().to_pylist()]
+        return [self._handle.columns.normalize(r) for r in q.limit(limit).to_arrow().to_pylist()]
 
     def get(self, ids: Sequence[str]) -> list[MemoryTrace]:
         """Traces for `ids` in the given order; unknown ids are skipped."""
         ids = [i for i in dict.fromkeys(ids) if isinstance(i, str)]
         if not ids:
             return []
-        cache = self._row_cache()
-        rows = cache.rows(ids) if cache is not None else self._fetch_rows(self.columns.ids_filter(ids), False)
+        cache = self._copy.current()
+        rows = cache.rows(ids) if cache is not None else self.fetch_rows(self._handle.columns.ids_filter(ids), False)
         found = {r["id"]: from_row(r) for r in rows}
         return [found[i] for i in ids if i in found]
 
@@ -87,9 +97,9 @@ class StoreReads:
         ids = list(dict.fromkeys(i for i in ids if isinstance(i, str)))
         if not ids:
             return {}
-        cache = self._row_cache()
+        cache = self._copy.current()
         if cache is None:
-            rows = self._fetch_rows(self._where(scopes, active_only, self.columns.ids_filter(ids)), True)
+            rows = self.fetch_rows(self.where(scopes, active_only, self._handle.columns.ids_filter(ids)), True)
             return {r["id"]: (from_row(r), np.asarray(r["vector"], dtype=np.float32)) for r in rows}
         # Filter on the copy, then read only the vectors from LanceDB (two columns, not nineteen).
         allowed = None if scopes is None else {(s.scope, s.scope_id) for s in scopes}
@@ -104,33 +114,35 @@ class StoreReads:
                offset: int = 0) -> list[MemoryTrace]:
         """Traces for the Corpus page, sorted by id; `contains` is a case-insensitive substring of the
         text or the id. Filtered inside LanceDB; only the matching ids are sorted here."""
-        tbl = self._table()
+        tbl = self._handle.table()
         if tbl is None or limit <= 0:
             return []
         import pyarrow.compute as pc
 
-        where = self._where([scope] if scope is not None else None, False,
-                            self.columns.text_filter(contains) if contains else None)
-        q = tbl.search().select({"id": f"`{self.columns.id}`"})
+        where = self.where([scope] if scope is not None else None, False,
+                            self._handle.columns.text_filter(contains) if contains else None)
+        q = tbl.search().select({"id": f"`{self._handle.columns.id}`"})
         ids = (q.where(where) if where else q).limit(None).to_arrow()["id"]
         page = pc.take(ids, pc.sort_indices(ids))[offset:offset + limit].to_pylist()
         return self.get([str(i) for i in page])
 
     def all_traces(self) -> list[MemoryTrace]:
-        return [from_row(r) for r in self._fetch_rows(None, False)]
+        return [from_row(r) for r in self.fetch_rows(None, False)]
 
     def scan_text(self, batch_size: int = SCAN_BATCH, active_only: bool = True
                   ) -> Iterator[tuple[list[str], list[str], list[Scope]]]:
         """`(ids, texts, scopes)` per batch of (active) rows, streamed: what BM25 needs, nothing more."""
-        tbl = self._table()
+        tbl = self._handle.table()
         if tbl is None:
             return
-        cols = self.columns
-        sel = {k: v for k, v in cols.select(False).items()} if not cols.native else None
-        sel = {k: sel[k] for k in ("id", "content", "scope", "scope_id") if k in sel} if sel else \
-            ["id", "content", "scope", "scope_id"]
+        cols = self._handle.columns
+        wanted = ("id", "content", "scope", "scope_id")
+        mapped = cols.select(False)
+        sel: list[str] | dict[str, str] = list(wanted)
+        if not cols.native and isinstance(mapped, dict):
+            sel = {k: mapped[k] for k in wanted if k in mapped}
         q = tbl.search().select(sel)
-        where = self._where(None, active_only)
+        where = self.where(None, active_only)
         if where:
             q = q.where(where)
         memo: dict[tuple[str, str], Scope] = {}

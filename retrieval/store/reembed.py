@@ -26,9 +26,9 @@ def reembed(store, embedder, progress: Callable[[int, int], None] | None = None,
     """Re-embed `store` (a MemoryStore) with `embedder`; returns {"rows", "from", "to"}."""
     import pyarrow as pa
 
-    store._check_writable()
+    store.check_writable()
     with store.write_lock():
-        tbl = store._table()
+        tbl = store.table()
         if tbl is None:
             raise ValueError(f"store {store.uri!r} has no table {store.table_name!r} to re-embed")
         old = store.identity()
@@ -59,11 +59,11 @@ def reembed(store, embedder, progress: Callable[[int, int], None] | None = None,
             tbl.add(reader, mode="overwrite")  # the one atomic swap
         finally:
             store.db.drop_table(staging_name)
-        store._embedder = embedder
-        store._plan_cache.clear()
+        store.adopt_embedder(embedder)
+        store.ann.forget()
         try:
             tbl.create_scalar_index("id", index_type="BTREE", replace=True)
         except Exception as exc:  # an optimisation; searching works without it
             log.warning("could not index id: %s", exc)
-        store._maintain_index()
+        store.writes.maintain_index()
     return {"rows": total, "from": old.describe(), "to": new.describe()}

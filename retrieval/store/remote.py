@@ -21,6 +21,8 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
 
 REMOTE_SCHEMES = ("s3://", "gs://", "az://", "abfs://", "s3+ddb://")
 
@@ -65,3 +67,16 @@ def storage_options_from_env(uri: str, env: Mapping[str, str] | None = None) -> 
             raise ValueError("LANCEDB_STORAGE_OPTIONS must be a JSON object of string values")
         opts.update({str(k): str(v) for k, v in parsed.items()})
     return opts
+
+
+def open_db(uri: str, storage_options: Mapping[str, str] | None = None, *, consistent: bool = False) -> Any:
+    """The one place a LanceDB connection is made, for the traces table and every side table (facts,
+    judgments, audit): with the store's storage options, so an `s3://` store's side tables reach
+    the same bucket the same way. `consistent=True` re-reads the latest version on every read
+    (tables that several processes write and read back at once)."""
+    import lancedb
+
+    kw: dict[str, Any] = {"storage_options": dict(storage_options) if storage_options else None}
+    if consistent:
+        kw["read_consistency_interval"] = timedelta(0)
+    return lancedb.connect(str(uri), **kw)

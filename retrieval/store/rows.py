@@ -40,7 +40,7 @@ def to_row(t: MemoryTrace, vec: np.ndarray) -> dict:
         "id": t.id, "content": t.content, "scope": t.scope, "scope_id": t.scope_id, "type": t.type,
         "tags": list(t.tags), "entities": list(t.entities), "source_type": t.source_type,
         "confidence": float(t.confidence), "created_at": t.created_at.astimezone(UTC),
-        "last_accessed_at": t.last_accessed_at.astimezone(UTC),
+        "last_accessed_at": (t.last_accessed_at or t.created_at).astimezone(UTC),
         "encoding_strength": float(t.encoding_strength), "stability_ms": float(t.stability_ms),
         "retrieval_count": int(t.retrieval_count), "valence": float(t.valence),
         "arousal": float(t.arousal), "dominance": float(t.dominance), "is_active": bool(t.is_active),

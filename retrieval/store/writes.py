@@ -1,19 +1,24 @@
-"""Writing traces: upsert, delete, (de)activate, and the index upkeep after a write; a mixin of
-MemoryStore. Every write holds the store's write lock and tells the row copy (store/row_copy.py) what it
+"""Writing traces: upsert, delete, (de)activate, and the index upkeep after a write (`StoreWrites`, a
+part of MemoryStore). Every write holds the store's write lock and tells the row copy (store/row_copy.py) what it
 changed, so a large store's copy advances without a rebuild."""
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from retrieval.store.ann import ANN_MIN_ROWS
+from retrieval.store.ann import ANN_MIN_ROWS, AnnIndex
 from retrieval.store.row_copy import OVERLAY_MAX
 from retrieval.store.identity import StoreIdentity, read_identity, write_identity
 from retrieval.store.rows import ids_filter, to_row
 from retrieval.types import MemoryTrace
+
+if TYPE_CHECKING:
+    from retrieval.store.handle import TableHandle
+    from retrieval.store.row_copy import RowCopy
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +34,13 @@ class AddReport:
 
 
 class StoreWrites:
-    """Needs the rest of MemoryStore: `_table()`, `embedder`, `write_lock()`, `_check_writable()`,
-    the row copy's `_row_copy_write()` / `_rows_unchanged()` and the ANN index's methods."""
+    """Every write of a store's rows, under the handle's write lock, telling the row copy what changed."""
+
+    def __init__(self, handle: TableHandle, copy: RowCopy, ann: AnnIndex):
+        self._handle = handle
+        self._copy = copy
+        self._ann = ann
+        self.last_add_report = AddReport()
 
     def add(self, traces: Iterable[MemoryTrace], progress: Progress | None = None,
             batch_size: int = ADD_BATCH) -> int:
@@ -39,7 +49,7 @@ class StoreWrites:
         Ids repeated inside the batch: the last one wins; they are listed in `last_add_report`.
         `progress(done, total)` is called after each embedded batch.
         """
-        self._check_writable()
+        self._handle.check_writable()
         traces = list(traces)
         for t in traces:
             if not isinstance(t, MemoryTrace):
@@ -59,66 +69,67 @@ class StoreWrites:
         self.last_add_report = AddReport(written=0, duplicates=sorted(set(dups)))
         if not batch:
             return 0
-        vecs = []
+        parts = []
         total = len(batch)
         for start in range(0, total, batch_size):
             chunk = batch[start:start + batch_size]
-            v = np.asarray(self.embedder.embed([t.content for t in chunk]), dtype=np.float32)
-            if v.shape != (len(chunk), self.embedder.dim):
-                raise ValueError(f"embedder returned shape {v.shape}, expected ({len(chunk)}, {self.embedder.dim})")
-            vecs.append(v)
+            v = np.asarray(self._handle.embedder.embed([t.content for t in chunk]), dtype=np.float32)
+            dim = self._handle.embedder.dim
+            if v.shape != (len(chunk), dim):
+                raise ValueError(f"embedder returned shape {v.shape}, expected ({len(chunk)}, {dim})")
+            parts.append(v)
             if progress:
                 progress(min(start + batch_size, total), total)
-        vecs = np.concatenate(vecs)
+        vecs = np.concatenate(parts)
         rows = [to_row(t, v) for t, v in zip(batch, vecs)]
-        with self.write_lock():
-            tbl = self._table(create=True)
-            with self._row_copy_write(tbl) as change:
+        with self._handle.write_lock():
+            tbl = self._handle.table(create=True)
+            with self._copy.write(tbl) as change:
                 # Always an upsert, also into an empty table: two writers of one id leave one row.
                 tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(rows)
                 change["upserts"] = rows
             self.last_add_report.written = len(rows)
             if read_identity(tbl).embedder is None:  # a store from before identities: record it now
-                with self._rows_unchanged(tbl):
-                    write_identity(tbl, StoreIdentity(getattr(self.embedder, "name", None), self.dim,
+                with self._copy.unchanged(tbl):
+                    write_identity(tbl, StoreIdentity(getattr(self._handle.embedder, "name", None), self._handle.dim,
                                                       read_identity(tbl).analyzer))
-            self._maintain_index()
+            self.maintain_index()
         return len(rows)
 
-    def _maintain_index(self) -> None:
+    def maintain_index(self) -> None:
         """Build the vector index once the table passes ANN_MIN_ROWS; fold in a large unindexed tail."""
-        rows = self._table().count_rows()
-        if not self._has_ann():
+        rows = self._handle.table().count_rows()
+        if not self._ann.has_index():
             if rows >= ANN_MIN_ROWS:
-                self.ensure_ann_index(min_rows=ANN_MIN_ROWS)
+                self._ann.ensure(min_rows=ANN_MIN_ROWS)
             return
-        unindexed = self.index_state()["unindexed_rows"]
+        unindexed = self._handle.index_state()["unindexed_rows"]
         if unindexed > max(10_000, rows // 10):  # a flat scan of the tail would start to cost
-            self._table().optimize()  # compaction moves row ids: the row copy is rebuilt on next read
+            self._handle.table().optimize()  # compaction moves row ids: the row copy is rebuilt on next read
 
     def delete(self, ids: Iterable[str]) -> int:
-        self._check_writable()
+        self._handle.check_writable()
         ids = [i for i in ids if isinstance(i, str)]
-        tbl = self._table()
+        tbl = self._handle.table()
         if tbl is None or not ids:
             return 0
-        with self.write_lock(), self._row_copy_write(tbl) as change:
+        with self._handle.write_lock(), self._copy.write(tbl) as change:
             before = tbl.count_rows()
             tbl.delete(ids_filter(ids))
             change["deleted"] = ids
             return before - tbl.count_rows()
 
     def set_active(self, ids: Iterable[str], active: bool) -> None:
-        self._check_writable()
-        tbl = self._table()
+        self._handle.check_writable()
+        tbl = self._handle.table()
         ids = list(ids)
         if tbl is not None and ids:
-            with self.write_lock(), self._row_copy_write(tbl) as change:
-                cache = self._row_cache_obj
+            with self._handle.write_lock(), self._copy.write(tbl) as change:
+                cache = self._copy.held
                 if cache is not None and cache.version == tbl.version and len(ids) <= OVERLAY_MAX:
                     # an update rewrites the rows (new row ids): keep their vectors from before it
                     vecs = cache.exact_vectors(ids)
-                    change["upserts"] = [{**r, "is_active": bool(active), self.columns.vector: vecs[r["id"]]}
+                    change["upserts"] = [{**r, "is_active": bool(active), self._handle.columns.vector: vecs[r["id"]]}
                                          for r in cache.rows(ids) if r["id"] in vecs]
                 tbl.update(where=ids_filter(ids), values={"is_active": bool(active)})
 

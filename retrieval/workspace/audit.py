@@ -12,6 +12,11 @@ import threading
 from dataclasses import dataclass
 from datetime import datetime, timedelta, UTC
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lancedb.db import DBConnection
+    from lancedb.table import Table
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +50,8 @@ class AuditLog:
     def __init__(self, uri: str, clock=None):
         self.uri = str(uri)
         self.clock = clock or (lambda: datetime.now(UTC))
-        self._db = self._tbl = None
+        self._db: DBConnection | None = None
+        self._tbl: Table | None = None
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:

@@ -1,0 +1,180 @@
+"""An opened traces table: where it lives, how to open or create it, what built it, and its writers'
+lock. `MemoryStore` is a `TableHandle` with parts (reads, writes, ANN index, row copy); each part is
+given the handle and uses only this public interface.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from retrieval.store.columns import NATIVE, ColumnMap
+from retrieval.store.identity import (DEFAULT_ANALYZER, StoreIdentity, check_embedder, embedder_for, read_identity,
+                                      write_identity)
+from retrieval.store.lock import lock_for
+from retrieval.store.remote import open_db, storage_options_from_env
+from retrieval.store.rows import schema
+
+log = logging.getLogger(__name__)
+
+
+class TableHandle:
+    """One LanceDB table of traces, opened lazily (a mistyped local path is never created by a read).
+
+    `embedder=None` uses the embedder the table records (SPEC §15); a named one must match it.
+    `columns` (a ColumnMap) inspects a foreign table in place: always read-only. `storage_options`
+    defaults to the environment's for s3:// gs:// az:// URIs (retrieval.store.remote).
+    """
+
+    def __init__(self, uri: str = "data/lancedb", embedder: Any = None, table: str = "traces", *,
+                 columns: ColumnMap | None = None, read_only: bool = False,
+                 storage_options: Mapping[str, str] | None = None, secrets: Any = None):
+        self.uri = str(uri)
+        self.table_name = table
+        self._embedder = embedder
+        self.columns = columns or NATIVE
+        self.read_only = bool(read_only or not self.columns.native)
+        self.storage_options = (dict(storage_options) if storage_options is not None
+                                else storage_options_from_env(self.uri))
+        self.new_analyzer = DEFAULT_ANALYZER  # recorded when this store creates its table
+        self._secrets = secrets
+        self._tbl: Any = None
+        self._db: Any = None
+
+    @property
+    def embedder(self) -> Any:
+        if self._embedder is None:
+            ident = self.identity()
+            self._embedder = embedder_for(ident or StoreIdentity(None, 384), self._secrets)
+        return self._embedder
+
+    def use_embedder(self, embedder: Any) -> None:
+        """Swap in an embedder of the same identity (an evaluation's batched query memo); else ValueError."""
+        cur = self.embedder
+        if (getattr(embedder, "name", None), embedder.dim) != (getattr(cur, "name", None), cur.dim):
+            raise ValueError(f"embedder {getattr(embedder, 'name', None)!r} ({embedder.dim}-d) is not this store's "
+                             f"{getattr(cur, 'name', None)!r} ({cur.dim}-d)")
+        self._embedder = embedder
+
+    def adopt_embedder(self, embedder: Any) -> None:
+        """After a re-embed recorded a new identity: queries are embedded with `embedder` from now on."""
+        self._embedder = embedder
+
+    @property
+    def db(self) -> Any:
+        if self._db is None:
+            self._db = open_db(self.uri, self.storage_options)
+        return self._db
+
+    def table(self, create: bool = False) -> Any:
+        """The LanceDB table (None when it does not exist and `create` is false)."""
+        if self._tbl is None:
+            if not create and self.is_local and not self.local_path.exists():
+                return None  # reading a mistyped path must not create it
+            if self.table_name in self.db.table_names():
+                tbl = self.db.open_table(self.table_name)
+                self.columns = self.columns.bind(tbl.schema)
+                if self._embedder is not None:
+                    check_embedder(read_identity(tbl, self.columns.vector), self._embedder, self.uri)
+                self._tbl = tbl
+            elif create:
+                self.check_writable()
+                self._tbl = self._create_table()
+            elif not self.columns.native:
+                raise ValueError(f"{self.uri!r} has no table {self.table_name!r}; tables: "
+                                 f"{', '.join(self.db.table_names()) or 'none'}")
+        return self._tbl
+
+    def _create_table(self) -> Any:
+        """Create the table, or open it when another thread or process created it first."""
+        ident = StoreIdentity(getattr(self.embedder, "name", None), self.embedder.dim, self.new_analyzer)
+        sch = schema(self.embedder.dim)
+        vec = sch.field("vector").with_metadata(ident.metadata())
+        sch = sch.set(sch.get_field_index("vector"), vec)
+        try:
+            tbl = self.db.create_table(self.table_name, schema=sch, exist_ok=True)
+        except Exception as exc:  # a create racing another process's create: open theirs
+            if "already exists" not in str(exc):
+                raise
+            tbl = self.db.open_table(self.table_name)
+        check_embedder(read_identity(tbl), self.embedder, self.uri)
+        if not any("id" in list(getattr(i, "columns", [])) for i in tbl.list_indices()):
+            try:
+                tbl.create_scalar_index("id", index_type="BTREE")
+            except Exception as exc:  # an index is an optimisation; a concurrent creator may have won
+                log.warning("could not index id: %s", exc)
+        return tbl
+
+    def identity(self) -> StoreIdentity | None:
+        """What built the store (embedder name + dim, BM25 analyzer); None before the table exists."""
+        tbl = self.table()
+        if tbl is None:
+            return None
+        tbl.checkout_latest()
+        return read_identity(tbl, self.columns.vector)
+
+    def record_identity(self, embedder: str | None = None, analyzer: str | None = None) -> StoreIdentity:
+        """Record a new embedder name and/or analyzer (one metadata-only commit; the dim is the schema's)."""
+        self.check_writable()
+        with self.write_lock():
+            cur = self.identity()
+            if cur is None:
+                raise ValueError(f"store {self.uri!r} has no table {self.table_name!r} yet")
+            new = StoreIdentity(embedder or cur.embedder, cur.dim, analyzer or cur.analyzer)
+            if new != cur:
+                write_identity(self.table(), new)
+            return new
+
+    def check_writable(self) -> None:
+        if self.read_only:
+            raise ValueError(f"store {self.uri!r} table {self.table_name!r} is read-only "
+                             "(an existing table inspected in place is never written); "
+                             "ingest into a store of your own instead")
+
+    @property
+    def is_local(self) -> bool:
+        return "://" not in self.uri or self.uri.startswith("file://")
+
+    @property
+    def local_path(self) -> Path:
+        return Path(self.uri.removeprefix("file://"))
+
+    @contextmanager
+    def write_lock(self) -> Iterator[None]:
+        """Serialise writers: a lock per store inside the process and, for a local store, an
+        advisory file lock across processes (a read-only store has none and cannot be written).
+
+        Re-entrant per thread, so a Workspace can hold it around a whole ingest."""
+        key = (str(self.local_path.resolve()) if self.is_local else self.uri, self.table_name)
+        path = self.local_path / f".{self.table_name}.write.lock" if self.is_local and not self.read_only else None
+        with lock_for(key, path):  # a table inspected in place gets no lock file: nothing is written there
+            yield
+
+    def index_state(self) -> dict:
+        """What the Home page shows: rows, whether an ANN index exists and how many rows it lacks."""
+        tbl = self.table()
+        if tbl is None:
+            return {"rows": 0, "ann_index": False, "ann_type": None, "unindexed_rows": 0}
+        state = {"rows": tbl.count_rows(), "ann_index": False, "ann_type": None, "unindexed_rows": 0}
+        for idx in tbl.list_indices():
+            if self.columns.vector in list(getattr(idx, "columns", [])):
+                stats = tbl.index_stats(idx.name)
+                state["ann_index"] = True
+                state["ann_type"] = str(getattr(idx, "index_type", "") or "") or None
+                state["unindexed_rows"] = int(getattr(stats, "num_unindexed_rows", 0) or 0)
+        return state
+
+    def version(self) -> int:
+        """The latest committed LanceDB table version (0 without a table); sees other writers' commits."""
+        tbl = self.table()
+        if tbl is None:
+            return 0
+        tbl.checkout_latest()
+        return int(tbl.version)
+
+    @property
+    def dim(self) -> int:
+        tbl = self.table()
+        return int(tbl.schema.field("vector").type.list_size) if tbl is not None else int(self.embedder.dim)

@@ -1,0 +1,228 @@
+"""The settings panel: every pipeline knob as a widget, config export and import, and falling back
+from a backend that cannot be built. Ranges come from `ui.links.FIELDS`, which reads
+`retrieval.pipeline.settings.KNOBS` (the same rules a link and a config file are checked against).
+"""
+from __future__ import annotations
+
+from dataclasses import fields, replace
+from typing import Any
+
+import streamlit as st
+
+from retrieval.fusion import FUSIONS, NORMALIZATIONS
+from retrieval.pipeline.factory import generator_spec, reranker_spec
+from retrieval.pipeline.presets import PRESETS, get_preset
+
+from .links import FIELDS
+from .state import CLASSIFIER_CHOICES, GENERATOR_CHOICES, RERANKER_CHOICES, PipelineConfig
+
+RERANKER_NOTES = {
+    "embedding": "MiniLM bi-encoder stand-in: real but weak; a cross-encoder or Cohere reranks better.",
+    "cohere": "Cohere rerank-v3.5, hosted (COHERE_API_KEY).",
+    "cross-encoder": "A local sentence-transformers cross-encoder folder (none ships with this app).",
+}
+FUSION_LABELS = {"rrf": "RRF (ranks)", "convex": "convex (scores)"}
+FUSION_KNOBS = ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight", "fusion", "normalization")
+
+
+def _range(name: str, integer: bool = False) -> tuple[Any, Any, Any]:
+    f = FIELDS[name]
+    return (int(f.lo), int(f.hi), int(f.step)) if integer else (float(f.lo), float(f.hi), float(f.step))
+
+
+def preset_help() -> str:
+    """The preset radio's help, from the presets themselves (never a stale copy of their numbers)."""
+    lines = []
+    for name in PRESETS:
+        p = get_preset(name)
+        fusion = f"RRF k {p.rrf_k:g}" if p.fusion == "rrf" else f"convex ({p.normalization})"
+        sparse_only = "sparse-only hits kept" if p.hydrate_sparse_only else "sparse-only hits dropped"
+        lines.append(f"{name}: {sparse_only}, dense {p.dense_weight:g} / sparse {p.sparse_weight:g}, {fusion}.")
+    return " ".join(lines) + " Switching loads the preset's fusion defaults."
+
+
+def config_panel(prefix: str, defaults: PipelineConfig | None = None, bind: bool = False,
+                 compact: bool = False) -> PipelineConfig:
+    """Every pipeline knob as a widget; keys are `prefix + field`. A config imported on the last run
+    (`config_io`) is applied here, before any widget of the panel exists."""
+    pending = st.session_state.pop(f"{prefix}pending_config", None)
+    if pending is not None:
+        apply_config(prefix, pending)
+    kw: dict[str, Any] = {"bind": "query-params"} if bind else {}
+    d = defaults if defaults is not None else PipelineConfig()
+    values = _fusion_section(prefix, d, kw)
+    c1, c2 = st.columns(2)
+    values["top_k"] = int(c1.number_input("Top k", *_range("top_k", True)[:2], d.top_k, key=f"{prefix}top_k", **kw))
+    values["over_fetch"] = int(c2.number_input("Over-fetch ×", *_range("over_fetch", True)[:2], d.over_fetch,
+                                               key=f"{prefix}over_fetch",
+                                               help="Each side fetches top-k × this many candidates.", **kw))
+    values.update(_rerank_section(prefix, d, values["rerank_weight"], kw))
+    values.update(_expansion_section(prefix, d, kw))
+    values.update(_facts_and_mood(prefix, d, compact, kw))
+    return PipelineConfig(**values)
+
+
+def _fusion_section(prefix: str, d: PipelineConfig, kw: dict[str, Any]) -> dict[str, Any]:
+    def k(name: str) -> str:
+        return f"{prefix}{name}"
+
+    def follow_preset() -> None:  # switching preset loads its fusion defaults
+        pd = PipelineConfig.for_preset(st.session_state[k("preset")])
+        for name in FUSION_KNOBS:
+            st.session_state[k(name)] = getattr(pd, name)
+
+    preset = st.radio("Preset", PRESETS, index=PRESETS.index(d.preset), key=k("preset"), horizontal=True,
+                      on_change=follow_preset, help=preset_help(), **kw)
+    pdef = PipelineConfig.for_preset(preset) if preset != d.preset else d
+    st.markdown("**Fusion** — moving these re-fuses cached lists (no new search)")
+    if st.button(f"Reset fusion to the {preset} defaults", key=k("reset_fusion")):
+        follow_preset()
+        st.rerun()
+    fusions = get_preset(preset).fusions
+    if st.session_state.get(k("fusion"), fusions[0]) not in fusions:
+        st.session_state[k("fusion")] = fusions[0]
+    fusion = st.radio("Fusion", FUSIONS, index=FUSIONS.index(pdef.fusion), key=k("fusion"), horizontal=True,
+                      format_func=FUSION_LABELS.get, disabled=len(fusions) == 1,
+                      help="RRF adds weight / (k + rank) per list; convex adds weight × the list's normalised "
+                           "score. " + ("" if len(fusions) > 1 else f"The {preset} preset is always {fusions[0]}."),
+                      **kw)
+    fusion = fusion if fusion in fusions else fusions[0]
+    norm = pdef.normalization
+    if fusion == "convex":
+        norm = st.selectbox("Normalisation", NORMALIZATIONS, index=NORMALIZATIONS.index(pdef.normalization),
+                            key=k("normalization"), help="minmax: each list to [0, 1]; theoretical: divide by the "
+                            "score's known maximum; zscore: distribution-based (DBSF).", **kw)
+    dw = st.slider("Dense weight", *_range("dense_weight")[:2], pdef.dense_weight, _range("dense_weight")[2],
+                   key=k("dense_weight"), **kw)
+    sw = st.slider("Sparse weight", *_range("sparse_weight")[:2], pdef.sparse_weight, _range("sparse_weight")[2],
+                   key=k("sparse_weight"), **kw)
+    lo, hi, step = _range("rrf_k", integer=True)
+    rrf_k = st.slider("RRF k", lo, hi, int(pdef.rrf_k), step, key=k("rrf_k"), disabled=fusion != "rrf",
+                      help="Higher k flattens rank differences (RRF only).", **kw)
+    return {"preset": preset, "fusion": fusion, "normalization": norm, "dense_weight": float(dw),
+            "sparse_weight": float(sw), "rrf_k": int(rrf_k), "rerank_weight": pdef.rerank_weight}
+
+
+def _rerank_section(prefix: str, d: PipelineConfig, rerank_weight: float, kw: dict[str, Any]) -> dict[str, Any]:
+    st.markdown("**Rerank**")
+    # Plain option values (no format_func): they are what the URL carries.
+    reranker = st.selectbox("Reranker", RERANKER_CHOICES, index=RERANKER_CHOICES.index(d.reranker),
+                            key=f"{prefix}reranker",
+                            help="embedding: the bundled MiniLM as a bi-encoder stand-in (offline, weak); cohere: "
+                                 "rerank-v3.5 (needs COHERE_API_KEY); cross-encoder: a local model folder", **kw)
+    if reranker != "none":
+        st.caption(RERANKER_NOTES[reranker])
+    ce_path = d.cross_encoder_path
+    if reranker == "cross-encoder":
+        ce_path = st.text_input("Cross-encoder folder", d.cross_encoder_path, key=f"{prefix}cross_encoder_path", **kw)
+    rw = st.slider("Rerank blend weight", *_range("rerank_weight")[:2], rerank_weight, _range("rerank_weight")[2],
+                   key=f"{prefix}rerank_weight", disabled=reranker == "none", **kw)
+    split_on = st.slider("Split-on-ambiguous threshold (0 = off)", *_range("split_threshold")[:2], d.split_threshold,
+                         _range("split_threshold")[2], key=f"{prefix}split_threshold", disabled=reranker == "none",
+                         help="The lowest-scoring fraction of the pool is split in half and re-scored; a half "
+                              "replaces the text only when it scores higher than the whole.", **kw)
+    return {"reranker": reranker, "cross_encoder_path": ce_path, "rerank_weight": float(rw),
+            "split_threshold": float(split_on)}
+
+
+def _expansion_section(prefix: str, d: PipelineConfig, kw: dict[str, Any]) -> dict[str, Any]:
+    st.markdown("**Query expansion**")
+    hyde = st.toggle("HyDE (search a hypothetical memory note)", d.hyde, key=f"{prefix}hyde", **kw)
+    mq = st.number_input("Multi-query variants (0 = off)", *_range("multi_query_n", True)[:2], d.multi_query_n,
+                         key=f"{prefix}multi_query_n", **kw)
+    gen, base_url, model = d.generator, d.openai_base_url, d.openai_model
+    if hyde or mq:
+        gen = st.selectbox("Text generator", GENERATOR_CHOICES, index=GENERATOR_CHOICES.index(d.generator),
+                           key=f"{prefix}generator", help="gemma: local Gemma 3 270M, offline; cohere: Cohere chat "
+                           "(needs COHERE_API_KEY); openai: any OpenAI-compatible server (Ollama, vLLM, llama.cpp)",
+                           **kw)
+        if gen == "openai":
+            # Never bound to the page URL: a link must not choose the server a query (and a key) goes to.
+            base_url = st.text_input("Server URL", d.openai_base_url, key=f"{prefix}openai_base_url",
+                                     help="Not read from the page URL. The operator's OPENAI_API_KEY is sent only "
+                                          "to the OPENAI_BASE_URL the operator configured; any other server is "
+                                          "called without a key (right for a local Ollama).")
+            model = st.text_input("Model", d.openai_model, key=f"{prefix}openai_model", **kw)
+    return {"hyde": bool(hyde), "multi_query_n": int(mq), "generator": gen, "openai_base_url": base_url,
+            "openai_model": model}
+
+
+def _facts_and_mood(prefix: str, d: PipelineConfig, compact: bool, kw: dict[str, Any]) -> dict[str, Any]:
+    st.markdown("**Fact graph**")
+    facts = st.toggle("Inject facts", d.facts, key=f"{prefix}facts", **kw)
+    clf = st.selectbox("Query classifier", CLASSIFIER_CHOICES, index=CLASSIFIER_CHOICES.index(d.classifier),
+                       key=f"{prefix}classifier", disabled=not facts, **kw)
+    mood = {"valence": d.valence, "arousal": d.arousal, "dominance": d.dominance}
+    if not compact:
+        st.markdown("**Mood** (PAD) — emotional traces score higher when valences agree")
+        for name in mood:
+            lo, hi, step = _range(name)
+            mood[name] = float(st.slider(name.capitalize(), lo, hi, getattr(d, name), step, key=f"{prefix}{name}",
+                                         **kw))
+    return {"facts": bool(facts), "classifier": clf, **mood}
+
+
+def apply_config(prefix: str, cfg: PipelineConfig) -> None:
+    """Set the panel's widget state from a config (before the widgets are drawn)."""
+    for f in fields(cfg):
+        st.session_state[f"{prefix}{f.name}"] = getattr(cfg, f.name)
+
+
+def config_changes(old: PipelineConfig, new: PipelineConfig) -> list[str]:
+    """`name: old → new` for every field that differs (what an import changed)."""
+    return [f"{f.name}: {getattr(old, f.name)!r} → {getattr(new, f.name)!r}" for f in fields(new)
+            if getattr(old, f.name) != getattr(new, f.name)]
+
+
+def config_io(prefix: str, cfg: PipelineConfig) -> None:
+    """Export the current config as JSON; import one. An import is applied at the start of the next
+    run (`config_panel`): the panel's widgets already exist on this one, and Streamlit refuses to
+    change a drawn widget's state."""
+    st.download_button("Export config (JSON)", cfg.to_json(), file_name="retrieval-config.json",
+                       mime="application/json", key=f"{prefix}export")
+    note = st.session_state.pop(f"{prefix}import_note", None)
+    if note:
+        st.success(note)
+    up = st.file_uploader("Import config", type=["json"], key=f"{prefix}import")
+    if up is None or st.session_state.get(f"{prefix}imported") == up.file_id:
+        return
+    try:
+        new = PipelineConfig.from_json(up.getvalue())
+    except ValueError as exc:
+        st.error(f"Could not import {up.name}: {exc}")
+        return
+    st.session_state[f"{prefix}imported"] = up.file_id
+    changed = config_changes(cfg, new)
+    st.session_state[f"{prefix}import_note"] = (f"Imported {up.name}: " + "; ".join(changed) if changed
+                                                else f"Imported {up.name}: it matches the current settings.")
+    st.session_state[f"{prefix}pending_config"] = new
+    st.rerun()
+
+
+def usable_config(cfg: PipelineConfig, get_reranker, get_generator) -> tuple[PipelineConfig, list[str]]:
+    """`cfg` with any backend that cannot be built switched off, and a sentence for each.
+
+    A misconfigured reranker (no key, no model folder) or text generator must not hide the lists the
+    search can still give: build each first, under a labelled spinner, and fall back to none.
+    """
+    notes = []
+    try:
+        spec = reranker_spec(cfg)
+        if spec:
+            with st.spinner(f"Loading the {cfg.reranker} reranker…"):
+                get_reranker(spec)
+    except (ValueError, ImportError, OSError, RuntimeError) as exc:
+        notes.append(f"The {cfg.reranker} reranker could not be loaded ({exc}). Showing the lists without "
+                     "reranking; fix the reranker settings or choose 'none'.")
+        cfg = replace(cfg, reranker="none")
+    try:
+        spec = generator_spec(cfg)
+        if spec:
+            with st.spinner(f"Loading the {cfg.generator} text generator…"):
+                get_generator(spec)
+    except (ValueError, ImportError, OSError, RuntimeError) as exc:
+        what = " and ".join(x for x, on in (("HyDE", cfg.hyde), ("multi-query", cfg.multi_query_n)) if on)
+        notes.append(f"The {cfg.generator} text generator could not be loaded ({exc}). Searched without {what}; "
+                     "fix the generator settings or turn them off.")
+        cfg = replace(cfg, hyde=False, multi_query_n=0)
+    return cfg, notes
