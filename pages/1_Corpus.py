@@ -53,10 +53,11 @@ def progress_bar(label: str):
 
 
 def existing(ids: list[str]) -> set[str]:
-    """Which of `ids` the store already holds (so a re-upload can say it replaced them)."""
+    """Which of `ids` the store already holds in scopes this visitor sees (so a re-upload can say it
+    replaced them; a trace in a hidden scope is never confirmed to exist)."""
     found: set[str] = set()
     for n in range(0, len(ids), 500):
-        found.update(t.id for t in ws.store.get(ids[n:n + 500]))
+        found.update(t.id for t in ws.store.get(ids[n:n + 500]) if access.sees(t.scope_key))
     return found
 
 
@@ -71,7 +72,11 @@ def ingest(traces, label: str) -> None:
     replaced = existing(list(dict.fromkeys(t.id for t in traces)))
     bar, update = progress_bar(label)
     try:
-        rep = ws.ingest(traces, progress=update, actor=access.user)
+        rep = ws.ingest(traces, progress=update, access=access)
+    except PermissionError as exc:  # an id held by a trace in a scope this visitor may not write
+        bar.empty()
+        st.error(str(exc).capitalize())
+        return
     except ValueError as exc:  # the store validates the whole batch; nothing was written
         bar.empty()
         st.error(f"Nothing was written: {exc}")
@@ -180,9 +185,13 @@ def browse_tab() -> None:
     if chosen:
         confirm = st.checkbox(f"Yes, delete {len(chosen)} trace(s) and their facts", key=f"{P}confirm")
         if st.button("Delete selected", key=f"{P}delete", disabled=not confirm):
-            removed = ws.delete(chosen, actor=access.user)
-            st.success(f"Deleted {removed} trace(s).")
-            st.rerun()
+            try:
+                removed = ws.delete(chosen, access=access)
+            except PermissionError as exc:
+                st.error(str(exc).capitalize())
+            else:
+                st.success(f"Deleted {removed} trace(s).")
+                st.rerun()
     else:
         st.caption("Select rows (the boxes at the left) to delete them.")
 

@@ -10,7 +10,7 @@ import pytest
 
 from retrieval.bm25.index import BM25Index
 from retrieval.models import HashingEmbedder
-from retrieval.workspace.core import JOURNAL_DIR, Workspace
+from retrieval.workspace import JOURNAL_DIR, Workspace
 
 from conftest import NOW, U1, U2, make_trace
 

@@ -52,14 +52,14 @@ def open_workspace(args, **kw):
 
 def cmd_reembed(args) -> int:
     from retrieval.models.registry import make_embedder
-    from retrieval.store.reembed import reembed
-    from retrieval.store.memory import MemoryStore
+    from retrieval.workspace import Workspace
 
-    store = MemoryStore(args.db, table=args.table)  # no embedder named: opened as recorded, not checked
     try:
+        # no embedder named: opened as recorded, not checked; the Workspace audits the re-embed
+        ws = Workspace(args.db, table=args.table, fact_extractor=None)
         emb = make_embedder(args.embedder)
         t0 = time.perf_counter()
-        out = reembed(store, emb, progress=_progress("re-embedding"), batch_size=args.batch_size)
+        out = ws.reembed(emb, progress=_progress("re-embedding"), batch_size=args.batch_size)
     except (ValueError, ImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -18,8 +18,13 @@ TEMPORAL_MODES = ("subject", "predicates")
 Visible = Callable[[list[str]], set[str]]
 
 
-def extract_for_traces(fact_store, extractor, traces: Iterable[MemoryTrace]) -> tuple[int, list[str]]:
-    """Run an extractor over traces and upsert per scope. Returns (new facts, warnings)."""
+def extract_for_traces(fact_store, extractor, traces: Iterable[MemoryTrace],
+                       replace_ids: Iterable[str] = ()) -> tuple[int, list[str]]:
+    """Run an extractor over traces and upsert per scope. Returns (new facts, warnings).
+
+    `replace_ids`: traces whose stored facts this write replaces (a re-ingested trace's old text, a
+    deleted one's); their facts that the new extraction does not give again are removed first, so
+    an unchanged re-ingest changes nothing and a changed one leaves no stale fact beside the new."""
     by_scope: dict[Scope, list[Fact]] = {}
     warnings: list[str] = []
     for t in traces:
@@ -32,6 +37,10 @@ def extract_for_traces(fact_store, extractor, traces: Iterable[MemoryTrace]) -> 
             continue
         by_scope.setdefault(t.scope_key, []).extend(facts)
     warnings += list(getattr(extractor, "warnings", []))
+    replace_ids = list(replace_ids)
+    if replace_ids:
+        keep = {(s.scope, s.scope_id, f.key) for s, facts in by_scope.items() for f in facts}
+        fact_store.delete_for_traces(replace_ids, keep=keep)
     n = sum(fact_store.upsert(scope, facts) for scope, facts in by_scope.items())
     return n, warnings
 

@@ -9,10 +9,11 @@ import os
 import threading
 import time
 from dataclasses import replace
-from datetime import timedelta, UTC
-from collections.abc import Iterable
+from datetime import UTC
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from retrieval.store.remote import open_db, redact_uri, storage_options_from_env
 from retrieval.types import Scope
 from retrieval.facts.model import Fact, canonical_subject
 
@@ -25,6 +26,7 @@ COLUMNS = ("key", "scope", "scope_id", "subject", "predicate", "object", "timest
 # Write order. Two facts of one (subject, predicate) with the same timestamp (a trace edited in
 # place, two notes stamped at the same instant) are ordered by it, so the later write wins.
 SEQ = "seq"
+DELETE_SCAN_IDS = 5_000  # past this many trace ids, one scan of the facts beats filtered reads
 
 # One writer at a time per process: Lance would retry a conflicting commit anyway, and adding the
 # `seq` column to an old table must happen once.
@@ -50,16 +52,20 @@ class FactStoreError(RuntimeError):
 class FactStore:
     """Facts in a LanceDB table beside the traces, scoped by (scope, scope_id)."""
 
-    def __init__(self, uri: str = "data/lancedb", table: str = "facts"):
+    def __init__(self, uri: str = "data/lancedb", table: str = "facts", *,
+                 storage_options: Mapping[str, str] | None = None):
         self.uri = str(uri)
+        self.display_uri = redact_uri(self.uri)
+        self.storage_options = (dict(storage_options) if storage_options is not None
+                                else storage_options_from_env(self.uri))
         self.table_name = table
-        self.path = os.path.join(self.uri, f"{table}.lance")
+        self.path = os.path.join(self.display_uri, f"{table}.lance")
         self._db: DBConnection | None = None
         self._tbl: Table | None = None
         self._open_lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"FactStore(uri={self.uri!r}, table={self.table_name!r})"
+        return f"FactStore(uri={self.display_uri!r}, table={self.table_name!r})"
 
     # ------------------------------------------------------------------ table access
     def _broken(self, exc: BaseException) -> FactStoreError:
@@ -67,17 +73,15 @@ class FactStore:
         return FactStoreError(
             f"fact table {self.table_name!r} at {self.path} is unreadable ({type(exc).__name__}: {why}); facts are "
             f"derived from the traces: move that directory aside and re-ingest (python -m retrieval ingest FILE "
-            f"--db {self.uri}) to rebuild them")
+            f"--db {self.display_uri}) to rebuild them")
 
     def _table(self, create: bool = False):
         with self._open_lock:
             if self._tbl is None:
                 try:
-                    import lancedb
-
                     # Every read checks for a newer version, so a fact deleted by another process
                     # (the CLI while the app runs) is not served from a stale snapshot.
-                    self._db = db = self._db or lancedb.connect(self.uri, read_consistency_interval=timedelta(0))
+                    self._db = db = self._db or open_db(self.uri, self.storage_options, consistent=True)
                     if self.table_name in db.table_names():
                         # Never create over a table that is listed but will not open: that would
                         # hide the damage and drop whatever is still there.
@@ -163,19 +167,38 @@ class FactStore:
 
     def delete_for_trace(self, trace_id: str) -> int:
         """Remove facts sourced only from `trace_id`; drop it from facts with other sources too."""
+        return self.delete_for_traces([trace_id])
+
+    def delete_for_traces(self, trace_ids: Iterable[str], keep: set[tuple[str, str, str]] | None = None) -> int:
+        """`delete_for_trace` for many traces in one pass: one filtered read per 500 ids (one scan
+        of the table past DELETE_SCAN_IDS ids), one insert of the narrowed facts, one delete.
+        Facts whose (scope, scope_id, key) is in `keep` stay as they are."""
         from retrieval.store.rows import sql_quote
 
-        rows = self._rows(f"array_has(source_trace_ids, {sql_quote(trace_id)})")
+        ids = {i for i in trace_ids if isinstance(i, str)}
+        if not ids:
+            return 0
+        if len(ids) > DELETE_SCAN_IDS:
+            rows = [r for r in self._rows(None) if ids.intersection(r["source_trace_ids"] or ())]
+        else:
+            chunks = [sorted(ids)[i:i + 500] for i in range(0, len(ids), 500)]
+            found = {r["key"]: r for c in chunks for r in self._rows(
+                "array_has_any(source_trace_ids, make_array(" + ", ".join(sql_quote(i) for i in c) + "))")}
+            rows = list(found.values())
+        rows = [r for r in rows if (r["scope"], r["scope_id"], r["key"]) not in (keep or set())]
         if not rows:
             return 0
         kept = [_row(Scope(r["scope"], r["scope_id"]), replace(f, source_trace_ids=rest), r.get(SEQ) or 0)
                 for r, f in zip(rows, self._facts(rows))
-                if (rest := tuple(s for s in f.source_trace_ids if s != trace_id))]
+                if (rest := tuple(s for s in f.source_trace_ids if s not in ids))]
         # Insert the narrowed facts before deleting the old rows: a crash in between leaves a
         # duplicate, never a lost fact. The write order is kept, so latest() does not change.
         self._merge(kept)
+        keys = [r["key"] for r in rows]
         with _WRITE_LOCK:
-            self._run(lambda tbl: tbl.delete("key IN (" + ", ".join(sql_quote(r["key"]) for r in rows) + ")"))
+            for i in range(0, len(keys), 5000):
+                part = keys[i:i + 5000]
+                self._run(lambda tbl, part=part: tbl.delete("key IN (" + ", ".join(sql_quote(k) for k in part) + ")"))
         return len(rows) - len(kept)
 
     # ------------------------------------------------------------------ reading

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import timedelta
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from retrieval.store.remote import open_db, redact_uri, storage_options_from_env
 from retrieval.store.rows import sql_quote
 from retrieval.types import Scope
 from retrieval.judgments.model import (LabelledQuery, Case, CaseQuery, Judgment, Snapshot, check_case_name,
@@ -43,22 +43,23 @@ def judgment_key(scope: Scope | None, query: str, trace_id: str, grader: str) ->
 
 
 class JudgmentStore:
-    def __init__(self, uri: str = "data/lancedb"):
+    def __init__(self, uri: str = "data/lancedb", *, storage_options: Mapping[str, str] | None = None):
         self.uri = str(uri)
+        self.display_uri = redact_uri(self.uri)
+        self.storage_options = (dict(storage_options) if storage_options is not None
+                                else storage_options_from_env(self.uri))
         self._db: DBConnection | None = None
         self._tables: dict[str, object] = {}
 
     def __repr__(self) -> str:
-        return f"JudgmentStore(uri={self.uri!r})"
+        return f"JudgmentStore(uri={self.display_uri!r})"
 
     # ------------------------------------------------------------------ plumbing
     def _table(self, name: str, create: bool = False):
         with _LOCK:
             if name not in self._tables:
                 if self._db is None:
-                    import lancedb
-
-                    self._db = lancedb.connect(self.uri, read_consistency_interval=timedelta(0))
+                    self._db = open_db(self.uri, self.storage_options, consistent=True)
                 if name in self._db.list_tables().tables:
                     self._tables[name] = self._db.open_table(name)
                 elif create:
@@ -186,7 +187,7 @@ class JudgmentStore:
         found = self.find_case(name)
         if found is None:
             known = self.case_names()
-            raise ValueError(f"no case named {name!r} in {self.uri}; known: {', '.join(known) or 'none'} "
+            raise ValueError(f"no case named {name!r} in {self.display_uri}; known: {', '.join(known) or 'none'} "
                              "(import one with `python -m retrieval case import`)")
         return found
 
@@ -233,7 +234,7 @@ class JudgmentStore:
         rows = self._rows("snapshots", f"id = {sql_quote(snapshot_id)}")
         if not rows:
             known = [r["id"] for r in self.snapshot_rows()][-5:]
-            raise ValueError(f"no snapshot {snapshot_id!r} in {self.uri}; latest: {', '.join(known) or 'none'} "
+            raise ValueError(f"no snapshot {snapshot_id!r} in {self.display_uri}; latest: {', '.join(known) or 'none'} "
                              "(run one with `python -m retrieval snapshot run CASE`)")
         return Snapshot.from_row(rows[0])
 

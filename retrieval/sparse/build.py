@@ -8,6 +8,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from retrieval.bm25.index import BM25Index
 from retrieval.bm25.tokenizer import make_tokenizer
@@ -16,6 +19,15 @@ log = logging.getLogger(__name__)
 
 SPARSE_BACKENDS = ("bm25", "fts")
 Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A sparse index, the table version it reflects, and whether it was just built (unsaved)."""
+
+    index: Any
+    version: int
+    built: bool
 
 
 def check_sparse(name: str) -> str:
@@ -55,25 +67,23 @@ def build_bm25(store, analyzer: str | None = None, progress: Progress | None = N
     return idx
 
 
-def open_sparse(ws, progress: Progress | None = None):
-    """The Workspace's sparse index (call with its write lock held): the FTS reader, the saved BM25
-    sidecar when it matches the table version and analyzer, else BM25 built from the store."""
+def open_sparse(store, sparse: str, path: Path | None, progress: Progress | None = None) -> Opened:
+    """A store's sparse index (call with its write lock held): the FTS reader, the saved BM25 sidecar
+    at `path` when it matches the table version and analyzer, else BM25 built from the store (then
+    `Opened.built`: the caller saves it)."""
     from retrieval.sparse.fts import LanceFtsSparse
 
-    store = ws.store
     version = store.version()
     ident = store.identity()
     analyzer = ident.analyzer if ident is not None else "plain"
-    ws._bm25_version = version
-    if ws.sparse == "fts":
-        return LanceFtsSparse(store, analyzer)
-    path = ws.bm25_path
+    if sparse == "fts":
+        return Opened(LanceFtsSparse(store, analyzer), version, False)
     if path is not None and path.is_file():
         try:
             idx = BM25Index.load(path, tokenizer=make_tokenizer(analyzer))
             built_from = (idx.source or {}).get("table_version")
             if built_from == version:
-                return idx
+                return Opened(idx, version, False)
             log.warning("BM25 sidecar %s was built from table version %s but the store is at %s; rebuilding",
                         path, built_from, version)
         except ValueError as exc:
@@ -81,37 +91,33 @@ def open_sparse(ws, progress: Progress | None = None):
     elif path is not None and version > 0:
         log.warning("no BM25 sidecar at %s; building it from the store", path)
     elif path is None and version > 0:
-        log.warning("no BM25 sidecar beside %s (remote or inspected in place); building BM25 in memory", store.uri)
-    idx = build_bm25(store, analyzer, progress or ws.progress or log_progress(f"BM25 from {store.uri}"))
-    ws._save(idx, version)
-    return idx
+        log.warning("no BM25 sidecar beside %s (remote or inspected in place); building BM25 in memory",
+                    store.display_uri)
+    idx = build_bm25(store, analyzer, progress or log_progress(f"BM25 from {store.display_uri}"))
+    return Opened(idx, version, True)
 
 
-def set_analyzer(ws, name: str, progress: Progress | None = None):
-    """Record the store's BM25 analyzer and rebuild its sparse side with it (with progress)."""
+def set_analyzer(store, sparse: str, name: str, progress: Progress | None = None) -> Opened:
+    """Record the store's BM25 analyzer and rebuild its sparse side with it (with progress); the
+    caller installs (and for BM25 saves) the returned index."""
     from retrieval.store.identity import check_analyzer
 
     check_analyzer(name)
-    store = ws.store
     with store.write_lock():
         if store.identity() is None:
             store.new_analyzer = name  # recorded when the table is created
         else:
             store.record_identity(analyzer=name)
-        if ws.sparse == "fts":
-            idx = open_sparse(ws)
-            idx.ensure_index(replace=True)
-        else:
-            idx = build_bm25(store, name, progress)
-            ws._bm25_version = store.version()
-            ws._save(idx, ws._bm25_version)
-        ws._bm25 = idx
-    return idx
+        if sparse == "fts":
+            opened = open_sparse(store, sparse, None)
+            opened.index.ensure_index(replace=True)
+            return opened
+        return Opened(build_bm25(store, name, progress), store.version(), True)
 
 
-def sparse_status(ws) -> dict:
+def sparse_status(store, sparse: str) -> dict:
     """What the store was built with, for Home and `status`: embedder name + dim, analyzer, sparse backend."""
-    ident = ws.store.identity()
+    ident = store.identity()
     return {"embedder": ident.embedder if ident else None, "dim": ident.dim if ident else None,
-            "analyzer": ident.analyzer if ident else ws.store.new_analyzer, "sparse": ws.sparse,
-            "table": ws.store.table_name, "in_place": not ws.store.columns.native}
+            "analyzer": ident.analyzer if ident else store.new_analyzer, "sparse": sparse,
+            "table": store.table_name, "in_place": not store.columns.native}

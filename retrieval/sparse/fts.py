@@ -48,7 +48,7 @@ class LanceFtsSparse:
         self._ready = False
 
     def __repr__(self) -> str:
-        return f"LanceFtsSparse(uri={self.store.uri!r}, analyzer={self.analyzer!r})"
+        return f"LanceFtsSparse(uri={self.store.display_uri!r}, analyzer={self.analyzer!r})"
 
     def snapshot(self) -> LanceFtsSparse:
         return self  # LanceDB reads a consistent table version per query

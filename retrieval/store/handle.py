@@ -5,6 +5,7 @@ given the handle and uses only this public interface.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,10 +15,21 @@ from retrieval.store.columns import NATIVE, ColumnMap
 from retrieval.store.identity import (DEFAULT_ANALYZER, StoreIdentity, check_embedder, embedder_for, read_identity,
                                       write_identity)
 from retrieval.store.lock import lock_for
-from retrieval.store.remote import open_db, storage_options_from_env
+from retrieval.store.remote import open_db, redact_uri, storage_options_from_env
 from retrieval.store.rows import schema
 
 log = logging.getLogger(__name__)
+
+# A table name becomes a directory name under the store: never a path (`/`, `..`), never hidden.
+_TABLE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+
+
+def check_table_name(name: str) -> str:
+    """`name` when it is a plain table name, else ValueError naming it and the rule."""
+    if not isinstance(name, str) or not _TABLE_NAME.fullmatch(name) or ".." in name:
+        raise ValueError(f"table name {str(name)[:80]!r} is not allowed: use letters, digits, '_', '-' and '.' "
+                         "(not first, no '..'), at most 128 characters")
+    return name
 
 
 class TableHandle:
@@ -32,7 +44,8 @@ class TableHandle:
                  columns: ColumnMap | None = None, read_only: bool = False,
                  storage_options: Mapping[str, str] | None = None, secrets: Any = None):
         self.uri = str(uri)
-        self.table_name = table
+        self.table_name = check_table_name(table)
+        self.display_uri = redact_uri(self.uri)  # what pages, errors and logs show
         self._embedder = embedder
         self.columns = columns or NATIVE
         self.read_only = bool(read_only or not self.columns.native)
@@ -77,13 +90,13 @@ class TableHandle:
                 tbl = self.db.open_table(self.table_name)
                 self.columns = self.columns.bind(tbl.schema)
                 if self._embedder is not None:
-                    check_embedder(read_identity(tbl, self.columns.vector), self._embedder, self.uri)
+                    check_embedder(read_identity(tbl, self.columns.vector), self._embedder, self.display_uri)
                 self._tbl = tbl
             elif create:
                 self.check_writable()
                 self._tbl = self._create_table()
             elif not self.columns.native:
-                raise ValueError(f"{self.uri!r} has no table {self.table_name!r}; tables: "
+                raise ValueError(f"{self.display_uri!r} has no table {self.table_name!r}; tables: "
                                  f"{', '.join(self.db.table_names()) or 'none'}")
         return self._tbl
 
@@ -99,7 +112,7 @@ class TableHandle:
             if "already exists" not in str(exc):
                 raise
             tbl = self.db.open_table(self.table_name)
-        check_embedder(read_identity(tbl), self.embedder, self.uri)
+        check_embedder(read_identity(tbl), self.embedder, self.display_uri)
         if not any("id" in list(getattr(i, "columns", [])) for i in tbl.list_indices()):
             try:
                 tbl.create_scalar_index("id", index_type="BTREE")
@@ -121,7 +134,7 @@ class TableHandle:
         with self.write_lock():
             cur = self.identity()
             if cur is None:
-                raise ValueError(f"store {self.uri!r} has no table {self.table_name!r} yet")
+                raise ValueError(f"store {self.display_uri!r} has no table {self.table_name!r} yet")
             new = StoreIdentity(embedder or cur.embedder, cur.dim, analyzer or cur.analyzer)
             if new != cur:
                 write_identity(self.table(), new)
@@ -129,7 +142,7 @@ class TableHandle:
 
     def check_writable(self) -> None:
         if self.read_only:
-            raise ValueError(f"store {self.uri!r} table {self.table_name!r} is read-only "
+            raise ValueError(f"store {self.display_uri!r} table {self.table_name!r} is read-only "
                              "(an existing table inspected in place is never written); "
                              "ingest into a store of your own instead")
 

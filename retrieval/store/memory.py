@@ -55,7 +55,7 @@ class MemoryStore(TableHandle):
         self.writes = StoreWrites(self, self.row_copy, self.ann)
 
     def __repr__(self) -> str:
-        return f"MemoryStore(uri={self.uri!r}, table={self.table_name!r}, embedder={self._embedder!r})"
+        return f"MemoryStore(uri={self.display_uri!r}, table={self.table_name!r}, embedder={self._embedder!r})"
 
     # ------------------------------------------------------------------ the parts' public faces
     def add(self, traces: Iterable[MemoryTrace], progress: Progress | None = None,

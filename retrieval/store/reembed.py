@@ -30,7 +30,7 @@ def reembed(store, embedder, progress: Callable[[int, int], None] | None = None,
     with store.write_lock():
         tbl = store.table()
         if tbl is None:
-            raise ValueError(f"store {store.uri!r} has no table {store.table_name!r} to re-embed")
+            raise ValueError(f"store {store.display_uri!r} has no table {store.table_name!r} to re-embed")
         old = store.identity()
         new = StoreIdentity(getattr(embedder, "name", None), int(embedder.dim), old.analyzer)
         sch = schema(new.dim)

@@ -80,3 +80,19 @@ def open_db(uri: str, storage_options: Mapping[str, str] | None = None, *, consi
     if consistent:
         kw["read_consistency_interval"] = timedelta(0)
     return lancedb.connect(str(uri), **kw)
+
+
+def redact_uri(uri: str) -> str:
+    """A store URI fit for a page, a status line, an error or a log: credentials in its userinfo
+    (`s3://KEY:SECRET@bucket/store`) and query values (`?secret=…`) are replaced by `***`."""
+    text = str(uri)
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        return text
+    head, slash, tail = rest.partition("/")
+    if "@" in head:
+        head = "***@" + head.rsplit("@", 1)[1]
+    path, q, query = (head + slash + tail).partition("?")
+    if q:
+        query = "&".join(f"{p.split('=', 1)[0]}=***" if "=" in p else p for p in query.split("&"))
+    return f"{scheme}://{path}{q}{query}"

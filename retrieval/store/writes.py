@@ -12,7 +12,7 @@ import numpy as np
 
 from retrieval.store.ann import ANN_MIN_ROWS, AnnIndex
 from retrieval.store.row_copy import OVERLAY_MAX
-from retrieval.store.identity import StoreIdentity, read_identity, write_identity
+from retrieval.store.identity import StoreIdentity, check_embedder, read_identity, write_identity
 from retrieval.store.rows import ids_filter, to_row
 from retrieval.types import MemoryTrace
 
@@ -84,6 +84,11 @@ class StoreWrites:
         rows = [to_row(t, v) for t, v in zip(batch, vecs)]
         with self._handle.write_lock():
             tbl = self._handle.table(create=True)
+            # Inside the lock: another process may have re-embedded the store with another model since
+            # this one opened it; rows embedded with the old model must never land in it.
+            current = self._handle.identity()
+            if current is not None and current.embedder is not None:
+                check_embedder(current, self._handle.embedder, self._handle.display_uri)
             with self._copy.write(tbl) as change:
                 # Always an upsert, also into an empty table: two writers of one id leave one row.
                 tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(rows)

@@ -10,9 +10,11 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
-from datetime import datetime, timedelta, UTC
-from collections.abc import Iterable
+from datetime import UTC, datetime
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
+
+from retrieval.store.remote import open_db, redact_uri, storage_options_from_env
 
 if TYPE_CHECKING:
     from lancedb.db import DBConnection
@@ -47,22 +49,23 @@ def _schema():
 class AuditLog:
     """Append-only entries in the store's `audit` table; newest first when read."""
 
-    def __init__(self, uri: str, clock=None):
+    def __init__(self, uri: str, clock=None, *, storage_options: Mapping[str, str] | None = None):
         self.uri = str(uri)
+        self.display_uri = redact_uri(self.uri)
+        self.storage_options = (dict(storage_options) if storage_options is not None
+                                else storage_options_from_env(self.uri))
         self.clock = clock or (lambda: datetime.now(UTC))
         self._db: DBConnection | None = None
         self._tbl: Table | None = None
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"AuditLog(uri={self.uri!r}, table={TABLE!r})"
+        return f"AuditLog(uri={self.display_uri!r}, table={TABLE!r})"
 
     def _table(self, create: bool):
         with self._lock:
             if self._tbl is None:
-                import lancedb
-
-                self._db = self._db or lancedb.connect(self.uri, read_consistency_interval=timedelta(0))
+                self._db = self._db or open_db(self.uri, self.storage_options, consistent=True)
                 if TABLE in self._db.table_names():
                     self._tbl = self._db.open_table(TABLE)
                 elif create:
@@ -80,7 +83,7 @@ class AuditLog:
         try:
             self._table(create=True).add([{**entry.__dict__, "scopes": list(entry.scopes), "ids": list(entry.ids)}])
         except Exception as exc:  # the write it describes is committed; never undo or hide it
-            log.warning("could not record %s by %s in the audit log at %s: %s", action, actor, self.uri, exc)
+            log.warning("could not record %s by %s in the audit log at %s: %s", action, actor, self.display_uri, exc)
             return None
         return entry
 
@@ -91,7 +94,7 @@ class AuditLog:
             tbl = self._table(create=False)
             rows = tbl.search().limit(None).to_arrow().to_pylist() if tbl is not None else []
         except Exception as exc:
-            log.warning("could not read the audit log at %s: %s", self.uri, exc)
+            log.warning("could not read the audit log at %s: %s", self.display_uri, exc)
             return []
         allowed = None if scopes is None else {str(s) for s in scopes}
         out = [AuditEntry(at=r["at"], actor=r["actor"], action=r["action"], traces=r["traces"],

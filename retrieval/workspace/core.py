@@ -13,26 +13,25 @@ write lock (a thread lock, and a file lock across processes for a local store). 
 """
 from __future__ import annotations
 
-import json
 import logging
-import os
 import threading
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Callable, Iterable
 
-from retrieval.access import ReadOnlyError, demo_mode_from_env
+from retrieval.access import Access, ReadOnlyError, demo_mode_from_env
 from retrieval.workspace.audit import AuditLog, scopes_of
 from retrieval.bm25.index import BM25Index
-from retrieval.sparse.build import check_sparse, open_sparse, set_analyzer, sparse_status
+from retrieval.bm25.tokenizer import analyzer_of
+from retrieval.sparse.build import Opened, check_sparse, open_sparse, set_analyzer, sparse_status
 from retrieval.store.memory import MemoryStore
 from retrieval.types import MemoryTrace
+from retrieval.workspace.journal import journal_files, replay_journals, sync_facts, write_journal
+from retrieval.workspace.guard import authorise, authorise_store_wide, check_same_store
 
 log = logging.getLogger(__name__)
 
 BM25_FILE = "bm25.npz"
-JOURNAL_DIR = ".facts-pending"
 
 
 def is_local_uri(uri: str) -> bool:
@@ -45,6 +44,11 @@ class IngestReport:
     duplicates: tuple[str, ...] = ()
     facts: int = 0
     fact_warnings: tuple[str, ...] = ()
+
+
+def _actor(access: Access | None, actor: str) -> str:
+    """Who the audit names: the signed-in user when there is one."""
+    return access.user if access is not None else actor
 
 
 class Workspace:
@@ -60,10 +64,11 @@ class Workspace:
         self._facts = None
         self.read_only = self.store.read_only  # or set when the sidecar cannot be written; BM25 lives in memory
         self.demo_mode = demo_mode_from_env()  # read-only demo (RETRIEVAL_MODE=demo): every write refuses
-        self.audit = AuditLog(self.uri)  # who wrote what, beside the traces (retrieval.workspace.audit)
+        # who wrote what, beside the traces, with the store's storage options (retrieval.workspace.audit)
+        self.audit = AuditLog(self.uri, storage_options=self.store.storage_options)
 
     def __repr__(self) -> str:
-        return f"Workspace(uri={self.uri!r})"
+        return f"Workspace(uri={self.store.display_uri!r})"
 
     @property
     def _root(self) -> Path | None:
@@ -73,8 +78,8 @@ class Workspace:
     def bm25_path(self) -> Path | None:
         """The sidecar beside a local store; remote stores rebuild the index from the store on open."""
         name = BM25_FILE if self.store.table_name == "traces" else f"{self.store.table_name}.{BM25_FILE}"
-        own = self._root is not None and self.sparse == "bm25" and self.store.columns.native
-        return self._root / name if own else None
+        root = self._root
+        return root / name if root is not None and self.sparse == "bm25" and self.store.columns.native else None
 
     @property
     def bm25(self) -> BM25Index:
@@ -87,12 +92,44 @@ class Workspace:
         return self._bm25
 
     def _open_bm25(self) -> BM25Index:
-        return open_sparse(self)  # the FTS reader, the sidecar if in step, else BM25 built with progress
+        # the FTS reader, the sidecar if in step, else BM25 built with progress (and saved)
+        opened = open_sparse(self.store, self.sparse, self.bm25_path, self.progress)
+        self._install(opened)
+        return opened.index
 
-    def set_analyzer(self, name: str, progress: Callable[[int, int], None] | None = None):
+    def _install(self, opened: Opened) -> None:
+        self._bm25, self._bm25_version = opened.index, opened.version
+        if opened.built:
+            self._save(opened.index, opened.version)
+
+    def set_analyzer(self, name: str, progress: Callable[[int, int], None] | None = None, *,
+                     access: Access | None = None, actor: str = "local"):
         """Record the store's BM25 analyzer (plain | english-stem) and rebuild the sparse side with progress."""
         self._check_writable("set_analyzer")
-        return set_analyzer(self, name, progress)
+        authorise_store_wide(access, "changing the analyser")
+        opened = set_analyzer(self.store, self.sparse, name, progress)
+        self._install(opened)
+        self.audit.record(_actor(access, actor), "analyzer", self.store.count(), [], [], detail=name)
+        return opened.index
+
+    def reembed(self, embedder, progress: Callable[[int, int], None] | None = None, *, batch_size: int = 256,
+                access: Access | None = None, actor: str = "local") -> dict:
+        """Re-embed every trace with `embedder` (staged, one atomic swap; retrieval.store.reembed)."""
+        from retrieval.store.reembed import reembed
+
+        self._check_writable("reembed")
+        authorise_store_wide(access, "re-embedding")
+        out = reembed(self.store, embedder, progress=progress, batch_size=batch_size)
+        self.audit.record(_actor(access, actor), "reembed", int(out["rows"]), [], [],
+                          detail=f"{out['from']} -> {out['to']}")
+        return out
+
+    def _guard(self, access: Access | None, new: Iterable[MemoryTrace] = (), ids: Iterable[str] = ()) -> None:
+        """With the write lock held, before anything is written (retrieval.workspace.guard)."""
+        authorise(access, self.store, new, ids)
+        if self.store.table() is not None:
+            analyzer = analyzer_of(self.bm25.tokenizer) if self.sparse == "bm25" else None
+            check_same_store(self.store, analyzer)
 
     def rebuild_bm25(self) -> BM25Index:
         """Re-sync BM25 with every trace in the store (one atomic batch) and save it."""
@@ -153,7 +190,7 @@ class Workspace:
         if self._facts is None:
             from retrieval.facts import FactStore
 
-            self._facts = FactStore(self.uri)
+            self._facts = FactStore(self.uri, storage_options=self.store.storage_options)
         return self._facts
 
     def extractor(self):
@@ -166,67 +203,25 @@ class Workspace:
         return self._fact_extractor
 
     def _journal_files(self) -> list[Path]:
-        root = self._root
-        return sorted((root / JOURNAL_DIR).glob("*.json")) if root is not None and (root / JOURNAL_DIR).is_dir() else []
+        return journal_files(self._root)
 
     def _journal(self, ids: list[str]) -> Path | None:
-        """Record, before writing, the ids whose facts must follow the store (fsynced)."""
-        root = self._root
-        if root is None or not ids or self.store.read_only:
-            return None
-        d = root / JOURNAL_DIR
-        d.mkdir(parents=True, exist_ok=True)
-        path = d / f"{uuid.uuid4().hex}.json"
-        with open(path, "w", encoding="utf-8") as fh:
-            json.dump({"ids": ids}, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        return path
+        return None if self.store.read_only else write_journal(self._root, ids)
 
     def _sync_facts(self, ids: list[str], journal: Path | None) -> tuple[int, list[str]]:
-        """Bring the facts of `ids` in step with the store; the journal goes once that succeeded."""
-        extractor = self.extractor()
-        try:
-            present = {t.id: t for t in self.store.get(ids)}
-            gone = [i for i in ids if i not in present or not present[i].is_active]
-            n, warnings = 0, []
-            if gone and (self.facts.count() or 0):
-                for i in gone:
-                    self.facts.delete_for_trace(i)
-            if extractor is not None:
-                from retrieval.facts import extract_for_traces
-
-                n, warnings = extract_for_traces(self.facts, extractor, [t for t in present.values() if t.is_active])
-        except Exception as exc:  # a broken facts table must not undo, or hide, the trace writes
-            msg = (f"facts for {len(ids)} trace(s) were not updated ({type(exc).__name__}: {exc}); "
-                   "the traces are stored and searchable; the facts are retried on the next open")
-            log.warning(msg)
-            return 0, [msg]
-        if journal is not None:
-            try:
-                journal.unlink(missing_ok=True)
-            except OSError as exc:  # read-only store: it is replayed (harmlessly) again next time
-                log.warning("cannot remove the facts journal %s: %s", journal, exc)
-        return n, list(warnings)
+        return sync_facts(self.store, self.facts, self.extractor(), ids, journal)
 
     def _replay_journals(self) -> bool:
-        files = self._journal_files()
-        for path in files:
-            try:
-                ids = [str(i) for i in json.loads(path.read_text(encoding="utf-8"))["ids"]]
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                log.warning("unreadable facts journal %s (%s); re-extracting facts for every trace", path, exc)
-                ids = [t.id for t in self.store.all_traces()]
-            log.warning("replaying a facts journal left by an interrupted write: %d trace(s)", len(ids))
-            self._sync_facts(ids, path)
-        return bool(files)
+        return replay_journals(self._root, self.store, lambda ids, path: self._sync_facts(ids, path))
 
     # ------------------------------------------------------------------ writing
     def ingest(self, traces: Iterable[MemoryTrace], progress: Callable[[int, int], None] | None = None,
-               extract_facts: bool = True, *, actor: str = "local") -> IngestReport:
+               extract_facts: bool = True, *, access: Access | None = None, actor: str = "local") -> IngestReport:
         """Store, index and extract facts from traces. Validation failure writes nothing anywhere.
 
-        Once the traces are committed the call does not raise for a facts failure: it is reported in
+        `access` (None = local, unrestricted) must be allowed to write the scope of every new trace
+        and of every stored trace an id replaces, else `AccessDenied` and nothing is written. Once the
+        traces are committed the call does not raise for a facts failure: it is reported in
         `fact_warnings` and retried on the next open.
         """
         self._check_writable("ingest")
@@ -238,6 +233,7 @@ class Workspace:
         want_facts = extract_facts and self.extractor() is not None
         with self.store.write_lock():
             self._catch_up()
+            self._guard(access, latest.values())
             journal = self._journal(list(latest)) if want_facts else None
             try:
                 written = self.store.add(traces, progress=progress)
@@ -249,36 +245,40 @@ class Workspace:
             self.bm25.sync(latest.values())
             self._mark_in_step()
             n_facts, warnings = self._sync_facts(list(latest), journal) if want_facts else (0, [])
-            self.audit.record(actor, "ingest", written, scopes_of(latest.values()), list(latest))
+            self.audit.record(_actor(access, actor), "ingest", written, scopes_of(latest.values()), list(latest))
         return IngestReport(written=written, duplicates=dups, facts=n_facts, fact_warnings=tuple(warnings))
 
-    def delete(self, ids: Iterable[str], *, actor: str = "local") -> int:
+    def delete(self, ids: Iterable[str], *, access: Access | None = None, actor: str = "local") -> int:
         self._check_writable("delete")
         ids = [i for i in dict.fromkeys(ids) if isinstance(i, str)]
         with self.store.write_lock():
             self._catch_up()
+            self._guard(access, ids=ids)
             journal = self._journal(ids)
             gone = self.store.get(ids)
             n = self.store.delete(ids)
             self.bm25.remove_documents(ids)
             self._mark_in_step()
             self._sync_facts(ids, journal)
-            self.audit.record(actor, "delete", n, scopes_of(gone), [t.id for t in gone])
+            self.audit.record(_actor(access, actor), "delete", n, scopes_of(gone), [t.id for t in gone])
         return n
 
-    def set_active(self, ids: Iterable[str], active: bool, *, actor: str = "local") -> int:
+    def set_active(self, ids: Iterable[str], active: bool, *, access: Access | None = None,
+                   actor: str = "local") -> int:
         """Activate or deactivate traces: inactive ones leave BM25 and the facts; active ones return."""
         self._check_writable("activate" if active else "deactivate")
         ids = [i for i in dict.fromkeys(ids) if isinstance(i, str)]
         with self.store.write_lock():
             self._catch_up()
+            self._guard(access, ids=ids)
             journal = self._journal(ids)
             self.store.set_active(ids, active)
             traces = self.store.get(ids)
             self.bm25.sync(traces)
             self._mark_in_step()
             self._sync_facts(ids, journal)
-            self.audit.record(actor, "activate" if active else "deactivate", len(traces), scopes_of(traces),
+            self.audit.record(_actor(access, actor), "activate" if active else "deactivate", len(traces),
+                              scopes_of(traces),
                               [t.id for t in traces])
         return len(traces)
 
@@ -302,9 +302,9 @@ class Workspace:
         exist is reported as such (`exists: False`) and is not created."""
         root = self._root
         if root is not None and not root.exists():
-            return {"uri": self.uri, "exists": False, "traces": 0, "bm25_documents": 0, "facts": 0, "scopes": {},
-                    "ann_index": False, "ann_type": None, "unindexed_rows": 0, "in_step": True, "table_version": 0,
-                    "bm25_table_version": 0, "facts_pending": 0, "read_only": False}
+            return {"uri": self.store.display_uri, "exists": False, "traces": 0, "bm25_documents": 0, "facts": 0,
+                    "scopes": {}, "ann_index": False, "ann_type": None, "unindexed_rows": 0, "in_step": True,
+                    "table_version": 0, "bm25_table_version": 0, "facts_pending": 0, "read_only": False}
         state = self.store.index_state()
         bm25 = self.bm25
         try:
@@ -315,7 +315,7 @@ class Workspace:
         version = self.store.version()
         pending = len(self._journal_files())
         return {
-            "uri": self.uri,
+            "uri": self.store.display_uri,
             "exists": True,
             "traces": state["rows"],
             "bm25_documents": len(bm25),
@@ -330,5 +330,5 @@ class Workspace:
             "bm25_table_version": self._bm25_version,
             "facts_pending": pending,
             "read_only": self.read_only,
-            **sparse_status(self),
+            **sparse_status(self.store, self.sparse),
         }
