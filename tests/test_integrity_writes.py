@@ -174,3 +174,20 @@ def test_credentials_in_a_store_uri_are_never_shown():
     ws = Workspace("s3://AKIAKEY:s3cr3t@bucket/store", embedder=HashingEmbedder(64), storage_options={})
     shown = " ".join([repr(ws), repr(ws.store), repr(ws.facts), repr(ws.audit), ws.store.display_uri])
     assert "s3cr3t" not in shown and "AKIAKEY" not in shown
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), 0.0])
+def test_unusable_vectors_are_refused_before_anything_is_written(tmp_path, bad):
+    import numpy as np
+
+    class Broken(HashingEmbedder):
+        def embed(self, texts):
+            out = np.asarray(super().embed(texts), dtype=np.float32)
+            out[-1] = 0.0 if bad == 0.0 else bad
+            return out
+
+    ws = Workspace(str(tmp_path / "db"), embedder=Broken(64), clock=lambda: NOW)
+    with pytest.raises(ValueError, match="embedder 'hashing' returned unusable vectors") as refused:
+        ws.ingest([trace("ok", "a fine note", "u1"), trace("bad", "the broken one", "u1")])
+    assert "'bad'" in str(refused.value) and "'ok'" not in str(refused.value)
+    assert ws.store.count() == 0 and len(ws.bm25) == 0

@@ -27,6 +27,23 @@ ADD_BATCH = 256
 Progress = Callable[[int, int], None]
 
 
+def check_vectors(vectors: np.ndarray, traces: list[MemoryTrace], embedder: object) -> None:
+    """ValueError naming the embedder and the traces when a vector is not usable: NaN or infinite
+    values (LanceDB would fail mid-write) or all zeros (never found by cosine search, and scored as
+    similar to everything when hydrated). Called before anything is written."""
+    finite = np.isfinite(vectors).all(axis=1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        zero = np.linalg.norm(np.where(np.isfinite(vectors), vectors, 0.0), axis=1) == 0.0
+    bad = [(t.id, "NaN or infinite values" if not f else "an all-zero vector")
+           for t, f, z in zip(traces, finite, zero) if not f or z]
+    if bad:
+        name = getattr(embedder, "name", None) or type(embedder).__name__
+        shown = "; ".join(f"{i!r}: {why}" for i, why in bad[:5])
+        shown += f"; and {len(bad) - 5} more" if len(bad) > 5 else ""
+        raise ValueError(f"embedder {name!r} returned unusable vectors, so nothing was written ({shown}); "
+                         "check the embedder (a hosted one may have answered with an error payload) or the texts")
+
+
 @dataclass
 class AddReport:
     written: int = 0
@@ -77,6 +94,7 @@ class StoreWrites:
             dim = self._handle.embedder.dim
             if v.shape != (len(chunk), dim):
                 raise ValueError(f"embedder returned shape {v.shape}, expected ({len(chunk)}, {dim})")
+            check_vectors(v, chunk, self._handle.embedder)
             parts.append(v)
             if progress:
                 progress(min(start + batch_size, total), total)

@@ -67,6 +67,13 @@ class Workspace:
         # who wrote what, beside the traces, with the store's storage options (retrieval.workspace.audit)
         self.audit = AuditLog(self.uri, storage_options=self.store.storage_options)
 
+    @property
+    def keeps_disk(self) -> bool:
+        """True when this Workspace must change nothing on disk, not even derived files: a read-only
+        demo (BM25 stays in memory; a facts journal a crashed writer left waits for the next writer),
+        a store inspected in place, or a sidecar that cannot be written."""
+        return self.read_only or self.demo_mode
+
     def __repr__(self) -> str:
         return f"Workspace(uri={self.store.display_uri!r})"
 
@@ -151,7 +158,8 @@ class Workspace:
 
         What the app calls on every rerun, so a trace the CLI wrote is searchable without a restart.
         """
-        if self._bm25 is not None and self.store.version() == self._bm25_version and not self._journal_files():
+        pending = bool(self._journal_files()) and not self.keeps_disk  # a journal waits for a writer
+        if self._bm25 is not None and self.store.version() == self._bm25_version and not pending:
             return False
         return self.refresh()
 
@@ -171,7 +179,7 @@ class Workspace:
 
     def _save(self, idx: BM25Index, version: int) -> None:
         path = self.bm25_path
-        if path is None or self.read_only:
+        if path is None or self.keeps_disk:
             return
         try:
             idx.save(path, source={"table": self.store.table_name, "table_version": version})
@@ -212,6 +220,11 @@ class Workspace:
         return sync_facts(self.store, self.facts, self.extractor(), ids, journal)
 
     def _replay_journals(self) -> bool:
+        if self.keeps_disk:
+            if self._journal_files():
+                log.warning("a facts journal is pending at %s; read-only, so it is left for the next writer",
+                            self.store.display_uri)
+            return False
         return replay_journals(self._root, self.store, lambda ids, path: self._sync_facts(ids, path))
 
     # ------------------------------------------------------------------ writing
