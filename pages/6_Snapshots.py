@@ -21,7 +21,9 @@ from ui.charts import snapshot_trend_figure
 from ui.grading import grade_widget, inspect_query_params
 from ui.state import CachedModels
 from ui.access import page_guard
-from ui.widgets import config_panel, nav, scope_picker
+from ui.text import code, plain
+from ui.panel import config_panel
+from ui.widgets import nav, scope_picker
 
 P = "s_"
 INSPECT = "pages/2_Inspect.py"
@@ -70,7 +72,7 @@ def import_panel() -> None:
         rep = import_case(js, name.strip(), qs, qr, lambda ids: {t.id for t in ws.store.get(ids)}, scale, errs,
                           f"import:{files[-1].name}", keep_unjudged=keep)
     except ValueError as exc:
-        st.error(str(exc))
+        st.error(plain(exc))
         return
     st.session_state[f"{P}case"] = rep.case
     st.session_state[f"{P}imp_report"] = rep.to_dict()
@@ -84,12 +86,13 @@ with st.expander("Import a case", expanded=not js.case_names()):
         st.caption("Importing cases needs write access (this app is read-only for you).")
     rep = st.session_state.get(f"{P}imp_report")
     if rep:
-        st.success(f"Case {rep['case']}: {rep['queries']} queries, {rep['judgments']} grades stored.")
+        st.success(f"Case {plain(rep['case'])}: {rep['queries']} queries, {rep['judgments']} grades stored.")
         for what, items in (("line(s) skipped", rep["errors"]), ("judged id(s) not in the store, skipped",
                             rep["unknown_ids"]), ("qrels query id(s) without a query text, skipped",
                                                   rep["unknown_queries"])):
             if items:
-                st.warning(f"{len(items)} {what}: " + "; ".join(items[:20]) + (" …" if len(items) > 20 else ""))
+                st.warning(f"{len(items)} {what}: " + "; ".join(map(plain, items[:20]))
+                           + (" …" if len(items) > 20 else ""))
 
 # A case is shown only when the visitor sees every scope its queries search.
 names = [n for n in js.case_names() if all(acc.sees(q.scope) for q in js.case(n).queries)]
@@ -114,7 +117,7 @@ if st.button(f"Run a snapshot of {len(case.queries)} queries with the sidebar co
         snap = run_snapshot(ws, case, cfg, js, CachedModels(get_reranker, get_generator), label=label,
                             progress=lambda d, t: bar.progress(d / t, text=f"query {d}/{t}"))
     except (ValueError, ImportError) as exc:
-        st.error(str(exc))
+        st.error(plain(exc))
     else:
         bar.empty()
         prev = [r["id"] for r in js.snapshot_rows(case_name) if r["id"] != snap.id]
@@ -190,10 +193,10 @@ pick = st.selectbox("Open a query in Inspect", qids, key=f"{P}open",
 chosen = next(x for x in sb.queries if x.qid == pick)
 c1, c2 = st.columns(2)
 with c1:
-    st.page_link(INSPECT, label=f"Inspect {pick} with A's configuration", icon="🔎",
+    st.page_link(INSPECT, label=f"Inspect {plain(pick)} with A's configuration", icon="🔎",
                  query_params=inspect_query_params(sa.config, chosen.query, chosen.scope))
 with c2:
-    st.page_link(INSPECT, label=f"Inspect {pick} with B's configuration", icon="🔎",
+    st.page_link(INSPECT, label=f"Inspect {plain(pick)} with B's configuration", icon="🔎",
                  query_params=inspect_query_params(sb.config, chosen.query, chosen.scope))
 
 with st.expander("Grade B's top 10 for this query", key=f"{P}grading"):  # keyed: stays open while grading
@@ -201,11 +204,11 @@ with st.expander("Grade B's top 10 for this query", key=f"{P}grading"):  # keyed
     content = {t.id: t.content for t in ws.store.get(top)}
     grades = js.grades(chosen.scope, chosen.query)
     n_graded = sum(t in grades["human"] for t in top)
-    st.caption(f"{pick} · “{chosen.query}” · {n_graded}/{len(top)} graded. A grade counts "
+    st.caption(f"{plain(pick)} · “{plain(chosen.query)}” · {n_graded}/{len(top)} graded. A grade counts "
                "for every case holding this query in this scope, and the diff above counts it at once.")
     for rank, tid in enumerate(top, 1):
         c1, c2 = st.columns([3, 2])
-        c1.markdown(f"**{rank}.** `{tid}` {content.get(tid, '(not in the store)')[:240]}")
+        c1.markdown(f"**{rank}.** {code(tid)} {plain(content.get(tid, '(not in the store)')[:240])}")
         with c2:
             grade_widget(js, chosen.scope, chosen.query, tid, key_prefix=f"{P}g_", scale=case.scale, grades=grades,
                          label=f"#{rank}", disabled=not acc.grade)
@@ -229,12 +232,12 @@ with st.expander("Machine grading (optional) and agreement with human grades", k
             rep = machine_grade(js, sb, get_generator(spec), lambda ids: {t.id: t.content for t in ws.store.get(ids)},
                                 progress=lambda d, t: bar.progress(d / t, text=f"{d}/{t}"))
         except (ValueError, ImportError) as exc:
-            st.error(str(exc))
+            st.error(plain(exc))
         else:
             bar.empty()
             (st.warning if rep.stopped or rep.failures else st.success)(
-                f"{rep.grader}: {rep.graded} graded, {rep.skipped} already graded, {len(rep.failures)} failed"
-                + (f"; stopped: {rep.stopped}" if rep.stopped else ""))
+                f"{plain(rep.grader)}: {rep.graded} graded, {rep.skipped} already graded, {len(rep.failures)} failed"
+                + (f"; stopped: {plain(rep.stopped)}" if rep.stopped else ""))
     keys = {(scope_text(q.scope), query_key(q.query)) for q in case.queries}
     agree = agreement(j for j in js.judgments() if (scope_text(j.scope), query_key(j.query)) in keys)
     if agree["n"]:

@@ -13,7 +13,7 @@ Policy file (TOML, or the same shape as JSON), users by e-mail (case-insensitive
 
     [groups.viewers]
     scopes = ["user:maya"]
-    members = ["bob@example.com", "@example.com"]   # "@domain": anyone of that domain; "*": anyone signed in
+    members = ["bob@example.com", "@example.com"]   # "@domain": anyone of exactly that domain; "*": anyone
 
 Grants add up: a user sees the union of their own and their groups' scopes and may write when any
 grant says so. Read-only (demo) mode refuses every write whatever the policy says.
@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +39,10 @@ NOT_SIGNED_IN = "not signed in"
 DEFAULT_HEADER = "X-Forwarded-Email"
 MAX_POLICY_BYTES = 1 << 20
 ENV = {"mode": "RETRIEVAL_MODE", "allow_grading": "RETRIEVAL_ALLOW_GRADING", "auth": "RETRIEVAL_AUTH",
-       "header": "RETRIEVAL_AUTH_HEADER", "policy": "RETRIEVAL_POLICY"}
+       "header": "RETRIEVAL_AUTH_HEADER", "policy": "RETRIEVAL_POLICY",
+       "allow_unverified_email": "RETRIEVAL_ALLOW_UNVERIFIED_EMAIL"}
+# One e-mail address as sign-in sends it: printable ASCII without space or list separator, one "@", a domain.
+_ADDRESS = re.compile(r"[^\x00-\x20\x7f@,;<>()\[\]\\\":]+@[a-z0-9-]+(?:\.[a-z0-9-]+)*")
 _USER_KEYS = {"scopes", "write", "groups"}
 _GROUP_KEYS = {"scopes", "write", "members"}
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
@@ -77,6 +82,7 @@ class AccessConfig:
     auth: str = "none"
     header: str = DEFAULT_HEADER
     policy: str | None = None  # path of the policy file
+    allow_unverified_email: bool = False  # oidc: also accept an e-mail the identity provider has not verified
 
     @property
     def read_only(self) -> bool:
@@ -123,9 +129,10 @@ def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
 
 def load_config(env: Mapping[str, str] | None = None, section: Mapping[str, Any] | None = None) -> AccessConfig:
     """`AccessConfig` from the environment (`RETRIEVAL_MODE`, `RETRIEVAL_ALLOW_GRADING`, `RETRIEVAL_AUTH`,
-    `RETRIEVAL_AUTH_HEADER`, `RETRIEVAL_POLICY`) over a config section (keys `mode`, `allow_grading`,
-    `auth`, `header`, `policy`: the `[access]` table of `.streamlit/secrets.toml`). A bad value raises
-    `PolicyError` naming it. `auth` defaults to "oidc" when `oidc_configured`, else "none"."""
+    `RETRIEVAL_AUTH_HEADER`, `RETRIEVAL_POLICY`, `RETRIEVAL_ALLOW_UNVERIFIED_EMAIL`) over a config section (keys
+    `mode`, `allow_grading`, `auth`, `header`, `policy`, `allow_unverified_email`: the `[access]` table of
+    `.streamlit/secrets.toml`). A bad value raises `PolicyError` naming it. `auth` defaults to "oidc" when
+    `oidc_configured`, else "none"."""
     env = os.environ if env is None else env
     section = dict(section or {})
     unknown = sorted(set(section) - set(ENV) - {"oidc_configured"})
@@ -140,7 +147,8 @@ def load_config(env: Mapping[str, str] | None = None, section: Mapping[str, Any]
     cfg = AccessConfig(mode=_choice("mode", raw.get("mode", "normal"), MODES),
                        allow_grading=_flag("allow_grading", raw.get("allow_grading", False)),
                        auth=_choice("auth", raw.get("auth", auth_default), AUTHS), header=header,
-                       policy=(str(raw["policy"]).strip() or None) if "policy" in raw else None)
+                       policy=(str(raw["policy"]).strip() or None) if "policy" in raw else None,
+                       allow_unverified_email=_flag("allow_unverified_email", raw.get("allow_unverified_email", False)))
     if cfg.policy and cfg.auth == "none":  # a policy nobody is checked against would grant everyone everything
         raise PolicyError("an access policy is set but no sign-in: set auth (RETRIEVAL_AUTH) to oidc or proxy")
     return cfg
@@ -239,18 +247,42 @@ def load_policy(path: str | Path) -> Policy:
     return parse_policy(doc)
 
 
+def canonical_user(value: str | None) -> str:
+    """The one e-mail address `value` holds, lower-cased, else `AccessDenied`. ASCII as sent: a value whose
+    NFKC form is not pure ASCII, or is not the value itself, is refused, never folded (`str.lower` maps the
+    Kelvin sign U+212A to "k"); a list (commas, semicolons, spaces) or a second "@" is refused."""
+    text = (value or "").strip()
+    if not text:
+        raise AccessDenied("no user: sign in first")
+    low = text.lower()
+    if not (text.isascii() and unicodedata.normalize("NFKC", text) == text) or not _ADDRESS.fullmatch(low):
+        raise AccessDenied(f"the sign-in identity {ascii(text[:80])} is not one plain e-mail address")
+    return low
+
+
 def _member(user: str, members: Iterable[str]) -> bool:
-    return any(m == "*" or m == user or (m.startswith("@") and user.endswith(m)) for m in members)
+    domain = "@" + user.rpartition("@")[2]  # a grant "@x.org" is the whole domain after the @, not a suffix
+    return any(m == "*" or m == user or (m.startswith("@") and m == domain) for m in members)
+
+
+def oidc_user(claims: Mapping[str, Any], allow_unverified: bool = False) -> str | None:
+    """The e-mail of an OIDC sign-in (`st.user`), None without one; `AccessDenied` unless the provider says
+    `email_verified` (true, or "true" as some send it): anyone may register an unverified address at an open
+    provider. `allow_unverified` (`allow_unverified_email`) is the operator's explicit opt-out."""
+    email = claims.get("email") or None
+    verified = claims.get("email_verified")
+    if email and not allow_unverified and not (verified is True or str(verified).lower() == "true"):
+        raise AccessDenied(f"the identity provider has not verified {ascii(str(email)[:80])}; sign in with a "
+                           "verified e-mail address")
+    return email
 
 
 def _grants(policy: Policy, user: str) -> list[Grant]:
-    u = (user or "").strip().lower()
-    if not u:
-        raise AccessDenied("no user: sign in first")
+    u = canonical_user(user)
     names = set(policy.user_groups.get(u, ())) | {g for g, ms in policy.members.items() if _member(u, ms)}
     grants = ([policy.users[u]] if u in policy.users else []) + [policy.groups[g] for g in sorted(names)]
     if not grants:
-        raise AccessDenied(f"{user} is not in the access policy; ask the operator to add you")
+        raise AccessDenied(f"{u} is not in the access policy; ask the operator to add you")
     return grants
 
 
@@ -290,11 +322,12 @@ def resolve(config: AccessConfig, user: str | None, policy: Policy | None) -> Ac
     if policy is None:
         return denied("sign-in is configured but no access policy is (set RETRIEVAL_POLICY); nobody has access")
     try:
-        scopes, write = allowed_scopes(policy, user), can_write(policy, user)
+        name = canonical_user(user)
+        scopes, write = allowed_scopes(policy, name), can_write(policy, name)
     except AccessDenied as exc:
         return denied(str(exc))
     grade = config.allow_grading if config.read_only else write
-    return Access(user.strip().lower(), scopes, write=write and not config.read_only, grade=grade,
+    return Access(name, scopes, write=write and not config.read_only, grade=grade,
                   read_only=config.read_only)
 
 

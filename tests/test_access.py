@@ -6,8 +6,9 @@ import json
 import pytest
 
 from retrieval.access import (
-    NOT_SIGNED_IN, AccessConfig, AccessDenied, PolicyError, ReadOnlyError, allowed_scopes, can_write, check_scope,
-    check_write, demo_mode_from_env, load_config, load_policy, parse_policy, query_scope, resolve, visible)
+    NOT_SIGNED_IN, AccessConfig, AccessDenied, PolicyError, ReadOnlyError, allowed_scopes, can_write, canonical_user,
+    check_scope, check_write, demo_mode_from_env, load_config, load_policy, oidc_user, parse_policy, query_scope,
+    resolve, visible)
 from retrieval.types import Scope
 
 POLICY_TOML = """
@@ -51,7 +52,7 @@ def test_group_members_by_address_and_by_domain(policy):
     assert allowed_scopes(policy, "carol@partner.org") == {"user:maya"}
     assert can_write(policy, "bob@example.com") is False
     with pytest.raises(AccessDenied, match="not in the access policy"):
-        allowed_scopes(policy, "eve@notpartner.org.evil")  # a domain is matched as a suffix with its @
+        allowed_scopes(policy, "eve@notpartner.org.evil")  # a domain is the whole part after the @
 
 
 def test_star_means_every_scope_and_all_scopes_only_for_it(policy):
@@ -182,3 +183,74 @@ def test_check_write(policy):
         check_write(resolve(cfg, "bob@example.com", policy), [MAYA])
     with pytest.raises(ReadOnlyError, match="read-only"):
         check_write(resolve(AccessConfig(mode="demo"), None, None), [MAYA])
+
+
+# --- the sign-in identity: one ASCII address, whole-domain grants, verified OIDC e-mail ------------------
+
+STAFF_POLICY = {"users": {"kate@example.com": {"scopes": ["*"], "write": True}},
+                "groups": {"staff": {"scopes": ["user:maya"], "members": ["@staff.example.com"]}}}
+
+
+def test_a_look_alike_character_does_not_sign_in_as_another_user():
+    policy = parse_policy(STAFF_POLICY)
+    kelvin = "\u212Aate@example.com"  # KELVIN SIGN: "\u212A".lower() == "k"
+    assert kelvin.lower() == "kate@example.com"
+    with pytest.raises(AccessDenied, match="not one plain e-mail address"):
+        allowed_scopes(policy, kelvin)
+    acc = resolve(AccessConfig(auth="proxy", policy="p"), kelvin, policy)
+    assert acc.denied and acc.user != "kate@example.com" and acc.scopes == frozenset() and not acc.write
+    for other in ("ｋate@example.com", "kate@ｅxample.com", "kate@example.com\u200b", "kåte@example.com"):
+        assert resolve(AccessConfig(auth="proxy", policy="p"), other, policy).denied, other
+    assert resolve(AccessConfig(auth="proxy", policy="p"), " Kate@Example.COM ", policy).user == "kate@example.com"
+
+
+@pytest.mark.parametrize("value", [
+    "x@evil.com,y@staff.example.com", "x@evil.com, y@staff.example.com", "x@evil.com;y@staff.example.com",
+    "x@evil.com y@staff.example.com", "x@evil.com\ty@staff.example.com", "x@evil.com@staff.example.com",
+    "<y@staff.example.com>", "Eve <y@staff.example.com>", "\"y@staff.example.com\"", "y@staff.example.com\x00",
+    "@staff.example.com", "staff.example.com", "y@", "y@staff..example.com"])
+def test_a_list_or_anything_but_one_address_gets_no_grant(value):
+    policy = parse_policy(STAFF_POLICY)
+    with pytest.raises(AccessDenied):
+        allowed_scopes(policy, value)
+    acc = resolve(AccessConfig(auth="proxy", policy="p"), value, policy)
+    assert acc.denied and not acc.sees(MAYA)
+
+
+def test_domain_grants_match_the_whole_domain():
+    policy = parse_policy(STAFF_POLICY)
+    assert allowed_scopes(policy, "y@staff.example.com") == {"user:maya"}
+    assert allowed_scopes(policy, "Y@STAFF.example.com") == {"user:maya"}
+    for user in ("y@sub.staff.example.com", "y@notstaff.example.com", "y@staff.example.com.evil"):
+        with pytest.raises(AccessDenied, match="not in the access policy"):
+            allowed_scopes(policy, user)
+
+
+def test_canonical_user():
+    assert canonical_user("  Alice@Example.com ") == "alice@example.com"
+    assert canonical_user("first.last+tag@mail.example.org") == "first.last+tag@mail.example.org"
+    for bad in (None, "", " ", "\u212Aate@example.com", "a@b,c@d", "a b@c"):
+        with pytest.raises(AccessDenied):
+            canonical_user(bad)
+
+
+def test_oidc_needs_a_verified_email_unless_the_operator_opts_out():
+    with pytest.raises(AccessDenied, match="has not verified"):
+        oidc_user({"email": "maya@example.com"})  # no claim at all
+    for unverified in (False, "false", None, "yes", 1):
+        with pytest.raises(AccessDenied, match="has not verified"):
+            oidc_user({"email": "maya@example.com", "email_verified": unverified})
+    assert oidc_user({"email": "maya@example.com", "email_verified": True}) == "maya@example.com"
+    assert oidc_user({"email": "maya@example.com", "email_verified": "true"}) == "maya@example.com"
+    assert oidc_user({"email": "maya@example.com"}, allow_unverified=True) == "maya@example.com"
+    assert oidc_user({"is_logged_in": True}) is None  # no e-mail: not signed in
+
+
+def test_allow_unverified_email_is_an_explicit_setting():
+    assert load_config({}, {}).allow_unverified_email is False
+    assert load_config({}, {"auth": "oidc", "allow_unverified_email": True}).allow_unverified_email is True
+    assert load_config({"RETRIEVAL_ALLOW_UNVERIFIED_EMAIL": "true"}, {}).allow_unverified_email is True
+    assert load_config({"RETRIEVAL_ALLOW_UNVERIFIED_EMAIL": "0"}, {"allow_unverified_email": True}) \
+        .allow_unverified_email is False  # the env wins
+    with pytest.raises(PolicyError, match="allow_unverified_email must be true or false"):
+        load_config({}, {"allow_unverified_email": "maybe"})

@@ -49,7 +49,7 @@ def fresh_db(built, name: str) -> str:
 @pytest.fixture
 def env(monkeypatch):
     for k in ("RETRIEVAL_MODE", "RETRIEVAL_AUTH", "RETRIEVAL_POLICY", "RETRIEVAL_AUTH_HEADER",
-              "RETRIEVAL_ALLOW_GRADING"):
+              "RETRIEVAL_ALLOW_GRADING", "RETRIEVAL_ALLOW_UNVERIFIED_EMAIL"):
         monkeypatch.delenv(k, raising=False)
     monkeypatch.setenv("RETRIEVAL_EMBEDDER", "hashing")
     return monkeypatch
@@ -200,8 +200,64 @@ def test_oidc_sign_in_and_a_signed_in_user(env, built, tmp_path):
     env.setenv("RETRIEVAL_POLICY", str(policy))
     at = run("app.py", user={"is_logged_in": False})
     assert [t.value for t in at.title] == ["Sign in"] and not at.metric
+    at = run("pages/5_Facts.py", user={"is_logged_in": True, "email": "maya@example.com", "email_verified": True})
+    assert not at.exception and at.selectbox(key="f_scope").options == ["user:maya"]
+
+
+def test_oidc_refuses_an_unverified_email_unless_the_operator_allows_it(env, built, tmp_path):
+    policy = tmp_path / "access.toml"
+    policy.write_text(POLICY)
+    env.setenv("RETRIEVAL_DB", fresh_db(built, "oidc"))
+    env.setenv("RETRIEVAL_AUTH", "oidc")
+    env.setenv("RETRIEVAL_POLICY", str(policy))
+    for claims in ({}, {"email_verified": False}):
+        at = run("pages/5_Facts.py", user={"is_logged_in": True, "email": "maya@example.com", **claims})
+        assert not at.exception
+        assert "No access: the identity provider has not verified" in texts(at)
+        assert not at.selectbox and not at.dataframe and not at.metric
+        assert any(b.label == "Sign out" for b in at.button)
+    env.setenv("RETRIEVAL_ALLOW_UNVERIFIED_EMAIL", "true")
     at = run("pages/5_Facts.py", user={"is_logged_in": True, "email": "maya@example.com"})
     assert not at.exception and at.selectbox(key="f_scope").options == ["user:maya"]
+
+
+# --- the proxy's identity header: exactly one header, one ASCII address ----------------------------------
+
+def test_header_user_takes_exactly_one_header():
+    from streamlit.runtime.context import StreamlitHeaders
+
+    one = StreamlitHeaders([("x-forwarded-email", " maya@example.com ")])
+    assert ui.access.header_user(one, "X-Forwarded-Email") == "maya@example.com"
+    assert ui.access.header_user(StreamlitHeaders([]), "X-Forwarded-Email") is None
+    assert ui.access.header_user({"X-Forwarded-Email": ""}, "X-Forwarded-Email") is None
+    two = StreamlitHeaders([("X-Forwarded-Email", "eve@example.com"), ("X-Forwarded-Email", "maya@example.com")])
+    assert two["X-Forwarded-Email"] == "eve@example.com"  # what a plain lookup sees: the first one
+    with pytest.raises(ui.access.AccessDenied, match="2 times"):
+        ui.access.header_user(two, "X-Forwarded-Email")
+    with pytest.raises(ui.access.AccessDenied, match="2 times"):  # a plain mapping with two spellings of the name
+        ui.access.header_user({"X-Forwarded-Email": "a@example.com", "x-forwarded-email": "b@example.com"},
+                              "X-Forwarded-Email")
+
+
+@pytest.mark.parametrize("headers", [
+    [("X-Forwarded-Email", "\u212Aate@example.com")],                       # Kelvin sign: lower() gives "kate"
+    [("X-Forwarded-Email", "eve@evil.com,maya@example.com")],               # a list
+    [("X-Forwarded-Email", "maya@example.com"), ("X-Forwarded-Email", "eve@evil.com")],  # sent twice
+    [("X-Forwarded-Email", "[x](http://evil) <b>eve</b> @example.com")],   # markup in the refusal
+])
+def test_an_untrustworthy_identity_header_gets_no_access(env, proxy, headers):
+    from streamlit.runtime.context import StreamlitHeaders
+
+    as_user, policy = proxy
+    policy.write_text(POLICY + '\n[users."kate@example.com"]\nscopes = ["*"]\nwrite = true\n'
+                      '\n[groups.team]\nscopes = ["user:maya"]\nmembers = ["@example.com"]\n')
+    env.setattr(ui.access, "request_headers", lambda: StreamlitHeaders(headers))
+    at = run("pages/2_Inspect.py", i_q="lens", i_scope="user:maya")
+    assert not at.exception
+    page = texts(at)
+    assert "No access:" in page and "kate@example.com" not in page
+    assert not at.dataframe and not at.selectbox and not at.metric
+    assert "](http" not in page and "<b>" not in page  # the refusal quotes the value escaped, never as Markdown
 
 
 def test_home_and_tune_show_a_limited_user_only_their_scopes(proxy):

@@ -9,7 +9,7 @@ import pytest
 
 from retrieval.pipeline.config import PipelineConfig
 from ui import view
-from ui.charts import (ORIGIN_COLORS, bm25_figure, dense_terms_figure, heatmap_figure, rank_flow_figure,
+from ui.charts import (ORIGIN_COLORS, bm25_figure, dense_terms_figure, heatmap_figure, rank_flow_figure, short_id,
                        timings_figure)
 from ui.links import read_link, store_changed, write_link
 
@@ -205,3 +205,40 @@ def test_bm25_figure_reads_lancedb_fts_rows_without_idf():
              "backend": "lancedb-fts"}, {"term": "x", "qtf": 1, "idf": None, "saturation": None, "score": 0.0}]
     fig = bm25_figure(rows)
     assert list(fig.data[0].text) == ["1.250 (LanceDB full-text score)", "0"]
+
+
+# ------------------------------------------------------------------ untrusted ids and labels in plotly
+HOSTILE = "x%{customdata}<a href='http://evil'>{y}</a>&amp;"
+
+
+def _shown(text: str) -> str:
+    """What plotly displays: the entities it decodes (named and numeric) decoded."""
+    import html
+
+    return html.unescape(text)
+
+
+def test_rank_flow_escapes_ids_in_the_hover_template_and_the_label():
+    fig = rank_flow_figure({"dense": [HOSTILE, "a"], "final": [HOSTILE]}, top=3)
+    tr = next(t for t in fig.data if t.customdata[0] == HOSTILE)  # click-to-explain still gets the raw id
+    for template in tr.hovertemplate:
+        assert "%{" not in template and "<a" not in template and "{y}" not in template
+        body = template.removeprefix("<b>").split("</b>")[0]
+        assert _shown(body) == HOSTILE  # shown as typed
+        assert template.endswith("<extra></extra>")
+    label = tr.text[-1]
+    assert "<a" not in label and "%{" not in label and _shown(label) == short_id(HOSTILE)
+
+
+def test_facts_and_snapshot_charts_escape_typed_text():
+    from ui.charts import facts_timeline_figure, snapshot_trend_figure
+
+    rows = [{"subject": "<b>%{x}</b>", "predicate": "lives_in", "object": "<a href='http://e'>Oslo</a>",
+             "timestamp": "2024-01-01", "key": "k"}]
+    tr = facts_timeline_figure(rows).data[0]
+    extra = tr.hovertemplate.split("<extra>")[1]
+    assert "%{" not in extra and "<b>" not in extra and _shown(extra.removesuffix("</extra>")) == "<b>%{x}</b>"
+    assert "<a" not in tr.text[0] and _shown(tr.text[0]) == rows[0]["object"][:28]
+    fig = snapshot_trend_figure([{"snapshot": "s1", "label": "<a href='http://e'>run</a>", "ndcg@10": 0.5}],
+                                ["ndcg@10"])
+    assert "<a" not in fig.data[0].x[0] and _shown(fig.data[0].x[0]) == "1. <a href='http://e'>run</a>"

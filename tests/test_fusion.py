@@ -266,3 +266,84 @@ def test_normalize_validation_messages():
         normalize([1.0, float("nan")], "minmax")
     with pytest.raises(ValueError, match=r"lower_bound=inf is not finite"):
         normalize([1.0], "theoretical", lower_bound=float("inf"))
+
+
+# --- normalize is total on finite input: [0, 1], order kept, no exception ---------------------------
+
+@pytest.mark.parametrize("scores, method, expected", [
+    ([1e-200, 2e-200, 3e-200], "zscore", [1 / 3, 0.5, 2 / 3]),   # (s − μ)² underflowed: σ 0 → ZeroDivisionError
+    ([5e-324, 1e-323], "zscore", [0.5 - math.sqrt(2) / 12, 0.5 + math.sqrt(2) / 12]),  # subnormals
+    ([1e300, 1.0000000000000002e300], "zscore", None),           # (s − μ)² overflowed → OverflowError
+    ([1e308, -1e308], "minmax", [1.0, 0.0]),                      # max − min overflowed to inf → [0, 0]
+    ([1e308, -1e308], "theoretical", [1.0, 0.0]),
+    ([-1e308, 1e308, 0.0], "zscore", None),
+])
+def test_normalize_extreme_magnitudes(scores, method, expected):
+    out = normalize(scores, method)
+    _check_total(scores, out)
+    if expected is not None:
+        assert out == pytest.approx(expected)
+
+
+def test_theoretical_with_a_huge_floor_is_not_flattened():
+    # hi − lower_bound overflowed to inf: every score came out 0.
+    assert normalize([1e308, 0.0], "theoretical", lower_bound=-1.7e308) == pytest.approx([1.0, 1.7 / 2.7])
+
+
+_EXTREMES = [0.0, -0.0, 5e-324, -5e-324, 2.2250738585072014e-308, 1e-200, -1e-200, 1.0, -1.0, 1e300,
+             1.0000000000000002e300, -1e300, 1e308, -1e308, 1.7976931348623157e308, -1.7976931348623157e308]
+_finite = st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from(_EXTREMES)
+
+
+def _check_total(scores: list[float], out: list[float]) -> None:
+    assert len(out) == len(scores)
+    assert all(isinstance(v, float) and 0.0 <= v <= 1.0 for v in out), out
+    pairs = sorted(zip(scores, out))
+    for (a, x), (b, y) in zip(pairs, pairs[1:]):
+        assert x <= y, f"{a!r} → {x!r} but the larger {b!r} → {y!r}"
+        assert a < b or x == y  # equal scores, equal results
+
+
+@settings(max_examples=600, deadline=None)
+@given(scores=st.lists(_finite, max_size=12), method=st.sampled_from(NORMALIZATIONS), bound=_finite)
+def test_normalize_is_total_bounded_and_order_preserving_on_any_finite_input(scores, method, bound):
+    out = normalize(scores, method, lower_bound=bound)
+    _check_total(scores, out)
+
+
+@settings(max_examples=300, deadline=None)
+@given(scores=st.lists(st.sampled_from(_EXTREMES) | st.floats(-1e-300, 1e-300), min_size=1, max_size=8),
+       method=st.sampled_from(NORMALIZATIONS), bound=st.sampled_from([0.0, -1.0, -1e308, 1e-300, 1e308]))
+def test_normalize_total_on_mixes_of_huge_tiny_and_subnormal(scores, method, bound):
+    _check_total(scores, normalize(scores, method, lower_bound=bound))
+    lists = [[(f"id{j}", s) for j, s in enumerate(scores)]]
+    out = convex_fusion(lists, weights=[1.0], normalization=method, lower_bounds=[bound])
+    assert all(0.0 <= f.score <= 1.0 for f in out)
+
+
+def _naive(scores, method, lower_bound=0.0):
+    """The formulas as written before scaling: the golden reference for ordinary inputs."""
+    n = len(scores)
+    if method == "minmax":
+        lo, hi = min(scores), max(scores)
+        if hi == lo:
+            return [1.0] * n
+    elif method == "theoretical":
+        lo, hi = lower_bound, max(scores)
+        if hi <= lo:
+            return [0.0] * n
+    else:
+        if n < 2 or max(scores) == min(scores):
+            return [0.5] * n
+        mu = math.fsum(scores) / n
+        sigma = math.sqrt(math.fsum((s - mu) ** 2 for s in scores) / (n - 1))
+        lo, hi = mu - 3.0 * sigma, mu + 3.0 * sigma
+    return [min(1.0, max(0.0, (s - lo) / (hi - lo))) for s in scores]
+
+
+@settings(max_examples=400, deadline=None)
+@given(scores=st.lists(st.integers(-10**9, 10**9).map(lambda i: i / 1024), min_size=1, max_size=12),
+       method=st.sampled_from(NORMALIZATIONS), bound=st.sampled_from([-10.0, -1.0, 0.0, 0.5]))
+def test_normalize_golden_values_unchanged_for_ordinary_inputs(scores, method, bound):
+    # Scaling by a power of two changes no rounding: bit for bit what the plain formulas give.
+    assert normalize(scores, method, lower_bound=bound) == _naive(scores, method, bound)

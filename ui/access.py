@@ -3,19 +3,25 @@
 Every page calls `page_guard()` right after `nav()`. Sign-in, chosen by config (`retrieval.access.load_config`):
 - `none` (default without `[auth]` in secrets.toml): no sign-in; today's local behaviour;
 - `oidc`: Streamlit's built-in `st.login` (the `[auth]` table of `.streamlit/secrets.toml`; needs Authlib);
+  the provider must say `email_verified` unless `allow_unverified_email = true`;
 - `proxy`: an identity header set by an authenticating proxy in front of the app (oauth2-proxy's
-  `X-Forwarded-Email`). Only safe when the app is reachable through that proxy alone.
+  `X-Forwarded-Email`). Only safe when the app is reachable through that proxy alone. Exactly one such
+  header holding one ASCII address; anything else is refused.
 The policy check itself lives in `retrieval.access`; this module only reads the request and renders.
 """
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import streamlit as st
 
-from retrieval.access import NOT_SIGNED_IN, Access, AccessConfig, PolicyError, load_config, load_policy, resolve
+from retrieval.access import (NOT_SIGNED_IN, Access, AccessConfig, AccessDenied, PolicyError, load_config, load_policy,
+                              oidc_user, resolve)
 from retrieval.workspace.audit import AuditEntry
+
+from .text import plain
 
 
 def _secrets() -> tuple[dict, bool]:
@@ -39,20 +45,39 @@ def _policy(path: str, mtime_ns: int):  # noqa: ARG001 (a cache key: a changed f
     return load_policy(path)
 
 
-def request_headers() -> dict[str, str]:
-    """The HTTP headers of this session's request (the proxy's identity header among them)."""
+def request_headers() -> Mapping[str, str]:
+    """The HTTP headers of this session's request (the proxy's identity header among them): Streamlit's
+    own object, whose `get_all` shows a header sent more than once."""
     try:
-        return dict(st.context.headers)
+        return st.context.headers
     except Exception:
         return {}
 
 
+def header_values(headers: Mapping[str, str], name: str) -> list[str]:
+    """Every value of header `name` (case-insensitive): `get_all` where the object has it (Streamlit's
+    headers), else each key that matches."""
+    get_all = getattr(headers, "get_all", None)
+    if callable(get_all):
+        return [str(v) for v in get_all(name)]
+    return [str(v) for k, v in headers.items() if str(k).lower() == name.lower()]
+
+
+def header_user(headers: Mapping[str, str], name: str) -> str | None:
+    """The identity the proxy's header `name` carries; None when it is absent or empty (not signed in).
+    `AccessDenied` for the header sent twice: which copy the proxy set cannot be told. The value itself is
+    checked by `retrieval.access.canonical_user` (one ASCII address, no list)."""
+    values = [v.strip() for v in header_values(headers, name)]
+    if len(values) > 1:
+        raise AccessDenied(f"the request carries the {name} header {len(values)} times; exactly one is accepted")
+    return (values[0] if values else "") or None
+
+
 def _identity(cfg: AccessConfig) -> str | None:
     if cfg.auth == "oidc":
-        return (st.user.get("email") or None) if st.user.is_logged_in else None
+        return oidc_user(st.user, cfg.allow_unverified_email) if st.user.is_logged_in else None
     if cfg.auth == "proxy":
-        headers = {k.lower(): v for k, v in request_headers().items()}
-        return (headers.get(cfg.header.lower()) or "").strip() or None
+        return header_user(request_headers(), cfg.header)
     return None
 
 
@@ -66,6 +91,8 @@ def session_access() -> Access:
         if cfg.auth != "none" and cfg.policy:
             p = Path(cfg.policy)
             policy = _policy(str(p), p.stat().st_mtime_ns if p.is_file() else 0)
+    except AccessDenied as exc:  # an untrustworthy identity: no access (caught before OSError, its base class)
+        return Access(user="", scopes=frozenset(), read_only=cfg.read_only, denied=str(exc))
     except (PolicyError, OSError) as exc:
         return Access(user="", scopes=frozenset(), denied=f"the access configuration is unusable: {exc}")
     return resolve(cfg, user, policy)
@@ -98,7 +125,7 @@ def page_guard(home: bool = False) -> Access:
         if acc.denied == NOT_SIGNED_IN:
             _sign_in(cfg)
         else:
-            st.error(f"No access: {acc.denied}.")
+            st.error(f"No access: {plain(acc.denied)}.")  # quotes what the visitor sent
             if cfg.auth == "oidc" and st.user.is_logged_in:
                 st.button("Sign out", key="access_logout", on_click=st.logout)
         st.stop()
@@ -109,7 +136,8 @@ def page_guard(home: bool = False) -> Access:
     with st.sidebar:
         if cfg.auth != "none":
             seen = "every scope" if acc.scopes is None else ", ".join(sorted(acc.scopes)) or "no scope"
-            st.caption(f"Signed in as **{acc.user}** · sees {seen}" + ("" if acc.write else " · read-only"))
+            st.caption(f"Signed in as **{plain(acc.user)}** · sees {plain(seen)}"
+                       + ("" if acc.write else " · read-only"))
             if cfg.auth == "oidc":
                 st.button("Sign out", key="access_logout", on_click=st.logout)
         if acc.read_only:

@@ -5,6 +5,7 @@ from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
 
+from .text import plotly_plain
 from .view import origin, timing_items
 
 STAGE_LABELS = {"dense": "Dense", "sparse": "Sparse (BM25)", "merged": "Merged", "reranked": "Reranked",
@@ -26,7 +27,8 @@ def rank_flow_figure(stage_ids: Mapping[str, Sequence[str]], fact_ids: Sequence[
 
     Every trace in the top `top` of any stage is drawn; a rank deeper than `top` sits on one row
     below the band ("deeper"), so one deep rank never squeezes the top. A trace is labelled at its
-    last point; each point carries its id (`customdata`) for click-to-explain.
+    last point; each point carries its id (`customdata`) for click-to-explain. Ids are escaped in the
+    label and the hover text (`plotly_plain`): plotly would read `%{…}` and HTML tags in them.
     """
     shown = [s for s in stages if stage_ids.get(s)]
     deeper = top + 1
@@ -44,13 +46,13 @@ def rank_flow_figure(stage_ids: Mapping[str, Sequence[str]], fact_ids: Sequence[
         fig.add_trace(go.Scatter(
             x=[p[0] for p in pts], y=[p[1] for p in pts], mode="lines+markers+text", name=ORIGIN_LABELS[o],
             legendgroup=o, showlegend=o not in seen, customdata=[tid] * len(pts),
-            text=[""] * (len(pts) - 1) + [short_id(tid)], textposition="middle right",
+            text=[""] * (len(pts) - 1) + [plotly_plain(short_id(tid))], textposition="middle right",
             textfont={"size": FONT - 1 if not hot else FONT, "color": ORIGIN_COLORS[o]},
             line={"color": ORIGIN_COLORS[o], "width": 5 if hot else (2.5 if in_final else 1.2)},
             opacity=1.0 if (in_final or hot) else 0.5,
             marker={"color": ORIGIN_COLORS[o], "size": 13 if hot else (9 if in_final else 7),
                     "symbol": "circle" if in_final else "circle-open"},
-            hovertemplate=[f"<b>{tid}</b><br>{x}: rank {r}<extra></extra>" for x, _, r in pts]))
+            hovertemplate=[f"<b>{plotly_plain(tid)}</b><br>{x}: rank {r}<extra></extra>" for x, _, r in pts]))
         seen.add(o)
     ticks = list(range(1, top + 1)) + [deeper]
     fig.update_yaxes(range=[deeper + 0.6, 0.4], tickvals=ticks, ticktext=[str(t) for t in ticks[:-1]] + [f"> {top}"],
@@ -136,16 +138,17 @@ def metrics_figure(rows: Sequence[Mapping[str, float]], metric_names: Sequence[s
 
 
 def facts_timeline_figure(rows: Sequence[Mapping], highlight_keys: Sequence[str] = ()) -> go.Figure:
-    """Facts over time: x = timestamp, y = predicate, label = object; injected facts ringed."""
+    """Facts over time: x = timestamp, y = predicate, label = object; injected facts ringed. Subjects,
+    predicates and objects are escaped (`plotly_plain`): the subject goes into the hover template."""
     fig = go.Figure()
     for subject in sorted({r["subject"] for r in rows}):
         sub = [r for r in rows if r["subject"] == subject]
         fig.add_trace(go.Scatter(
-            x=[r["timestamp"] for r in sub], y=[r["predicate"] for r in sub], mode="markers+text", name=subject,
-            text=[r["object"][:28] for r in sub], textposition="top center",
+            x=[r["timestamp"] for r in sub], y=[plotly_plain(r["predicate"]) for r in sub], mode="markers+text",
+            name=plotly_plain(subject), text=[plotly_plain(r["object"][:28]) for r in sub], textposition="top center",
             marker={"size": [16 if r.get("key") in highlight_keys else 10 for r in sub],
                     "line": {"width": [3 if r.get("key") in highlight_keys else 0 for r in sub], "color": "#e4572e"}},
-            hovertemplate="%{y}: %{text}<br>%{x|%Y-%m-%d}<extra>" + subject + "</extra>"))
+            hovertemplate="%{y}: %{text}<br>%{x|%Y-%m-%d}<extra>" + plotly_plain(subject) + "</extra>"))
     fig.update_layout(height=max(300, 40 * len({r["predicate"] for r in rows}) + 120),
                       margin={"l": 10, "r": 10, "t": 30, "b": 30}, legend_title_text="subject")
     return fig
@@ -162,9 +165,10 @@ def timings_figure(timings: Mapping[str, float]) -> go.Figure:
 
 def snapshot_trend_figure(rows: Sequence[Mapping], metric_names: Sequence[str], label_key: str = "snapshot",
                           highlight: Sequence[str] = ()) -> go.Figure:
-    """Each metric a line over a case's snapshots (oldest left); `highlight` rings the diffed pair."""
+    """Each metric a line over a case's snapshots (oldest left); `highlight` rings the diffed pair. Labels
+    (typed by whoever ran the snapshot) are escaped for plotly's tick text."""
     fig = go.Figure()
-    xs = [f"{n + 1}. {r.get('label') or r[label_key]}" for n, r in enumerate(rows)]
+    xs = [f"{n + 1}. {plotly_plain(r.get('label') or r[label_key])}" for n, r in enumerate(rows)]
     for m in metric_names:
         fig.add_trace(go.Scatter(x=xs, y=[r.get(m) for r in rows], mode="lines+markers", name=m,
                                  customdata=[r[label_key] for r in rows],

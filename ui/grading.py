@@ -17,6 +17,7 @@ from retrieval.judgments.model import query_key, scope_text
 from retrieval.types import Scope
 
 from .links import write_link
+from .text import plain
 
 UNGRADED = "○ ungraded"
 
@@ -56,6 +57,7 @@ def grade_widget(js: JudgmentStore, scope: Scope | None, query: str, trace_id: s
     `shortcuts=True` (for one trace per page, e.g. the one being explained) adds buttons bound to
     the keys 0–3. Pass `grades=js.grades(scope, query)` when drawing many widgets for one query.
     `disabled=True` (a visitor without the grade permission) shows the grade without changing it.
+    `label` (default: the trace id) is plain text — ids and trace content are shown as typed, never as Markdown.
     """
     grades = grades if grades is not None else js.grades(scope, query)
     human = grades.get("human", {}).get(trace_id)
@@ -68,7 +70,7 @@ def grade_widget(js: JudgmentStore, scope: Scope | None, query: str, trace_id: s
     meaning = "; ".join(f"{g} {GRADE_LABELS[g] if scale == 'graded' else ('relevant' if g else 'not relevant')}"
                         for g in allowed)
     st.segmented_control(
-        f"{label or trace_id} · {grade_text(human)}", allowed, key=key, on_change=_save,
+        f"{plain(label or trace_id)} · {grade_text(human)}", allowed, key=key, on_change=_save,
         args=(js, scope, query, trace_id, key, scale), disabled=disabled,
         help=f"Grade ({meaning}). Saved at once; click again to clear.")
     if shortcuts:
@@ -80,7 +82,7 @@ def grade_widget(js: JudgmentStore, scope: Scope | None, query: str, trace_id: s
     if machine is not None:
         st.caption(f"machine grade: {machine} (not used by metrics)")
     if st.session_state.get(f"{key}_error"):
-        st.error(st.session_state[f"{key}_error"])
+        st.error(plain(st.session_state[f"{key}_error"]))  # the message may quote the id
     return human
 
 
@@ -94,9 +96,9 @@ def add_to_case_widget(js: JudgmentStore, scope: Scope | None, query: str, key_p
         try:
             case = js.add_to_case(name.strip(), query, scope)
         except ValueError as exc:
-            st.error(str(exc))
+            st.error(plain(exc))
             return None
-        st.success(f"“{query}” is in case {case.name} ({len(case.queries)} queries)")
+        st.success(f"“{plain(query)}” is in case {plain(case.name)} ({len(case.queries)} queries)")
         return case
     return None
 
