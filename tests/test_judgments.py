@@ -146,8 +146,8 @@ def test_cases_append_add_and_replace(tmp_path):
     js.add_to_case("c1", "  flight to Madrid ", U1)
     js.add_to_case("c1", "hike", U1)  # already there: kept once
     c = js.case("c1")
-    assert [(q.qid, q.query) for q in c.queries] == [("a", "refund"), ("b", "hike"), ("z", "lisbon"),
-                                                     ("q4", "flight to Madrid")]
+    assert [q.query for q in c.queries] == ["refund", "hike", "lisbon", "flight to Madrid"]
+    assert [q.qid for q in c.queries][:3] == ["a", "b", "z"] and c.queries[3].qid.startswith("q-")
     js.save_case(Case("c1", (CaseQuery("n", "recipe", None),)), replace=True)
     assert [q.qid for q in js.case("c1").queries] == ["n"]
     js.set_grade(None, "recipe", "recipe", 2)

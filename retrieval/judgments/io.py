@@ -6,6 +6,8 @@ are listed and skipped (a grade on a trace that is not there could never be show
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import json
 import re
 from dataclasses import dataclass
@@ -14,7 +16,10 @@ from collections.abc import Callable, Iterable
 
 from retrieval.types import Scope
 from retrieval.judgments.model import Case, CaseQuery, Judgment, check_case_name, check_grade, parse_scope, scope_text
-from retrieval.judgments.store import JudgmentStore
+from retrieval.judgments.store import JudgmentStore, check_grading
+
+if TYPE_CHECKING:
+    from retrieval.access import Access
 
 MAX_LINE = 100_000  # characters; a longer line is not a qrels or query line
 
@@ -142,10 +147,14 @@ def parse_jsonl(data: bytes | str, scale: str = "graded",
 def import_case(js: JudgmentStore, name: str, queries: list[CaseQuery], qrels: dict[str, dict[str, int]],
                 known_ids: Callable[[list[str]], Iterable[str]] | None = None, scale: str = "graded",
                 errors: Iterable[LineError] = (), source: str = "import", replace: bool = False,
-                keep_unjudged: bool = False) -> ImportReport:
-    """Write a case and its human grades. `known_ids(ids)` returns those in the store (None: trust all).
+                keep_unjudged: bool = False, access: Access | None = None) -> ImportReport:
+    """Write a case and its human grades. `known_ids(ids)` returns those in the store (None: trust all);
+    a caller serving a limited visitor passes only the ids that visitor may see.
 
     With qrels, only judged queries are kept unless `keep_unjudged` (BEIR queries files hold every split).
+    The grades are written first and the case last, so a crash in between leaves no case without its
+    grades (the orphaned grades are harmless and a re-import completes it). `access` must be allowed
+    to grade in every scope the case names, else nothing is written.
     """
     check_case_name(name)
     by_qid = {q.qid: q for q in queries}
@@ -159,9 +168,10 @@ def import_case(js: JudgmentStore, name: str, queries: list[CaseQuery], qrels: d
         raise ValueError(f"nothing to import into case {name!r}: no query with a judgment "
                          f"({len(unknown_queries)} qrels query id(s) have no text in the queries file); "
                          "are the two files from the same dataset?")
-    case = js.save_case(Case(name, tuple(queries), scale), replace=replace)
+    check_grading(access, [q.scope for q in queries])
     n = js.add_judgments([Judgment(q.scope, q.query, t, g, "human", source) for q in queries
-                          for t, g in qrels.get(q.qid, {}).items() if t in known], scale)
+                          for t, g in qrels.get(q.qid, {}).items() if t in known], scale, access=access)
+    case = js.save_case(Case(name, tuple(queries), scale), replace=replace, access=access)
     return ImportReport(name, len(case.queries), n, tuple(errors), unknown_ids, unknown_queries)
 
 

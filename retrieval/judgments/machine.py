@@ -99,10 +99,13 @@ def machine_grade(js: JudgmentStore, snap: Snapshot, generator, texts: Callable[
         except ValueError as exc:
             failures.append((q.qid, tid, str(exc)))
         else:
-            js.add_judgments([Judgment(q.scope, q.query, tid, grade, "machine", label)], scale)
+            js.add_judgments([Judgment(q.scope, q.query, tid, grade, "machine", label)], scale, audit=False)
             graded += 1
         if progress:
             progress(n, len(todo))
+    if graded:  # one audit row for the run, not one per grade
+        js.audit.record("local", "grade", graded, sorted({scope_text(q.scope) for q, _ in todo}), [],
+                        detail=f"machine: {label}")
     return MachineReport(grader_label(generator), graded, skipped, tuple(failures))
 
 

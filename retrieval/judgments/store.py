@@ -5,6 +5,7 @@ the CLI while the app runs, may have written). Writes are upserts by a key colum
 """
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -20,8 +21,29 @@ from retrieval.judgments.model import (LabelledQuery, Case, CaseQuery, Judgment,
 if TYPE_CHECKING:
     from lancedb.db import DBConnection
 
-TABLES = ("judgments", "cases", "snapshots")
+    from retrieval.access import Access
+    from retrieval.workspace.audit import AuditLog
+
 _LOCK = threading.RLock()
+
+
+class JudgmentStoreError(RuntimeError):
+    """A judgments, cases or snapshots table exists but cannot be read or written."""
+
+
+def check_grading(access: Access | None, scopes: Iterable[Scope | None]) -> None:
+    """`ReadOnlyError` unless `access` may grade (or write), `AccessDenied` when any of `scopes` is
+    not one of its scopes (a case line naming another user's scope). `None` is local use: allowed."""
+    if access is None:
+        return
+    from retrieval.access import AccessDenied, ReadOnlyError
+
+    if access.denied or not (access.grade or (access.write and not access.read_only)):
+        raise ReadOnlyError(f"nothing was saved: {access.denied or f'{access.user} may not grade here'}")
+    hidden = sorted({scope_text(s) for s in scopes if not access.sees(s)})
+    if hidden:
+        raise AccessDenied(f"nothing was saved: scope(s) {', '.join(hidden)} are not yours to grade in; "
+                           "grade and build cases in your own scopes")
 
 
 def _schemas():
@@ -43,13 +65,35 @@ def judgment_key(scope: Scope | None, query: str, trace_id: str, grader: str) ->
 
 
 class JudgmentStore:
-    def __init__(self, uri: str = "data/lancedb", *, storage_options: Mapping[str, str] | None = None):
+    def __init__(self, uri: str = "data/lancedb", *, storage_options: Mapping[str, str] | None = None,
+                 audit: AuditLog | None = None):
         self.uri = str(uri)
         self.display_uri = redact_uri(self.uri)
         self.storage_options = (dict(storage_options) if storage_options is not None
                                 else storage_options_from_env(self.uri))
         self._db: DBConnection | None = None
         self._tables: dict[str, object] = {}
+        self._audit = audit
+
+    @property
+    def audit(self) -> AuditLog:
+        """The store's audit log (grades, cases and snapshots are writes too)."""
+        if self._audit is None:
+            from retrieval.workspace.audit import AuditLog
+
+            self._audit = AuditLog(self.uri, storage_options=self.storage_options)
+        return self._audit
+
+    def _record(self, access: Access | None, action: str, count: int, scopes: Iterable[Scope | None],
+                detail: str = "") -> None:
+        actor = access.user if access is not None else "local"
+        self.audit.record(actor, action, count, sorted({scope_text(s) for s in scopes}), [], detail=detail)
+
+    def _broken(self, name: str, exc: BaseException) -> JudgmentStoreError:
+        why = (str(exc).strip().splitlines() or [""])[0][:240]
+        return JudgmentStoreError(
+            f"the {name} table of {self.display_uri} is unreadable ({type(exc).__name__}: {why}); grades, cases "
+            f"and snapshots are off until it is repaired: move {name}.lance aside (the traces are not affected)")
 
     def __repr__(self) -> str:
         return f"JudgmentStore(uri={self.display_uri!r})"
@@ -58,44 +102,59 @@ class JudgmentStore:
     def _table(self, name: str, create: bool = False):
         with _LOCK:
             if name not in self._tables:
-                if self._db is None:
-                    self._db = open_db(self.uri, self.storage_options, consistent=True)
-                if name in self._db.list_tables().tables:
-                    self._tables[name] = self._db.open_table(name)
-                elif create:
-                    self._tables[name] = self._db.create_table(name, schema=_schemas()[name], exist_ok=True)
-                else:
-                    return None
+                try:
+                    if self._db is None:
+                        self._db = open_db(self.uri, self.storage_options, consistent=True)
+                    if name in self._db.list_tables().tables:
+                        self._tables[name] = self._db.open_table(name)
+                    elif create:
+                        self._tables[name] = self._db.create_table(name, schema=_schemas()[name], exist_ok=True)
+                    else:
+                        return None
+                except Exception as exc:  # a damaged table: one clear error, never LanceDB's raw one
+                    raise self._broken(name, exc) from exc
             return self._tables[name]
 
-    def _rows(self, name: str, where: str | None = None) -> list[dict]:
-        tbl = self._table(name)
+    def _run(self, name: str, op, create: bool = False):
+        """`op(table)`, with any LanceDB failure on a damaged table made a `JudgmentStoreError`."""
+        tbl = self._table(name, create)
         if tbl is None:
-            return []
-        q = tbl.search()
-        if where:
-            q = q.where(where)
-        return q.limit(None).to_arrow().to_pylist()
+            return None
+        try:
+            return op(tbl)
+        except (ValueError, KeyError, TypeError):
+            raise
+        except Exception as exc:
+            raise self._broken(name, exc) from exc
+
+    def _rows(self, name: str, where: str | None = None) -> list[dict]:
+        def read(tbl):
+            q = tbl.search()
+            return (q.where(where) if where else q).limit(None).to_arrow().to_pylist()
+
+        return self._run(name, read) or []
 
     def _upsert(self, name: str, key: str, rows: list[dict]) -> int:
         if not rows:
             return 0
         rows = list({r[key]: r for r in rows}.values())  # the last row of a key wins
         with _LOCK:
-            tbl = self._table(name, create=True)
-            tbl.merge_insert(key).when_matched_update_all().when_not_matched_insert_all().execute(rows)
+            self._run(name, lambda tbl: tbl.merge_insert(key).when_matched_update_all()
+                      .when_not_matched_insert_all().execute(rows), create=True)
         return len(rows)
 
     def _delete(self, name: str, where: str) -> None:
-        tbl = self._table(name)
-        if tbl is not None:
-            with _LOCK:
-                tbl.delete(where)
+        with _LOCK:
+            self._run(name, lambda tbl: tbl.delete(where))
 
     # ------------------------------------------------------------------ judgments
-    def add_judgments(self, judgments: Iterable[Judgment], scale: str = "graded") -> int:
-        """Upsert grades (validated first: one bad grade writes nothing)."""
+    def add_judgments(self, judgments: Iterable[Judgment], scale: str = "graded", *, access: Access | None = None,
+                      audit: bool = True) -> int:
+        """Upsert grades (validated first: one bad grade, or one in a scope `access` may not grade, writes
+        nothing); audited."""
         now = time.time()
+        judgments = list(judgments)
+        check_grading(access, [j.scope for j in judgments])
         rows = []
         for j in judgments:
             check_grader(j.grader)
@@ -105,16 +164,22 @@ class JudgmentStore:
                          "query": j.query, "query_key": query_key(j.query), "trace_id": j.trace_id,
                          "grade": check_grade(j.grade, scale), "grader": j.grader, "source": j.source,
                          "updated_at": j.updated_at or now})
-        return self._upsert("judgments", "key", rows)
+        n = self._upsert("judgments", "key", rows)
+        if audit and n:
+            self._record(access, "grade", n, [j.scope for j in judgments], detail=judgments[0].source)
+        return n
 
     def set_grade(self, scope: Scope | None, query: str, trace_id: str, grade: int, grader: str = "human",
-                  source: str = "inspect", scale: str = "graded") -> Judgment:
+                  source: str = "inspect", scale: str = "graded", *, access: Access | None = None) -> Judgment:
         j = Judgment(scope, query, trace_id, check_grade(grade, scale), grader, source, time.time())
-        self.add_judgments([j], scale)
+        self.add_judgments([j], scale, access=access)
         return j
 
-    def clear_grade(self, scope: Scope | None, query: str, trace_id: str, grader: str = "human") -> None:
+    def clear_grade(self, scope: Scope | None, query: str, trace_id: str, grader: str = "human", *,
+                    access: Access | None = None) -> None:
+        check_grading(access, [scope])
         self._delete("judgments", f"key = {sql_quote(judgment_key(scope, query, trace_id, grader))}")
+        self._record(access, "grade", 1, [scope], detail="cleared")
 
     def grades(self, scope: Scope | None, query: str) -> dict[str, dict[str, int]]:
         """{grader: {trace id: grade}} for one query in one scope (both graders, kept apart)."""
@@ -144,10 +209,12 @@ class JudgmentStore:
         return out
 
     # ------------------------------------------------------------------ cases
-    def save_case(self, case: Case, replace: bool = False) -> Case:
-        """Write a case; `replace=False` appends its queries to an existing case of that name."""
+    def save_case(self, case: Case, replace: bool = False, *, access: Access | None = None) -> Case:
+        """Write a case; `replace=False` appends its queries to an existing case of that name. A case
+        holding a query in a scope `access` may not grade is not `access`'s to change."""
         with _LOCK:
             old = self.find_case(case.name)
+            check_grading(access, [q.scope for q in case.queries] + [q.scope for q in (old.queries if old else ())])
             if old is not None and not replace:
                 seen = {(scope_text(q.scope), query_key(q.query)) for q in old.queries}
                 qids = {q.qid for q in old.queries}
@@ -161,19 +228,34 @@ class JudgmentStore:
                      "scope": scope_text(q.scope), "note": q.note, "position": n, "scale": case.scale,
                      "case_note": case.note, "created_at": created} for n, q in enumerate(case.queries)]
             self._upsert("cases", "key", rows)
+            self._record(access, "case", len(rows), [q.scope for q in case.queries], detail=case.name)
             return Case(case.name, case.queries, case.scale, case.note, created)
 
-    def add_to_case(self, name: str, query: str, scope: Scope | None, note: str = "", scale: str = "graded") -> Case:
-        """Add one query (Inspect's "add to case"); creates the case. A query already there is kept once."""
+    def add_to_case(self, name: str, query: str, scope: Scope | None, note: str = "", scale: str = "graded", *,
+                    access: Access | None = None) -> Case:
+        """Add one query (Inspect's "add to case"); creates the case. A query already there is kept once.
+
+        One upsert of one row whose key comes from the query itself (its qid is `q-` + a hash of scope
+        and query): two sessions or processes adding at once write different rows, or the same row
+        for the same query, so no add is lost and no read-modify-write races another."""
         check_case_name(name)
         if not query.strip():
             raise ValueError("cannot add an empty query to a case; type a query first")
         old = self.find_case(name)
-        taken = {q.qid for q in old.queries} if old else set()
-        n = len(taken) + 1
-        while f"q{n}" in taken:
-            n += 1
-        return self.save_case(Case(name, (CaseQuery(f"q{n}", query.strip(), scope, note),), scale))
+        check_grading(access, [scope] + [q.scope for q in (old.queries if old else ())])
+        if old is not None:
+            same = next((q for q in old.queries if (scope_text(q.scope), query_key(q.query))
+                         == (scope_text(scope), query_key(query))), None)
+            if same is not None:
+                return old
+        qid = "q-" + hashlib.blake2b(f"{scope_text(scope)}\x1f{query_key(query)}".encode(), digest_size=5).hexdigest()
+        scale, case_note, created = (old.scale, old.note, old.created_at) if old else (scale, "", time.time())
+        row = {"key": f"{name}\x1f{qid}", "case_name": name, "qid": qid, "query": query.strip(),
+               "scope": scope_text(scope), "note": note, "position": time.time_ns(), "scale": scale,
+               "case_note": case_note, "created_at": created}
+        self._upsert("cases", "key", [row])
+        self._record(access, "case", 1, [scope], detail=name)
+        return self.case(name)
 
     def find_case(self, name: str) -> Case | None:
         rows = sorted(self._rows("cases", f"case_name = {sql_quote(check_case_name(name))}"),
@@ -226,8 +308,9 @@ class JudgmentStore:
             q = q.where(where)
         return q.limit(None).to_arrow().to_pylist()
 
-    def save_snapshot(self, snap: Snapshot) -> Snapshot:
+    def save_snapshot(self, snap: Snapshot, *, access: Access | None = None) -> Snapshot:
         self._upsert("snapshots", "id", [snap.to_row()])
+        self._record(access, "snapshot", len(snap.queries), [q.scope for q in snap.queries], detail=snap.case)
         return snap
 
     def snapshot(self, snapshot_id: str) -> Snapshot:

@@ -54,8 +54,9 @@ class Preset:
     def check_fusion(self, fusion: str) -> None:
         """ValueError when this preset does not allow `fusion` (AgentOS has one fusion: RRF)."""
         if fusion not in self.fusions:
-            raise ValueError(f"fusion={fusion!r}: the {self.name} preset allows only "
-                             f"{', '.join(self.fusions)}; use preset='hybrid' for the others")
+            allowed = (f"is always {self.fusions[0].upper()}" if len(self.fusions) == 1
+                       else f"allows only {', '.join(self.fusions)}")
+            raise ValueError(f"fusion={fusion!r}: the {self.name} preset {allowed}; use preset='hybrid' for the others")
 
     def defaults(self) -> dict[str, float | str]:
         """The knobs a preset supplies when a call leaves them as None."""
