@@ -97,3 +97,30 @@ def test_a_token_typed_into_the_server_url_is_not_shown_back(env):
                           + [m.value for m in at.markdown] + [c.value for c in at.caption])
         assert "HTTP 500" in shown and server.requests
         assert "pw-TYPED-9191" not in shown and "Q-TYPED-8181" not in shown
+
+
+def test_a_shared_deployment_calls_only_the_operators_endpoint(env, tmp_path):
+    """Demo mode (or sign-in on): no Server URL field, and an imported config cannot name a server."""
+    import json
+
+    from retrieval.pipeline.config import PipelineConfig
+
+    with FakeServer() as configured, FakeServer() as chosen:
+        env.setenv("OPENAI_BASE_URL", configured.url + "/v1")
+        env.setenv("RETRIEVAL_MODE", "demo")
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+        at.switch_page("pages/2_Inspect.py")
+        for k, v in {"i_q": "where do I live now?", "i_scope": "user:maya", "i_hyde": "true",
+                     "i_generator": "openai"}.items():
+            at.query_params[k] = v
+        at.run()
+        assert not at.exception
+        assert not [t for t in at.text_input if t.key == "i_openai_base_url"]  # nothing to type a server into
+        assert any("configured by the operator" in c.value for c in at.caption)
+        assert [r["path"] for r in configured.requests] == ["/v1/chat/completions"] and chosen.requests == []
+        # A config file naming another server: applied, but the server stays the operator's.
+        imported = PipelineConfig.from_json(json.dumps({**json.loads(PipelineConfig(hyde=True, generator="openai")
+                                                                     .to_json()), "openai_base_url": chosen.url}))
+        at.session_state["i_pending_config"] = imported  # what "Import config" leaves for the next run
+        at.run()
+        assert not at.exception and chosen.requests == []

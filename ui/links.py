@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Mapping, Sequence
 
-from retrieval.pipeline.config import CLASSIFIER_CHOICES, GENERATOR_CHOICES, RERANKER_CHOICES, PipelineConfig
+from retrieval.pipeline.config import (CLASSIFIER_CHOICES, GENERATOR_CHOICES, KNOB_OF, RERANKER_CHOICES,
+                                       PipelineConfig)
 from retrieval.fusion import FUSIONS, NORMALIZATIONS
-from retrieval.pipeline.presets import PRESETS
+from retrieval.pipeline.presets import PRESETS, get_preset
+from retrieval.pipeline.settings import KNOBS
 
 ALL_SCOPES = "(all scopes)"
 ALL_SCOPES_PARAM = "all"
@@ -64,29 +66,30 @@ class Field:
         return f"{kind} from {self.lo:g} to {self.hi:g}"
 
 
-# Config fields, with the ranges the settings panel's widgets use.
+def _numeric(name: str) -> Field:
+    """A numeric config field's link rule, from the one rule table (`KNOBS`): the slider's range."""
+    knob = KNOBS[KNOB_OF[name]]
+    lo, hi = knob.ui_range
+    if name == "split_threshold":
+        lo = 0.0  # the slider's 0 = off
+    elif knob.lo_open and lo == knob.lo:
+        lo = knob.lo + (1 if knob.integer else knob.step)
+    return Field("int" if knob.integer or name == "rrf_k" else "float", lo=lo, hi=hi, step=knob.step)
+
+
+# Config fields: numeric ones from the rule table, the rest the choices the pipeline knows.
 FIELDS: dict[str, Field] = {
     "preset": Field("choice", PRESETS),
     "fusion": Field("choice", FUSIONS),
     "normalization": Field("choice", NORMALIZATIONS),
-    "dense_weight": Field("float", lo=0.0, hi=1.0, step=0.05),
-    "sparse_weight": Field("float", lo=0.0, hi=1.0, step=0.05),
-    "rrf_k": Field("int", lo=1, hi=200, step=1),
-    "top_k": Field("int", lo=1, hi=100),
-    "over_fetch": Field("int", lo=1, hi=10),
     "reranker": Field("choice", RERANKER_CHOICES),
     "cross_encoder_path": Field("text"),
-    "rerank_weight": Field("float", lo=0.0, hi=1.0, step=0.05),
-    "split_threshold": Field("float", lo=0.0, hi=1.0, step=0.05),
     "hyde": Field("bool"),
-    "multi_query_n": Field("int", lo=0, hi=5),
     "generator": Field("choice", GENERATOR_CHOICES),
     "openai_model": Field("text"),
     "facts": Field("bool"),
     "classifier": Field("choice", CLASSIFIER_CHOICES),
-    "valence": Field("float", lo=-1.0, hi=1.0, step=0.1),
-    "arousal": Field("float", lo=0.0, hi=1.0, step=0.1),
-    "dominance": Field("float", lo=-1.0, hi=1.0, step=0.1),
+    **{name: _numeric(name) for name in KNOB_OF},
 }
 # View fields: the query, the scope, the explained id, the rank-flow depth and the store version.
 VIEW_FIELDS: dict[str, Field] = {"q": Field("text", max_len=MAX_QUERY), "id": Field("text"),
@@ -152,9 +155,11 @@ def read_link(params: Mapping[str, str], prefix: str, scopes: Sequence[str], all
             ignored.append(Ignored(param, raw, str(exc)))
             continue
         (cfg if name in FIELDS else view)[name] = value
-    preset = cfg.get("preset", PipelineConfig().preset)
-    if preset == "agentos" and cfg.get("fusion", "rrf") != "rrf":
-        ignored.append(Ignored(f"{prefix}fusion", cfg.pop("fusion"), "the agentos preset is always RRF"))
+    preset = get_preset(cfg.get("preset", PipelineConfig().preset))
+    if "fusion" in cfg and cfg["fusion"] not in preset.fusions:
+        why = f"the {preset.name} preset is always {preset.fusions[0].upper()}" if len(preset.fusions) == 1 else \
+            f"the {preset.name} preset allows only {', '.join(preset.fusions)}"
+        ignored.append(Ignored(f"{prefix}fusion", cfg.pop("fusion"), why))
     return Link(config=cfg, query=view.get("q"), scope=view.get("scope"), target=view.get("id") or None,
                 depth=int(view["depth"]) if "depth" in view else None, version=view.get("v"), ignored=tuple(ignored))
 

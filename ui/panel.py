@@ -62,6 +62,21 @@ def config_panel(prefix: str, defaults: PipelineConfig | None = None, bind: bool
     return PipelineConfig(**values)
 
 
+def shared_deployment() -> bool:
+    """Demo mode or sign-in on: visitors choose among the operator's backends, never an endpoint."""
+    from .access import access_config
+
+    cfg = access_config()
+    return cfg.read_only or cfg.auth != "none"
+
+
+def operator_openai_url() -> str:
+    """The OpenAI-compatible endpoint the operator configured (OPENAI_BASE_URL, or the provider's)."""
+    from retrieval.models.credentials import OPENAI, operator_base_url
+
+    return operator_base_url(OPENAI)
+
+
 def _fusion_section(prefix: str, d: PipelineConfig, kw: dict[str, Any]) -> dict[str, Any]:
     def k(name: str) -> str:
         return f"{prefix}{name}"
@@ -136,7 +151,13 @@ def _expansion_section(prefix: str, d: PipelineConfig, kw: dict[str, Any]) -> di
                            key=f"{prefix}generator", help="gemma: local Gemma 3 270M, offline; cohere: Cohere chat "
                            "(needs COHERE_API_KEY); openai: any OpenAI-compatible server (Ollama, vLLM, llama.cpp)",
                            **kw)
-        if gen == "openai":
+        if gen == "openai" and shared_deployment():
+            # Shared (demo mode or sign-in on): the app server calls only the endpoint the operator
+            # configured; a visitor never chooses where a request from the server goes.
+            base_url = operator_openai_url()
+            st.caption(f"Server: {base_url} (configured by the operator: OPENAI_BASE_URL)")
+            model = st.text_input("Model", d.openai_model, key=f"{prefix}openai_model", **kw)
+        elif gen == "openai":
             # Never bound to the page URL: a link must not choose the server a query (and a key) goes to.
             base_url = st.text_input("Server URL", d.openai_base_url, key=f"{prefix}openai_base_url",
                                      help="Not read from the page URL. The operator's OPENAI_API_KEY is sent only "

@@ -22,9 +22,10 @@ CONFIG_MARKER = "hybrid-retrieval-inspector-config"
 _CHOICES = {"preset": PRESETS, "reranker": RERANKER_CHOICES, "generator": GENERATOR_CHOICES,
             "classifier": CLASSIFIER_CHOICES, "fusion": FUSIONS, "normalization": NORMALIZATIONS}
 # Config field -> settings knob, for the fields whose range KNOBS defines.
-_KNOB_OF = {"dense_weight": "dense_weight", "sparse_weight": "sparse_weight", "rrf_k": "rrf_k",
-            "rerank_weight": "rerank_weight", "top_k": "recall_top_k", "over_fetch": "over_fetch_multiplier",
-            "multi_query_n": "multi_query_n"}
+KNOB_OF = {"dense_weight": "dense_weight", "sparse_weight": "sparse_weight", "rrf_k": "rrf_k",
+           "rerank_weight": "rerank_weight", "top_k": "recall_top_k", "over_fetch": "over_fetch_multiplier",
+           "multi_query_n": "multi_query_n", "split_threshold": "split_threshold", "valence": "valence",
+           "arousal": "arousal", "dominance": "dominance"}
 
 
 @dataclass(frozen=True)
@@ -65,18 +66,17 @@ class PipelineConfig:
         for name, allowed in _CHOICES.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"config field {name!r} is {getattr(self, name)!r}; allowed: {', '.join(allowed)}")
-        for name, knob in _KNOB_OF.items():
+        for name, knob in KNOB_OF.items():
+            if name == "split_threshold" and not self.split_threshold:
+                continue  # 0 = off
             try:
                 check_knob(knob, getattr(self, name))
             except ValueError as exc:
                 raise ValueError(f"config field {name!r}: {exc}") from None
-        if self.split_threshold:
-            check_knob("split_threshold", self.split_threshold)
-        if self.preset == "agentos" and self.fusion != "rrf":
-            raise ValueError("config field 'fusion': the agentos preset is always RRF; use preset 'hybrid'")
-        for name, lo in (("valence", -1.0), ("arousal", 0.0), ("dominance", -1.0)):
-            if not lo <= getattr(self, name) <= 1.0:
-                raise ValueError(f"config field {name!r} is {getattr(self, name)!r}; allowed: {lo:g} to 1")
+        try:
+            get_preset(self.preset).check_fusion(self.fusion)
+        except ValueError as exc:
+            raise ValueError(f"config field 'fusion': {exc}") from None
         return self
 
     def search_key(self) -> tuple:

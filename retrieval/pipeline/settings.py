@@ -17,28 +17,41 @@ from retrieval.pipeline.presets import Preset, get_preset
 
 @dataclass(frozen=True)
 class Knob:
-    """A numeric knob's allowed range; `lo_open` excludes the lower bound (k must be > 0)."""
+    """A numeric knob's allowed range; `lo_open` excludes the lower bound (k must be > 0).
+
+    `ui` is the range a slider (and so a link) offers, `(lo, hi)`, when it is narrower than what the
+    API accepts (an RRF k of 500 is valid, a slider up to 1000 is not useful); `step` its step."""
 
     lo: float
     hi: float
     integer: bool = False
     lo_open: bool = False
+    step: float = 1.0
+    ui: tuple[float, float] | None = None
 
     def describe(self) -> str:
         kind = "an integer" if self.integer else "a number"
         lo = f"> {self.lo:g}" if self.lo_open else f">= {self.lo:g}"
         return f"{kind} {lo} and <= {self.hi:g}"
 
+    @property
+    def ui_range(self) -> tuple[float, float]:
+        return self.ui if self.ui is not None else (self.lo, self.hi)
 
+
+# The one rule table: the API, PipelineConfig, config files, links and the settings panel all read it.
 KNOBS: dict[str, Knob] = {
-    "dense_weight": Knob(0.0, 1.0),
-    "sparse_weight": Knob(0.0, 1.0),
-    "rrf_k": Knob(0.0, 1000.0, lo_open=True),
-    "rerank_weight": Knob(0.0, 1.0),
-    "recall_top_k": Knob(1, 1000, integer=True),
-    "over_fetch_multiplier": Knob(1, 100, integer=True),
-    "split_threshold": Knob(0.0, 1.0, lo_open=True),
+    "dense_weight": Knob(0.0, 1.0, step=0.05),
+    "sparse_weight": Knob(0.0, 1.0, step=0.05),
+    "rrf_k": Knob(0.0, 1000.0, lo_open=True, ui=(1, 200)),
+    "rerank_weight": Knob(0.0, 1.0, step=0.05),
+    "recall_top_k": Knob(1, 1000, integer=True, ui=(1, 100)),
+    "over_fetch_multiplier": Knob(1, 100, integer=True, ui=(1, 10)),
+    "split_threshold": Knob(0.0, 1.0, lo_open=True, step=0.05),  # None (API) or 0 (slider, config) = off
     "multi_query_n": Knob(0, 5, integer=True),
+    "valence": Knob(-1.0, 1.0, step=0.1),
+    "arousal": Knob(0.0, 1.0, step=0.1),
+    "dominance": Knob(-1.0, 1.0, step=0.1),
 }
 CHOICES: dict[str, tuple[str, ...]] = {"fusion": FUSIONS, "normalization": NORMALIZATIONS}
 

@@ -49,8 +49,14 @@ def split_candidates(ids: Sequence[str], rerank_scores: dict[str, float], thresh
 
 
 def validate_threshold(threshold: float | None) -> float | None:
+    """The constructor's `split_ambiguous_threshold`: None (off) or a number the rule table's
+    `split_threshold` knob allows, (0, 1]."""
+    from retrieval.pipeline.settings import check_knob
+
     if threshold is None:
         return None
-    if not isinstance(threshold, (int, float)) or not 0 < threshold <= 1:
-        raise ValueError(f"split_ambiguous_threshold must be in (0, 1], got {threshold!r}; use None to disable")
-    return float(threshold)
+    try:
+        return float(check_knob("split_threshold", threshold))
+    except ValueError:
+        raise ValueError(f"split_ambiguous_threshold must be in (0, 1], got {threshold!r}; use None to disable") \
+            from None
