@@ -54,6 +54,7 @@ run: $(VENV)/.installed $(DB)/traces.lance
 # Lint and types first (seconds), then the whole suite.
 lint: $(VENV)/.installed-test
 	$(PY) -m ruff check .
+	$(PY) -m mypy
 
 test: lint chromium
 	$(PY) -m pytest

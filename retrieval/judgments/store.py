@@ -332,6 +332,3 @@ class JudgmentStore:
         where = f"case_name = {sql_quote(check_case_name(case))}" if case else None
         snaps = (Snapshot.from_row(r) for r in self._rows("snapshots", where))
         return sorted(snaps, key=lambda s: (s.created_at, s.id))
-
-    def delete_snapshot(self, snapshot_id: str) -> None:
-        self._delete("snapshots", f"id = {sql_quote(snapshot_id)}")

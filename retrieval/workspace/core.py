@@ -138,15 +138,6 @@ class Workspace:
             analyzer = analyzer_of(self.bm25.tokenizer) if self.sparse == "bm25" else None
             check_same_store(self.store, analyzer)
 
-    def rebuild_bm25(self) -> BM25Index:
-        """Re-sync BM25 with every trace in the store (one atomic batch) and save it."""
-        with self.store.write_lock():
-            version = self.store.version()
-            self.bm25.sync(self.store.all_traces() if self.sparse == "bm25" else (), complete=True)
-            self._bm25_version = version
-            self._save(self.bm25, version)
-        return self.bm25
-
     def refresh(self) -> bool:
         """Catch up with commits made by another process (the CLI while the app runs) and with a
         journal a crashed writer left. Returns True when something was re-synced."""
