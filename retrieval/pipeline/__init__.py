@@ -5,9 +5,11 @@ split-on-ambiguous; `config` describes a whole pipeline as data and `factory` bu
 """
 from retrieval.pipeline.config import PipelineConfig
 from retrieval.pipeline.explain import Explanation
+from retrieval.pipeline.ports import DenseStore, FactSource, SparseReader
 from retrieval.pipeline.presets import AGENTOS, HYBRID, PRESETS, Preset, get_preset
 from retrieval.pipeline.records import STAGES, Diagnostics, RetrievalResult, SearchRecord
 from retrieval.pipeline.settings import KNOBS, Settings, resolve_settings
 
-__all__ = ["AGENTOS", "Diagnostics", "Explanation", "HYBRID", "KNOBS", "PRESETS", "PipelineConfig", "Preset",
-           "RetrievalResult", "STAGES", "SearchRecord", "Settings", "get_preset", "resolve_settings"]
+__all__ = ["AGENTOS", "DenseStore", "Diagnostics", "Explanation", "FactSource", "HYBRID", "KNOBS", "PRESETS",
+           "PipelineConfig", "Preset", "RetrievalResult", "STAGES", "SearchRecord", "Settings", "SparseReader",
+           "get_preset", "resolve_settings"]
