@@ -92,9 +92,9 @@ def test_an_interrupted_import_leaves_no_case_without_its_grades(tmp_path, monke
     queries, qrels = [CaseQuery("q1", "invoice", TOMAS)], {"q1": {"tomas-note": 2}}
 
     def killed(*a, **kw):
-        raise KeyboardInterrupt("killed between the two writes")
+        raise KeyboardInterrupt("killed while writing the grades")
 
-    monkeypatch.setattr(JudgmentStore, "save_case", killed)
+    monkeypatch.setattr(JudgmentStore, "add_judgments", killed)
     with pytest.raises(KeyboardInterrupt):
         import_case(js, "c", queries, qrels)
     monkeypatch.undo()
