@@ -4,13 +4,15 @@ from __future__ import annotations
 import streamlit as st
 
 from retrieval.ingest.demo import load_examples
+from retrieval.types import Scope
 from ui.cache import db_uri, workspace
 from ui.access import page_guard
+from ui.text import code, plain
 from ui.widgets import nav
 
 st.set_page_config(page_title="Hybrid retrieval inspector", page_icon="🔎", layout="wide")
 nav()
-access = page_guard(home=True)  # sign-in, scopes, read-only (issue #17)
+access = page_guard(home=True)  # sign-in, scopes, read-only
 
 st.title("Hybrid retrieval inspector")
 st.markdown(
@@ -24,31 +26,46 @@ ws = workspace()
 try:
     status = ws.status()
 except Exception as exc:  # a broken store must still render a page that says what to do
-    st.error(f"Could not read the store at `{db_uri()}`: {exc}. Point RETRIEVAL_DB at a valid LanceDB folder "
-             "or delete the folder and rebuild it with `make run`.")
+    st.error(f"Could not read the store at {code(db_uri())}: {plain(exc)}. Point RETRIEVAL_DB at a valid LanceDB "
+             "folder or delete the folder and rebuild it with `make run`.")
     st.stop()
 
-if access.limited:  # a visitor limited to some scopes sees only those scopes' names and counts
-    status["scopes"] = {k: v for k, v in status["scopes"].items() if access.sees(k)}
+
+def facts_in(scopes: list[Scope]) -> int:
+    """Facts in these scopes (0 when the fact table cannot be read)."""
+    try:
+        return sum(len(ws.facts.all(s)) for s in scopes)
+    except Exception:  # like status(): the page renders even when the fact table is unreadable
+        return 0
+
+
+if access.limited:  # a visitor limited to some scopes sees only their scopes' names and counts, no store-wide number
+    mine = [s for s in ws.store.scope_counts() if access.sees(s)]
+    status["scopes"] = {str(s): ws.store.count(s) for s in mine}
     status["traces"] = sum(status["scopes"].values())
+    status["bm25_documents"] = sum(ws.store.count(s, active_only=True) for s in mine)  # BM25 holds active traces
+    status["facts"] = facts_in(mine)
+    status["unindexed_rows"] = 0  # a count over the whole store
 
 st.subheader("Store")
 c = st.columns(4)
 c[0].metric("Traces", status["traces"])
-c[1].metric("BM25 documents", status["bm25_documents"], help="Active traces only; inactive ones are never searched.")
+c[1].metric("BM25 documents", status["bm25_documents"], help="Active traces only; inactive ones are never searched."
+            + (" Counted in your scopes." if access.limited else ""))
 c[2].metric("Facts", status["facts"])
 c[3].metric("Scopes", len(status["scopes"]))
 kind = (status.get("ann_type") or "IVF").upper().replace("IVF_", "IVF").replace("IVF", "IVF-", 1).rstrip("-")
 index = f"ANN ({kind})" if status["ann_index"] else "exact (flat) vector search"
 if status["ann_index"] and status["unindexed_rows"]:
     index += f", {status['unindexed_rows']} unindexed rows"
-st.caption(f"URI `{status['uri']}` · vector index: {index} · BM25 "
+st.caption(f"URI {code(status['uri'])} · vector index: {index} · BM25 "
            f"{'in step with the store' if status['in_step'] else '**out of step** — it is rebuilt on next open'}"
-           + (" · scopes: " + ", ".join(f"{k} ({v})" for k, v in status["scopes"].items()) if status["scopes"] else ""))
+           + (" · scopes: " + plain(", ".join(f"{k} ({v})" for k, v in status["scopes"].items()))
+              if status["scopes"] else ""))
 if status.get("dim"):
     sparse = "LanceDB full-text index" if status.get("sparse") == "fts" else "in-memory BM25"
-    st.caption(f"Built with embedder **{status.get('embedder') or 'unrecorded'}** ({status['dim']}-d) · BM25 analyzer "
-               f"**{status.get('analyzer', 'plain')}** · sparse search: {sparse}"
+    st.caption(f"Built with embedder **{plain(status.get('embedder') or 'unrecorded')}** ({status['dim']}-d) · BM25 "
+               f"analyzer **{plain(status.get('analyzer', 'plain'))}** · sparse search: {sparse}"
                + (f" · table `{status['table']}` inspected in place (read-only)" if status.get("in_place") else ""))
 
 if status["traces"] == 0:

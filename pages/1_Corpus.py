@@ -11,6 +11,7 @@ from retrieval.ingest.parse import ID_FIELDS, TEXT_FIELDS
 from retrieval.types import SCOPES
 from ui.access import audit_rows, page_guard
 from ui.cache import ensure_model, workspace
+from ui.text import plain
 from ui.widgets import nav, scope_picker
 
 P = "c_"
@@ -66,7 +67,7 @@ def ingest(traces, label: str) -> None:
     try:
         check_write(access, scopes_of(traces))
     except PermissionError as exc:
-        st.error(str(exc).capitalize())
+        st.error(plain(str(exc).capitalize()))
         return
     ensure_model()
     replaced = existing(list(dict.fromkeys(t.id for t in traces)))
@@ -75,21 +76,21 @@ def ingest(traces, label: str) -> None:
         rep = ws.ingest(traces, progress=update, access=access)
     except PermissionError as exc:  # an id held by a trace in a scope this visitor may not write
         bar.empty()
-        st.error(str(exc).capitalize())
+        st.error(plain(str(exc).capitalize()))  # the messages quote ids and scopes from the file
         return
     except ValueError as exc:  # the store validates the whole batch; nothing was written
         bar.empty()
-        st.error(f"Nothing was written: {exc}")
+        st.error(f"Nothing was written: {plain(exc)}")
         return
     bar.empty()
     msg = f"Stored {rep.written} trace(s)" + (f" (replaced {len(replaced)} existing)" if replaced else "")
     msg += f", {rep.facts} fact(s) extracted."
     if rep.duplicates:
         msg += (f" {len(rep.duplicates)} id(s) appeared more than once in the file; the last copy was kept: "
-                f"{', '.join(rep.duplicates[:10])}")
+                f"{plain(', '.join(rep.duplicates[:10]))}")
     st.success(msg)
     for w in rep.fact_warnings[:5]:
-        st.caption(f"fact extraction: {w}")
+        st.caption(f"fact extraction: {plain(w)}")
     scopes = scopes_of(traces)
     if len(scopes) == 1:  # Browse opens on what was just loaded
         st.session_state[f"{P}bscope"] = scopes[0]
@@ -106,7 +107,7 @@ def load_tab() -> None:
         try:
             ingest(load_demo_traces(), "Embedding the demo corpus…")
         except (FileNotFoundError, ValueError) as exc:
-            st.error(str(exc))
+            st.error(plain(exc))
 
     st.subheader("Upload")
     st.caption("JSONL or CSV (one trace per line/row), plain text (one trace per paragraph), or a BEIR folder as .zip.")
@@ -134,7 +135,7 @@ def load_tab() -> None:
             try:
                 rep = load_file(up.name, up.getvalue(), scope=kind, scope_id=sid.strip(), fields=fields)
             except ValueError as exc:
-                st.error(f"{exc}")
+                st.error(plain(exc))  # it quotes lines of the file
                 rep = None
             if rep is not None:
                 st.session_state[f"{P}report"] = {"file": up.file_id, "source": rep.source, "ok": len(rep.traces),
@@ -142,10 +143,10 @@ def load_tab() -> None:
                 if rep.traces:
                     ingest(rep.traces, f"Embedding {up.name}…")
                 else:
-                    st.error(f"No valid trace in {up.name}; nothing was written. See the rejected lines below.")
+                    st.error(f"No valid trace in {plain(up.name)}; nothing was written. See the rejected lines below.")
     report = st.session_state[f"{P}report"]
     if report and report["errors"] and up is not None and report["file"] == up.file_id:
-        st.markdown(f"**{len(report['errors'])} rejected line(s)** in {report['source']} "
+        st.markdown(f"**{len(report['errors'])} rejected line(s)** in {plain(report['source'])} "
                     f"({report['ok']} good line(s) kept)")
         st.dataframe(report["errors"], hide_index=True, width="stretch", key=f"{P}errors")
 
@@ -163,11 +164,11 @@ def browse_tab() -> None:
     rows = ws.store.browse(scope=scope, contains=needle or None, limit=PAGE_ROWS)
     where = "all scopes" if scope is None else str(scope)
     if not rows:
-        st.info(f"No trace in {where} contains “{needle}”: clear the search or pick another scope." if needle else
-                f"{where} has no traces: pick another scope" + (", or load a file on the **Load** tab."
-                                                                if access.write else "."))
+        st.info(f"No trace in {plain(where)} contains “{plain(needle)}”: clear the search or pick another scope."
+                if needle else f"{plain(where)} has no traces: pick another scope"
+                + (", or load a file on the **Load** tab." if access.write else "."))
         return
-    st.caption(f"{len(rows)}{'+' if len(rows) == PAGE_ROWS else ''} trace(s) in {where}")
+    st.caption(f"{len(rows)}{'+' if len(rows) == PAGE_ROWS else ''} trace(s) in {plain(where)}")
     table = [{"id": t.id, "scope": f"{t.scope}:{t.scope_id}",
               "created": t.created_at.date().isoformat() if t.created_at else MISSING,
               "active": "yes" if t.is_active else "no", "type": t.type or MISSING,
@@ -188,7 +189,7 @@ def browse_tab() -> None:
             try:
                 removed = ws.delete(chosen, access=access)
             except PermissionError as exc:
-                st.error(str(exc).capitalize())
+                st.error(plain(str(exc).capitalize()))
             else:
                 st.success(f"Deleted {removed} trace(s).")
                 st.rerun()
@@ -212,7 +213,7 @@ if access.write:
         load_tab()
 else:
     st.info("Read-only: this app runs in demo mode, so loading and deleting are off." if access.read_only else
-            f"Read-only: {access.user} may browse but not change the store.")
+            f"Read-only: {plain(access.user)} may browse but not change the store.")
     tab_browse, tab_audit = st.tabs(["Browse", "Audit log"])
 with tab_browse:
     browse_tab()

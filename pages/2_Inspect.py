@@ -11,6 +11,8 @@ import time
 import streamlit as st
 
 from retrieval.hybrid import STAGES
+from retrieval.judgments.store import JudgmentStoreError
+from retrieval.pipeline.explain import explain
 from ui import view
 from ui.access import session_access
 from ui.cache import ensure_model, get_generator, get_reranker, judgments, workspace
@@ -20,6 +22,7 @@ from ui.links import DEPTHS, write_link
 from ui.state import cache_key, run_config
 from ui.access import page_guard
 from ui.panel import config_io, config_panel, usable_config
+from ui.text import plain
 from ui.widgets import (escalation_view, explanation_details, explanation_summary, link_popover, nav, plotly_pick,
                         scope_picker, seed_from_link, share_link, stage_column, write_params)
 
@@ -30,11 +33,11 @@ PLACEHOLDER = "e.g. status of ticket FX-209847 (scope user:priya)"
 
 st.set_page_config(page_title="Inspect · Hybrid retrieval inspector", page_icon="🔎", layout="wide")
 nav()
-page_guard()  # sign-in, allowed scopes, read-only (issue #17)
+page_guard()  # sign-in, allowed scopes, read-only
 st.session_state.setdefault(f"{P}result", None)
 
 ws = workspace()
-access = session_access()  # a link may name only scopes this visitor may see (issue #17)
+access = session_access()  # a link may name only scopes this visitor may see
 scopes = [str(s) for s in ws.store.scope_counts() if access.sees(s)]
 version = ws.store.version()
 seed_from_link(P, scopes, version, {"q": f"{P}q", "scope": f"{P}scope", "id": TARGET, "depth": f"{P}depth"},
@@ -89,7 +92,7 @@ try:
     else:
         result, refused = run_config(ws, run_cfg, query, scope, get_reranker, get_generator, cached)
 except (ValueError, ImportError) as exc:
-    st.error(f"{exc}")
+    st.error(plain(exc))  # it may quote the query or an id
     st.stop()
 if not refused:  # keep the searched result: every slider move re-fuses from it
     st.session_state[f"{P}result"] = (cache_key(query, scope, run_cfg), result)
@@ -104,9 +107,9 @@ else:
     st.caption(f"{d.candidates_scanned} candidates in the pool")
 escalation_view(d.escalations)
 if d.hyde:
-    st.info(f"**HyDE hypothesis** (searched instead of the query): {d.hyde}")
+    st.info(f"**HyDE hypothesis** (searched instead of the query): {plain(d.hyde)}")
 if d.multi_query:
-    st.info("**Multi-query variants**: " + " · ".join(f"“{v}”" for v in d.multi_query))
+    st.info("**Multi-query variants**: " + " · ".join(f"“{plain(v)}”" for v in d.multi_query))
 split = view.split_summary(d)
 if split:
     st.info(split, icon=":material/content_cut:")
@@ -124,15 +127,21 @@ with st.expander(f"Grade the final list ({len(result.traces)} results) · add th
                  expanded=bool(st.session_state.get(f"{P}grading"))):
     st.toggle("Keep this open", key=f"{P}grading", help="Grades save at once, in the store beside the traces.")
     js = judgments(ws.uri)
-    grades = js.grades(scope, query)
-    n_graded = sum(1 for t in result.traces if t.id in grades.get("human", {}))
-    st.caption(f"{n_graded} of {len(result.traces)} graded (0 not relevant … 3 highly relevant; click a grade "
-               "again to clear it). Compare, Tune and Snapshots score against these grades.")
-    for rank, t in enumerate(result.traces, 1):
-        grade_widget(js, scope, query, t.id, key_prefix=f"{P}g_", grades=grades, disabled=not access.grade,
-                     label=f"#{rank} {t.id} — {t.content[:90]}", shortcuts=t.id == (st.session_state.get(TARGET) or ""))
-    if access.write:
-        add_to_case_widget(js, scope, query, key_prefix=f"{P}g_")
+    try:
+        grades = js.grades(scope, query)
+    except JudgmentStoreError as exc:  # a damaged judgments table: grading is off, the rest of the page works
+        st.warning(f"Grading is off: {plain(exc)}")
+        grades = None
+    if grades is not None:
+        n_graded = sum(1 for t in result.traces if t.id in grades.get("human", {}))
+        st.caption(f"{n_graded} of {len(result.traces)} graded (0 not relevant … 3 highly relevant; click a grade "
+                   "again to clear it). Compare, Tune and Snapshots score against these grades.")
+        for rank, t in enumerate(result.traces, 1):
+            grade_widget(js, scope, query, t.id, key_prefix=f"{P}g_", grades=grades, disabled=not access.grade,
+                         label=f"#{rank} {t.id} — {t.content[:90]}",
+                         shortcuts=t.id == (st.session_state.get(TARGET) or ""), access=access)
+        if access.write:
+            add_to_case_widget(js, scope, query, key_prefix=f"{P}g_", access=access)
 
 st.divider()
 left, right = st.columns([3, 2])
@@ -143,7 +152,8 @@ with right:
     if not target and d.stage_ids["final"]:
         target = d.stage_ids["final"][0]
         st.caption("Showing the final #1. Click any row or rank-flow point, or type an id.")
-    ex = d.explain(target) if target else None
+    # A limited visitor gets one answer for "in a scope you may not see" and "no such id" (no existence oracle).
+    ex = explain(d, target, d.lookup, sees=access.sees if access.limited else None) if target else None
     shown_ex = ex is not None and explanation_summary(ex, query, f"{P}x")
 with left:
     depth = st.select_slider("Ranks shown in the rank flow", DEPTHS, value=TOP_N, key=f"{P}depth",

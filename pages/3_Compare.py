@@ -9,18 +9,20 @@ import streamlit as st
 
 from retrieval.eval.compare import compare_rankings
 from retrieval.eval.runner import credited_ids, run_queries, score_ranking, summarize
+from retrieval.judgments.store import JudgmentStoreError
 from ui.cache import ensure_model, get_generator, get_reranker, judgments, workspace
 from ui.sets import pick_labelled_set
 from ui.state import PipelineConfig, build_retriever, cache_key, run_config
 from ui import view
 from ui.access import page_guard
+from ui.text import plain
 from ui.panel import config_panel, usable_config
 from ui.widgets import nav, open_in_inspect, scope_picker, selected_row
 
 P = "cmp_"
 st.set_page_config(page_title="Compare · Hybrid retrieval inspector", page_icon="⚖️", layout="wide")
 nav()
-page_guard()  # sign-in, allowed scopes, read-only (issue #17)
+access = page_guard()  # sign-in, allowed scopes, read-only
 ws = workspace()
 st.title("Compare two configurations")
 if ws.store.count() == 0:
@@ -65,7 +67,8 @@ def render_lists(res_a, res_b, qrels: dict | None) -> list:
                               "content": texts[d.id]} for d in cmp.deltas], hide_index=True, width="stretch",
                             column_config={"content": st.column_config.TextColumn(width="large")},
                             on_select="rerun", selection_mode="single-row", key=f"{P}list_b")
-    st.caption(f"Entered B's top-k: {', '.join(cmp.entered) or 'none'} · left: {', '.join(cmp.left) or 'none'}"
+    st.caption(f"Entered B's top-k: {plain(', '.join(cmp.entered)) or 'none'} · left: "
+               f"{plain(', '.join(cmp.left)) or 'none'}"
                " · click a row to explain it in Inspect with that side's settings")
     return [(cfg_a, cmp.a[n]) for n in [selected_row(ev_a)] if n is not None] + \
         [(cfg_b, cmp.deltas[n].id) for n in [selected_row(ev_b)] if n is not None]
@@ -94,7 +97,11 @@ try:
                               state="complete")
             st.session_state[f"{P}ra"] = (cache_key(query, scope, cfg_a), res_a)
             st.session_state[f"{P}rb"] = (cache_key(query, scope, cfg_b), res_b)
-            graded = judgments(ws.uri).grades(scope, query).get("human", {})  # grades given in Inspect or imported
+            try:
+                graded = judgments(ws.uri).grades(scope, query).get("human", {})  # given in Inspect or imported
+            except JudgmentStoreError as exc:  # a damaged judgments table: no grades, the lists still compare
+                st.warning(f"Grading is off: {plain(exc)}")
+                graded = {}
             qrels = {i: float(g) for i, g in graded.items()} or None
             picked = render_lists(res_a, res_b, qrels)
             if picked:
@@ -105,7 +112,7 @@ try:
         queries = pick_labelled_set(ws, P)
         if not queries:
             st.stop()
-        known = ws.store.get(sorted({i for q in queries for i in q.qrels}))
+        known = [t for t in ws.store.get(sorted({i for q in queries for i in q.qrels})) if access.sees(t.scope_key)]
         if not known:
             st.warning("None of the judged traces are in this store: load the demo corpus first.")
             st.stop()
@@ -145,4 +152,4 @@ try:
                 q = by_qid[rows[n]["qid"]]
                 open_in_inspect(cfg_b, q.query, q.scope, None, ws.store.version())
 except (ValueError, ImportError) as exc:
-    st.error(str(exc))
+    st.error(plain(exc))

@@ -24,7 +24,7 @@ KS = [1, 5, 10, 20, 40, 60, 100]
 
 st.set_page_config(page_title="Tune · Hybrid retrieval inspector", page_icon="🎛️", layout="wide")
 nav()
-page_guard()  # sign-in, allowed scopes, read-only (issue #17)
+access = page_guard()  # sign-in, allowed scopes, read-only
 ws = workspace()
 st.title("Tune")
 
@@ -37,7 +37,7 @@ if not queries:
     st.info("No labelled queries yet.")
     st.stop()
 judged = sorted({i for q in queries for i in q.qrels})
-present = {t.id for t in ws.store.get(judged)}
+present = {t.id for t in ws.store.get(judged) if access.sees(t.scope_key)}  # a hidden scope's trace is not "present"
 if not present:
     st.warning("None of the judged traces are in this store. Load the demo corpus on the Corpus page.")
     st.stop()

@@ -7,13 +7,14 @@ from retrieval.facts import PREDICATES, Fact
 from ui.access import page_guard
 from ui.cache import workspace
 from ui.charts import facts_timeline_figure
+from ui.text import code, plain
 from ui.widgets import nav, scope_picker
 
 P = "f_"
 MISSING = "—"
 st.set_page_config(page_title="Facts · Hybrid retrieval inspector", page_icon="🧩", layout="wide")
 nav()
-page_guard()  # sign-in; the scope picker offers only the visitor's scopes (issue #17)
+page_guard()  # sign-in; the scope picker offers only the visitor's scopes
 ws = workspace()
 st.title("Fact graph")
 st.caption("Literal (subject, predicate, object) facts extracted from first-person statements at ingest. "
@@ -25,7 +26,7 @@ if scope is None:
     st.stop()
 facts = ws.facts.all(scope)
 if not facts:
-    st.info(f"No facts for {scope}.")
+    st.info(f"No facts for {plain(scope)}.")
     st.stop()
 
 subjects = sorted({f.subject for f in facts})
@@ -47,9 +48,9 @@ st.dataframe([{k: v for k, v in r.items() if k != "key"} | {"injected": r["key"]
 
 st.subheader("Injected by the last query")
 if last and last.get("facts"):
-    st.caption(f"“{last['query']}” in {last['scope']}")
+    st.caption(f"“{plain(last['query'])}” in {plain(last['scope'])}")  # the query as typed, never as Markdown
     for f in last["facts"]:
-        st.markdown(f"- `{f['subject']} {f['predicate']} {f['object']}` as of {f['timestamp']:%Y-%m-%d} "
-                    f"(from {', '.join(f['source_trace_ids'])})")
+        triple = code(f"{f['subject']} {f['predicate']} {f['object']}")  # one code span, whatever it holds
+        st.markdown(f"- {triple} as of {f['timestamp']:%Y-%m-%d} (from {plain(', '.join(f['source_trace_ids']))})")
 else:
     st.caption("The last Inspect query injected no facts (or none ran yet).")

@@ -8,17 +8,20 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
+from retrieval.access import AccessDenied
 from retrieval.pipeline.config import PipelineConfig
 from retrieval.judgments import JudgmentStore
 from retrieval.judgments.diff import diff_snapshots
-from retrieval.judgments.io import import_case, parse_jsonl, parse_qrels, parse_queries, suggest_case_name
+from retrieval.judgments.io import (import_case, parse_jsonl, parse_qrels, parse_queries, spreadsheet_csv,
+                                    suggest_case_name)
 from retrieval.judgments.machine import WEAK_NOTE, agreement, machine_grade
 from retrieval.judgments.metrics import METRICS
 from retrieval.judgments.model import CaseQuery, query_key, scope_text
 from retrieval.judgments.snapshots import run_snapshot
+from retrieval.judgments.store import JudgmentStoreError, check_grading
 from ui.cache import ensure_model, get_generator, get_reranker, workspace
 from ui.charts import snapshot_trend_figure
-from ui.grading import grade_widget, inspect_query_params
+from ui.grading import REFUSALS, grade_widget, inspect_query_params, visible_case_names
 from ui.state import CachedModels
 from ui.access import page_guard
 from ui.text import code, plain
@@ -31,7 +34,7 @@ INSPECT_URL = "Inspect"  # the page's URL path, for links inside tables
 
 st.set_page_config(page_title="Snapshots · Hybrid retrieval inspector", page_icon="📸", layout="wide")
 nav()
-acc = page_guard()  # sign-in, allowed scopes, read-only (issue #17)
+acc = page_guard()  # sign-in, allowed scopes, read-only
 ws = workspace()
 js = JudgmentStore(ws.uri)
 st.title("Snapshots")
@@ -69,151 +72,179 @@ def import_panel() -> None:
             qr, qerrs = parse_qrels(files[1].getvalue(), scale, files[1].name)
             errs, keep = errs + qerrs, False
             qs = [CaseQuery(q, t, scope) for q, t in texts.items()]
-        rep = import_case(js, name.strip(), qs, qr, lambda ids: {t.id for t in ws.store.get(ids)}, scale, errs,
-                          f"import:{files[-1].name}", keep_unjudged=keep)
-    except ValueError as exc:
+        # Only ids this visitor may see count as known: the "not in the store" list is no existence oracle.
+        rep = import_case(js, name.strip(), qs, qr, lambda ids: {t.id for t in ws.store.get(ids)
+                                                                 if acc.sees(t.scope_key)},
+                          scale, errs, f"import:{files[-1].name}", keep_unjudged=keep, access=acc)
+    except AccessDenied as exc:
+        st.error("Nothing was saved: this case names scopes you may not grade in (in the file, or in an existing "
+                 "case of that name); grade and build cases in your own scopes." if acc.limited else plain(exc))
+        return
+    except REFUSALS as exc:
         st.error(plain(exc))
         return
     st.session_state[f"{P}case"] = rep.case
     st.session_state[f"{P}imp_report"] = rep.to_dict()
 
 
-st.subheader("Case")
-with st.expander("Import a case", expanded=not js.case_names()):
-    if acc.write:
-        import_panel()
-    else:
-        st.caption("Importing cases needs write access (this app is read-only for you).")
-    rep = st.session_state.get(f"{P}imp_report")
-    if rep:
-        st.success(f"Case {plain(rep['case'])}: {rep['queries']} queries, {rep['judgments']} grades stored.")
-        for what, items in (("line(s) skipped", rep["errors"]), ("judged id(s) not in the store, skipped",
-                            rep["unknown_ids"]), ("qrels query id(s) without a query text, skipped",
-                                                  rep["unknown_queries"])):
-            if items:
-                st.warning(f"{len(items)} {what}: " + "; ".join(map(plain, items[:20]))
-                           + (" …" if len(items) > 20 else ""))
+def case_section():
+    """Import a case, pick one (only cases whose every query is in a scope the visitor sees) and run a snapshot."""
+    st.subheader("Case")
+    names = visible_case_names(js, acc)
+    with st.expander("Import a case", expanded=not names):
+        if acc.write:
+            import_panel()
+        else:
+            st.caption("Importing cases needs write access (this app is read-only for you).")
+        rep = st.session_state.get(f"{P}imp_report")
+        if rep:
+            st.success(f"Case {plain(rep['case'])}: {rep['queries']} queries, {rep['judgments']} grades stored.")
+            for what, items in (("line(s) skipped", rep["errors"]), ("judged id(s) not in the store, skipped",
+                                rep["unknown_ids"]), ("qrels query id(s) without a query text, skipped",
+                                                      rep["unknown_queries"])):
+                if items:
+                    st.warning(f"{len(items)} {what}: " + "; ".join(map(plain, items[:20]))
+                               + (" …" if len(items) > 20 else ""))
 
-# A case is shown only when the visitor sees every scope its queries search.
-names = [n for n in js.case_names() if all(acc.sees(q.scope) for q in js.case(n).queries)]
-if not names:
-    st.info("No case yet: import one above, or run `python -m retrieval build-demo` (it ships the case `demo`).")
-    st.stop()
-if st.session_state.get(f"{P}case") not in names:
-    st.session_state[f"{P}case"] = "demo" if "demo" in names else names[0]
-case_name = st.selectbox("Case", names, key=f"{P}case")
-case = js.case(case_name)
-qrels = js.qrels(case)
-st.caption(f"{len(case.queries)} queries, {len(qrels)} with human grades · scale {case.scale}. Grade results on "
-           "the Inspect page; every snapshot is scored with today's human grades in the diff.")
+    names = visible_case_names(js, acc)  # again: an import may have added one
+    if not names:
+        st.info("No case yet: import one above, or run `python -m retrieval build-demo` (it ships the case `demo`).")
+        st.stop()
+    if st.session_state.get(f"{P}case") not in names:
+        st.session_state[f"{P}case"] = "demo" if "demo" in names else names[0]
+    case_name = st.selectbox("Case", names, key=f"{P}case")
+    case = js.case(case_name)
+    qrels = js.qrels(case)
+    st.caption(f"{len(case.queries)} queries, {len(qrels)} with human grades · scale {case.scale}. Grade results on "
+               "the Inspect page; every snapshot is scored with today's human grades in the diff.")
+    run_panel(case)
+    return case, qrels
 
-label = st.text_input("Label for the next snapshot", key=f"{P}label", placeholder="e.g. dense 0.7")
-if st.button(f"Run a snapshot of {len(case.queries)} queries with the sidebar configuration", key=f"{P}run",
-             type="primary", disabled=not (acc.write or acc.grade),
-             help=None if acc.write or acc.grade else "Running snapshots stores them: it needs write access"):
+
+def run_panel(case) -> None:
+    label = st.text_input("Label for the next snapshot", key=f"{P}label", placeholder="e.g. dense 0.7")
+    if not st.button(f"Run a snapshot of {len(case.queries)} queries with the sidebar configuration", key=f"{P}run",
+                     type="primary", disabled=not (acc.write or acc.grade),
+                     help=None if acc.write or acc.grade else "Running snapshots stores them: it needs write access"):
+        return
     ensure_model()
     bar = st.progress(0.0, text="searching…")
     try:
+        check_grading(acc, [q.scope for q in case.queries])  # storing a snapshot is a write in the case's scopes
         snap = run_snapshot(ws, case, cfg, js, CachedModels(get_reranker, get_generator), label=label,
                             progress=lambda d, t: bar.progress(d / t, text=f"query {d}/{t}"))
-    except (ValueError, ImportError) as exc:
+    except (ValueError, ImportError, PermissionError) as exc:
         st.error(plain(exc))
-    else:
-        bar.empty()
-        prev = [r["id"] for r in js.snapshot_rows(case_name) if r["id"] != snap.id]
-        st.session_state[f"{P}b"] = snap.id  # diff the new run against the one before it
-        if prev:
-            st.session_state[f"{P}a"] = prev[-1]
-        st.success(f"Snapshot {snap.id}: nDCG@10 {snap.metrics['ndcg@10']:.3f} over {snap.judged_queries} judged "
-                   f"queries in {snap.elapsed_ms / 1000:.1f} s")
-
-rows = js.snapshot_rows(case_name)
-if not rows:
-    st.info("No snapshot of this case yet: pick a configuration in the sidebar and run one.")
-    st.stop()
-table = []
-for r in rows:
-    c = PipelineConfig.from_json(r["config"])
-    table.append({"snapshot": r["id"], "label": r["label"], "preset": c.preset, "fusion": c.fusion,
-                  "dense": c.dense_weight, "sparse": c.sparse_weight, "rrf_k": c.rrf_k, "reranker": c.reranker,
-                  **{m: round(v, 4) for m, v in json.loads(r["metrics"]).items()}})
-st.subheader("Snapshots of this case")
-ids = [r["snapshot"] for r in table]
-for side in ("a", "b"):  # another case was picked: its own defaults
-    if st.session_state.get(f"{P}{side}") not in ids:
-        st.session_state.pop(f"{P}{side}", None)
-c1, c2 = st.columns(2)
-a_id = c1.selectbox("A (baseline)", ids, index=max(0, len(ids) - 2), key=f"{P}a")
-b_id = c2.selectbox("B", ids, index=len(ids) - 1, key=f"{P}b")
-st.plotly_chart(snapshot_trend_figure(table, METRICS, highlight=(a_id, b_id)), key=f"{P}trend",
-                config={"displayModeBar": False})
-st.dataframe(table, hide_index=True, width="stretch", key=f"{P}list")
-
-if a_id == b_id:
-    st.caption("Pick two different snapshots to diff them.")
-    st.stop()
-sa, sb = js.snapshot(a_id), js.snapshot(b_id)
-diff = diff_snapshots(sa, sb, qrels)
-st.subheader(f"B − A · {diff.test}")
-if diff.config_changes:
-    st.caption("Config changes: " + ", ".join(f"{f} {a} → {b}" for f, (a, b) in diff.config_changes.items()))
-st.dataframe([{"metric": m.metric, "A": round(m.a, 4), "B": round(m.b, 4), "Δ": round(m.delta, 4),
-               "p": None if m.p_value is None else round(m.p_value, 4), "queries": m.n} for m in diff.metrics],
-             hide_index=True, width="stretch", key=f"{P}metrics")
+        return
+    bar.empty()
+    prev = [r["id"] for r in js.snapshot_rows(case.name) if r["id"] != snap.id]
+    st.session_state[f"{P}b"] = snap.id  # diff the new run against the one before it
+    if prev:
+        st.session_state[f"{P}a"] = prev[-1]
+    st.success(f"Snapshot {snap.id}: nDCG@10 {snap.metrics['ndcg@10']:.3f} over {snap.judged_queries} judged "
+               f"queries in {snap.elapsed_ms / 1000:.1f} s")
 
 
-def link(q, cfg_) -> str:
-    scope = next((x.scope for x in sb.queries if x.qid == q.qid), None)
-    return f"{INSPECT_URL}?{urlencode(inspect_query_params(cfg_, q.query, scope))}"
+def snapshots_section(case_name: str) -> tuple[str, str]:
+    """The case's snapshots as a trend and a table; the two picked for the diff."""
+    rows = js.snapshot_rows(case_name)
+    if not rows:
+        st.info("No snapshot of this case yet: pick a configuration in the sidebar and run one.")
+        st.stop()
+    table = []
+    for r in rows:
+        c = PipelineConfig.from_json(r["config"])
+        table.append({"snapshot": r["id"], "label": r["label"], "preset": c.preset, "fusion": c.fusion,
+                      "dense": c.dense_weight, "sparse": c.sparse_weight, "rrf_k": c.rrf_k, "reranker": c.reranker,
+                      **{m: round(v, 4) for m, v in json.loads(r["metrics"]).items()}})
+    st.subheader("Snapshots of this case")
+    ids = [r["snapshot"] for r in table]
+    for side in ("a", "b"):  # another case was picked: its own defaults
+        if st.session_state.get(f"{P}{side}") not in ids:
+            st.session_state.pop(f"{P}{side}", None)
+    c1, c2 = st.columns(2)
+    a_id = c1.selectbox("A (baseline)", ids, index=max(0, len(ids) - 2), key=f"{P}a")
+    b_id = c2.selectbox("B", ids, index=len(ids) - 1, key=f"{P}b")
+    st.plotly_chart(snapshot_trend_figure(table, METRICS, highlight=(a_id, b_id)), key=f"{P}trend",
+                    config={"displayModeBar": False})
+    st.dataframe(table, hide_index=True, width="stretch", key=f"{P}list")
+    if a_id == b_id:
+        st.caption("Pick two different snapshots to diff them.")
+        st.stop()
+    return a_id, b_id
 
 
-per_query = [{"qid": q.qid, "query": q.query, "scope": q.scope, f"A {diff.metric}": round(q.a, 4),
-              f"B {diff.metric}": round(q.b, 4), "Δ": round(q.delta, 4), "entered top 10": ", ".join(q.entered),
-              "left top 10": ", ".join(q.left), "moved": len(q.moved), "Inspect A": link(q, sa.config),
-              "Inspect B": link(q, sb.config)} for q in diff.queries]
-st.markdown(f"**Per query** (worst first) · {sum(q.delta < 0 for q in diff.queries)} worse, "
-            f"{sum(q.delta > 0 for q in diff.queries)} better")
-st.dataframe(per_query, hide_index=True, width="stretch", key=f"{P}perq", column_config={
-    "Inspect A": st.column_config.LinkColumn(display_text="open A"),
-    "Inspect B": st.column_config.LinkColumn(display_text="open B")})
-scope_of = {x.qid: x.scope for x in sb.queries}
-moved = [{"qid": q.qid, "trace": m.trace_id, "grade": m.grade, "final A": m.rank_a, "final B": m.rank_b,
-          "moved at": m.stage, "rank there A": m.stage_rank_a, "rank there B": m.stage_rank_b,
-          "explain in B": f"{INSPECT_URL}?" + urlencode(inspect_query_params(sb.config, q.query, scope_of[q.qid],
-                                                                             target=m.trace_id))}
-         for q in diff.queries for m in q.moved]
-st.markdown(f"**Judged traces that moved** ({len(moved)}) and the first stage where their rank changed")
-st.dataframe(moved, hide_index=True, width="stretch", key=f"{P}moved",
-             column_config={"explain in B": st.column_config.LinkColumn(display_text="why here?")})
+def diff_section(case_name: str, a_id: str, b_id: str, qrels):
+    """B − A: metric deltas, per query (with a spreadsheet download), and the judged traces that moved."""
+    sa, sb = js.snapshot(a_id), js.snapshot(b_id)
+    diff = diff_snapshots(sa, sb, qrels)
+    st.subheader(f"B − A · {diff.test}")
+    if diff.config_changes:
+        st.caption("Config changes: " + ", ".join(code(f"{f} {a} → {b}") for f, (a, b) in diff.config_changes.items()))
+    st.dataframe([{"metric": m.metric, "A": round(m.a, 4), "B": round(m.b, 4), "Δ": round(m.delta, 4),
+                   "p": None if m.p_value is None else round(m.p_value, 4), "queries": m.n} for m in diff.metrics],
+                 hide_index=True, width="stretch", key=f"{P}metrics")
 
-in_both = {x.qid for x in diff.queries}
-qids = [q.qid for q in sb.queries if q.qid in in_both]  # case order: stable while grades change the diff
-pick = st.selectbox("Open a query in Inspect", qids, key=f"{P}open",
-                    format_func=lambda q: f"{q} · {next(x.query for x in diff.queries if x.qid == q)}")
-chosen = next(x for x in sb.queries if x.qid == pick)
-c1, c2 = st.columns(2)
-with c1:
-    st.page_link(INSPECT, label=f"Inspect {plain(pick)} with A's configuration", icon="🔎",
-                 query_params=inspect_query_params(sa.config, chosen.query, chosen.scope))
-with c2:
-    st.page_link(INSPECT, label=f"Inspect {plain(pick)} with B's configuration", icon="🔎",
-                 query_params=inspect_query_params(sb.config, chosen.query, chosen.scope))
+    def link(q, cfg_) -> str:
+        scope = next((x.scope for x in sb.queries if x.qid == q.qid), None)
+        return f"{INSPECT_URL}?{urlencode(inspect_query_params(cfg_, q.query, scope))}"
 
-with st.expander("Grade B's top 10 for this query", key=f"{P}grading"):  # keyed: stays open while grading
-    top = chosen.credited("final")[:10]
-    content = {t.id: t.content for t in ws.store.get(top)}
-    grades = js.grades(chosen.scope, chosen.query)
-    n_graded = sum(t in grades["human"] for t in top)
-    st.caption(f"{plain(pick)} · “{plain(chosen.query)}” · {n_graded}/{len(top)} graded. A grade counts "
-               "for every case holding this query in this scope, and the diff above counts it at once.")
-    for rank, tid in enumerate(top, 1):
-        c1, c2 = st.columns([3, 2])
-        c1.markdown(f"**{rank}.** {code(tid)} {plain(content.get(tid, '(not in the store)')[:240])}")
-        with c2:
-            grade_widget(js, chosen.scope, chosen.query, tid, key_prefix=f"{P}g_", scale=case.scale, grades=grades,
-                         label=f"#{rank}", disabled=not acc.grade)
+    per_query = [{"qid": q.qid, "query": q.query, "scope": q.scope, f"A {diff.metric}": round(q.a, 4),
+                  f"B {diff.metric}": round(q.b, 4), "Δ": round(q.delta, 4), "entered top 10": ", ".join(q.entered),
+                  "left top 10": ", ".join(q.left), "moved": len(q.moved), "Inspect A": link(q, sa.config),
+                  "Inspect B": link(q, sb.config)} for q in diff.queries]
+    st.markdown(f"**Per query** (worst first) · {sum(q.delta < 0 for q in diff.queries)} worse, "
+                f"{sum(q.delta > 0 for q in diff.queries)} better")
+    st.dataframe(per_query, hide_index=True, width="stretch", key=f"{P}perq", column_config={
+        "Inspect A": st.column_config.LinkColumn(display_text="open A"),
+        "Inspect B": st.column_config.LinkColumn(display_text="open B")})
+    st.download_button("Download the per-query table (CSV for spreadsheets)", spreadsheet_csv(per_query),
+                       file_name=f"{case_name}-{a_id}-vs-{b_id}.csv", mime="text/csv", key=f"{P}perq_csv",
+                       on_click="ignore",
+                       help="Cells a spreadsheet would run as a formula (starting with = + - @) start with a quote.")
+    scope_of = {x.qid: x.scope for x in sb.queries}
+    moved = [{"qid": q.qid, "trace": m.trace_id, "grade": m.grade, "final A": m.rank_a, "final B": m.rank_b,
+              "moved at": m.stage, "rank there A": m.stage_rank_a, "rank there B": m.stage_rank_b,
+              "explain in B": f"{INSPECT_URL}?" + urlencode(inspect_query_params(sb.config, q.query, scope_of[q.qid],
+                                                                                 target=m.trace_id))}
+             for q in diff.queries for m in q.moved]
+    st.markdown(f"**Judged traces that moved** ({len(moved)}) and the first stage where their rank changed")
+    st.dataframe(moved, hide_index=True, width="stretch", key=f"{P}moved",
+                 column_config={"explain in B": st.column_config.LinkColumn(display_text="why here?")})
+    return sa, sb, diff
 
-with st.expander("Machine grading (optional) and agreement with human grades", key=f"{P}machine"):
+
+def grade_section(case, sa, sb, diff) -> None:
+    """Open a query of the diff in Inspect, and grade B's top 10 for it."""
+    in_both = {x.qid for x in diff.queries}
+    qids = [q.qid for q in sb.queries if q.qid in in_both]  # case order: stable while grades change the diff
+    pick = st.selectbox("Open a query in Inspect", qids, key=f"{P}open",
+                        format_func=lambda q: f"{q} · {next(x.query for x in diff.queries if x.qid == q)}")
+    chosen = next(x for x in sb.queries if x.qid == pick)
+    c1, c2 = st.columns(2)
+    with c1:
+        st.page_link(INSPECT, label=f"Inspect {plain(pick)} with A's configuration", icon="🔎",
+                     query_params=inspect_query_params(sa.config, chosen.query, chosen.scope))
+    with c2:
+        st.page_link(INSPECT, label=f"Inspect {plain(pick)} with B's configuration", icon="🔎",
+                     query_params=inspect_query_params(sb.config, chosen.query, chosen.scope))
+
+    with st.expander("Grade B's top 10 for this query", key=f"{P}grading"):  # keyed: stays open while grading
+        top = chosen.credited("final")[:10]
+        content = {t.id: t.content for t in ws.store.get(top)}
+        grades = js.grades(chosen.scope, chosen.query)
+        n_graded = sum(t in grades["human"] for t in top)
+        st.caption(f"{plain(pick)} · “{plain(chosen.query)}” · {n_graded}/{len(top)} graded. A grade counts "
+                   "for every case holding this query in this scope, and the diff above counts it at once.")
+        for rank, tid in enumerate(top, 1):
+            c1, c2 = st.columns([3, 2])
+            c1.markdown(f"**{rank}.** {code(tid)} {plain(content.get(tid, '(not in the store)')[:240])}")
+            with c2:
+                grade_widget(js, chosen.scope, chosen.query, tid, key_prefix=f"{P}g_", scale=case.scale, grades=grades,
+                             label=f"#{rank}", disabled=not acc.grade, access=acc)
+
+
+def machine_section(case, sb) -> None:
     st.caption("A text generator grades the ungraded top 10 of snapshot B with the UMBRELA prompt "
                "(retrieval/judgments/machine.py). Machine grades are stored apart and never used by the metrics.")
     gen = st.selectbox("Generator", ["cohere", "openai", "gemma"], key=f"{P}gen",
@@ -229,9 +260,10 @@ with st.expander("Machine grading (optional) and agreement with human grades", k
     if st.button("Machine-grade snapshot B", key=f"{P}grade", disabled=not acc.write):
         bar = st.progress(0.0, text="grading…")
         try:
+            check_grading(acc, [q.scope for q in sb.queries])  # machine grades are grades in these scopes
             rep = machine_grade(js, sb, get_generator(spec), lambda ids: {t.id: t.content for t in ws.store.get(ids)},
                                 progress=lambda d, t: bar.progress(d / t, text=f"{d}/{t}"))
-        except (ValueError, ImportError) as exc:
+        except (ValueError, ImportError, PermissionError) as exc:
             st.error(plain(exc))
         else:
             bar.empty()
@@ -245,3 +277,23 @@ with st.expander("Machine grading (optional) and agreement with human grades", k
                   help=f"{agree['n']} traces graded by both; {agree['agree']} identical grades")
     else:
         st.caption("No trace has both a human and a machine grade yet.")
+
+
+def page() -> None:
+    """Everything below the sidebar: it reads the cases, snapshots and judgments tables throughout."""
+    case, qrels = case_section()
+    a_id, b_id = snapshots_section(case.name)
+    sa, sb, diff = diff_section(case.name, a_id, b_id, qrels)
+    grade_section(case, sa, sb, diff)
+    with st.expander("Machine grading (optional) and agreement with human grades", key=f"{P}machine"):
+        machine_section(case, sb)
+
+
+try:
+    page()
+except JudgmentStoreError as exc:  # a damaged judgments, cases or snapshots table: say so, never a traceback
+    st.warning(f"Grading, cases and snapshots are off: {plain(exc)}")
+except RuntimeError as exc:  # LanceDB's own error where the judgment store does not wrap it (snapshot_rows)
+    why = (str(exc).strip().splitlines() or [""])[0][:240]
+    st.warning(f"Snapshots are off: a table of this store could not be read ({type(exc).__name__}: {plain(why)}). "
+               "If the snapshots table is damaged, move snapshots.lance aside; the traces are not affected.")

@@ -1,4 +1,4 @@
-"""The page guard (issue #17): who the visitor is and what they may see or change.
+"""The page guard: who the visitor is and what they may see or change.
 
 Every page calls `page_guard()` right after `nav()`. Sign-in, chosen by config (`retrieval.access.load_config`):
 - `none` (default without `[auth]` in secrets.toml): no sign-in; today's local behaviour;

@@ -8,18 +8,24 @@ it, labelled, never in the control.
 from __future__ import annotations
 
 import hashlib
+import re
 
 import streamlit as st
 
+from retrieval.access import Access, AccessDenied
 from retrieval.pipeline.config import PipelineConfig
 from retrieval.judgments import GRADE_LABELS, SCALES, JudgmentStore
 from retrieval.judgments.model import query_key, scope_text
+from retrieval.judgments.store import JudgmentStoreError
 from retrieval.types import Scope
 
 from .links import write_link
 from .text import plain
 
 UNGRADED = "○ ungraded"
+# What a grade or case write may refuse with: a bad value, no permission (ReadOnlyError and AccessDenied are
+# PermissionErrors), a damaged judgments table.
+REFUSALS = (ValueError, PermissionError, JudgmentStoreError)
 
 
 def grade_key(prefix: str, scope: Scope | None, query: str, trace_id: str) -> str:
@@ -32,16 +38,18 @@ def grade_text(grade: int | None) -> str:
     return UNGRADED if grade is None else f"● {grade} {GRADE_LABELS.get(grade, '')}".strip()
 
 
-def _save(js: JudgmentStore, scope, query: str, trace_id: str, key: str, scale: str, value=None) -> None:
+def _save(js: JudgmentStore, scope, query: str, trace_id: str, key: str, scale: str, value=None,
+          access: Access | None = None) -> None:
     grade = st.session_state.get(key) if value is None else value
     if value is not None:
         st.session_state[key] = value
     try:
         if grade is None:
-            js.clear_grade(scope, query, trace_id)
+            js.clear_grade(scope, query, trace_id, access=access)
         else:
-            js.set_grade(scope, query, trace_id, grade, scale=scale)
-    except ValueError as exc:
+            js.set_grade(scope, query, trace_id, grade, scale=scale, access=access)
+    except REFUSALS as exc:
+        st.session_state[key] = st.session_state.get(f"{key}_stored")  # the control shows what is stored
         st.session_state[f"{key}_error"] = str(exc)
         return
     st.session_state[f"{key}_stored"] = grade
@@ -50,7 +58,7 @@ def _save(js: JudgmentStore, scope, query: str, trace_id: str, key: str, scale: 
 
 def grade_widget(js: JudgmentStore, scope: Scope | None, query: str, trace_id: str, *, key_prefix: str = "g_",
                  scale: str = "graded", grades: dict | None = None, shortcuts: bool = False,
-                 label: str | None = None, disabled: bool = False) -> int | None:
+                 label: str | None = None, disabled: bool = False, access: Access | None = None) -> int | None:
     """A 0–3 (or 0/1) control for one trace; returns the stored human grade (None = ungraded).
 
     Mouse: click a grade (click it again to clear). Keyboard: Tab to the control, Enter or Space.
@@ -58,6 +66,7 @@ def grade_widget(js: JudgmentStore, scope: Scope | None, query: str, trace_id: s
     the keys 0–3. Pass `grades=js.grades(scope, query)` when drawing many widgets for one query.
     `disabled=True` (a visitor without the grade permission) shows the grade without changing it.
     `label` (default: the trace id) is plain text — ids and trace content are shown as typed, never as Markdown.
+    `access` (the page's `Access`) is checked by the store on every save; a refusal is shown under the control.
     """
     grades = grades if grades is not None else js.grades(scope, query)
     human = grades.get("human", {}).get(trace_id)
@@ -71,14 +80,14 @@ def grade_widget(js: JudgmentStore, scope: Scope | None, query: str, trace_id: s
                         for g in allowed)
     st.segmented_control(
         f"{plain(label or trace_id)} · {grade_text(human)}", allowed, key=key, on_change=_save,
-        args=(js, scope, query, trace_id, key, scale), disabled=disabled,
+        args=(js, scope, query, trace_id, key, scale, None, access), disabled=disabled,
         help=f"Grade ({meaning}). Saved at once; click again to clear.")
     if shortcuts:
         cols = st.columns(len(allowed))
         for col, g in zip(cols, allowed):
             col.button(str(g), key=f"{key}_k{g}", shortcut=None if disabled else str(g), on_click=_save,
                        disabled=disabled,
-                       args=(js, scope, query, trace_id, key, scale, g), help=f"Grade {g} (key {g})")
+                       args=(js, scope, query, trace_id, key, scale, g, access), help=f"Grade {g} (key {g})")
     if machine is not None:
         st.caption(f"machine grade: {machine} (not used by metrics)")
     if st.session_state.get(f"{key}_error"):
@@ -86,16 +95,49 @@ def grade_widget(js: JudgmentStore, scope: Scope | None, query: str, trace_id: s
     return human
 
 
-def add_to_case_widget(js: JudgmentStore, scope: Scope | None, query: str, key_prefix: str = "g_"):
-    """A case name and an "Add to case" button; returns the case after adding, else None."""
+def visible_case_names(js: JudgmentStore, access: Access | None) -> list[str]:
+    """The case names `access` may see: every query of the case in a scope it sees (all of them when it is not
+    limited). How many are left out is not said: other users' cases are not a limited visitor's to count."""
     names = js.case_names()
+    if access is None or not access.limited:
+        return names
+    return [n for n in names if all(access.sees(q.scope) for q in js.case(n).queries)]
+
+
+def own_case_name(access: Access | None) -> str:
+    """A new case name of the visitor's own ("maya-cases" for maya@example.com), never a shared one."""
+    user = (access.user if access is not None else "") or ""
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", user.split("@")[0]).strip("-_.")[:50]
+    return f"{stem}-cases" if stem else "my-cases"
+
+
+def add_to_case_widget(js: JudgmentStore, scope: Scope | None, query: str, key_prefix: str = "g_",
+                       access: Access | None = None):
+    """A case name and an "Add to case" button; returns the case after adding, else None. A visitor limited to
+    some scopes is offered a case name of their own (from their sign-in), never a shared one such as `demo`; the
+    store checks `access` on the write and a refusal is an error message."""
+    limited = access is not None and access.limited
+    if limited:
+        default = own_case_name(access)
+    else:
+        try:
+            names = js.case_names()
+        except JudgmentStoreError as exc:
+            st.warning(f"Cases are off: {plain(exc)}")
+            return None
+        default = names[-1] if names else "my-case"
     c1, c2 = st.columns([3, 1])
-    name = c1.text_input("Case", value=names[-1] if names else "my-case", key=f"{key_prefix}case_name",
+    name = c1.text_input("Case", value=default, key=f"{key_prefix}case_name",
                          help="An existing case, or a new name (letters, digits, - _ .)")
     if c2.button("Add to case", key=f"{key_prefix}add_case"):
         try:
-            case = js.add_to_case(name.strip(), query, scope)
-        except ValueError as exc:
+            case = js.add_to_case(name.strip(), query, scope, access=access)
+        except AccessDenied as exc:
+            # A limited visitor is not told which other scopes a shared case spans.
+            st.error(f"Nothing was saved: case {plain(name.strip())} holds queries in scopes you may not grade in; "
+                     "use a case name of your own." if limited else plain(exc))
+            return None
+        except REFUSALS as exc:
             st.error(plain(exc))
             return None
         st.success(f"“{plain(query)}” is in case {plain(case.name)} ({len(case.queries)} queries)")

@@ -21,6 +21,8 @@ from retrieval.fusion import FUSIONS, NORMALIZATIONS
 from retrieval.pipeline.presets import PRESETS, get_preset
 from retrieval.pipeline.settings import KNOBS
 
+from .text import code, plain
+
 ALL_SCOPES = "(all scopes)"
 ALL_SCOPES_PARAM = "all"
 MAX_QUERY = 2000
@@ -106,8 +108,10 @@ class Ignored:
     why: str
 
     def __str__(self) -> str:
+        """`param=value` as one safe code span and the reason as text: a crafted link's value never
+        renders as an image, a link or a tag where Streamlit reads Markdown."""
         value = self.value if len(self.value) <= 40 else self.value[:37] + "…"
-        return f"`{self.param}={value}` ({self.why})"
+        return f"{code(f'{self.param}={value}')} ({plain(self.why)})"
 
 
 @dataclass(frozen=True)

@@ -5,33 +5,50 @@ from __future__ import annotations
 import streamlit as st
 
 from retrieval.eval.datasets import beir_judgments, judgments_from_bytes
+from retrieval.judgments.store import JudgmentStoreError
 
 from .access import session_access
 from .cache import judgments
+from .grading import visible_case_names
+from .text import plain
 from .widgets import scope_picker
 
 CASES, BEIR, JSONL = "a case in this store", "BEIR queries + qrels", "judgments .jsonl"
 
 
 def pick_labelled_set(ws, prefix: str) -> list:
-    """The chosen set's `LabelledQuery`s that this visitor may see (empty when none is chosen yet)."""
+    """The chosen set's `LabelledQuery`s that this visitor may see (empty when none is chosen yet). A visitor
+    limited to some scopes is offered only the cases all of whose queries are in those scopes; a damaged
+    judgments table turns cases off with its message, the uploads still work."""
+    access = session_access()
     js = judgments(ws.uri)
-    names = js.case_names()
+    try:
+        names = visible_case_names(js, access)
+        broken = None
+    except JudgmentStoreError as exc:
+        names, broken = [], str(exc)
     src = st.radio("Labelled queries", [CASES, BEIR, JSONL], horizontal=True, key=f"{prefix}src",
                    help="Cases hold queries with the grades given in Inspect (or imported: "
                         "`python -m retrieval case import`). The demo corpus ships the case `demo`.")
     queries: list = []
     try:
         if src == CASES:
+            if broken:
+                st.warning(f"Grading and cases are off: {plain(broken)}")
+                return []
+            if access.limited:  # said always, not only when one is left out: no count of others' cases
+                st.caption("Only cases whose queries all lie in your scopes are listed.")
             if not names:
-                st.info("No case in this store yet: grade results in Inspect and add the query to a case, or "
-                        "import one with `python -m retrieval case import NAME --queries … --qrels …`.")
+                st.info("No case of yours yet: grade results in Inspect and add the query to a case."
+                        if access.limited else "No case in this store yet: grade results in Inspect and add the "
+                        "query to a case, or import one with `python -m retrieval case import NAME --queries … "
+                        "--qrels …`.")
                 return []
             name = st.selectbox("Case", names, index=names.index("demo") if "demo" in names else 0,
                                 key=f"{prefix}case")
             queries = js.labelled(name)
             if not queries:
-                st.info(f"Case {name} has no graded query yet: grade its results in Inspect.")
+                st.info(f"Case {plain(name)} has no graded query yet: grade its results in Inspect.")
         elif src == BEIR:
             st.caption("Load the BEIR corpus on the Corpus page first (a zipped BEIR folder), into the scope chosen "
                        "here.")
@@ -49,9 +66,11 @@ def pick_labelled_set(ws, prefix: str) -> list:
             if up is not None:
                 queries = judgments_from_bytes(up.getvalue(), source=up.name)
     except ValueError as exc:
-        st.error(f"Could not read the judgments: {exc}")
+        st.error(f"Could not read the judgments: {plain(exc)}")
         return []
-    access = session_access()
+    except JudgmentStoreError as exc:  # the table broke between listing and reading
+        st.warning(f"Grading and cases are off: {plain(exc)}")
+        return []
     hidden = [q for q in queries if not access.sees(q.scope)]
     if hidden:  # the check lives in retrieval.access; a query in another scope is never run
         st.warning(f"{len(hidden)} of {len(queries)} queries are in scopes you may not see; they are left out.")

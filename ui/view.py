@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from retrieval.bm25.index import default_tokenizer
 
+from .text import plain
+
 DASH = "—"
 STAGE_NAMES = {"dense": "Dense", "sparse": "Sparse (BM25)", "merged": "Merged", "reranked": "Reranked",
                "final": "Final"}
@@ -112,7 +114,8 @@ def column_rows(stage: str, diag, whole: Mapping[str, str], query: str, rows: in
 
 
 def split_summary(diag) -> str | None:
-    """What split-on-ambiguous did, in one sentence (None when it was off)."""
+    """What split-on-ambiguous did, in one sentence for a Markdown-reading element (the ids escaped; None when
+    it was off)."""
     info = diag.split_on_ambiguous
     if not info:
         return None
@@ -125,7 +128,7 @@ def split_summary(diag) -> str | None:
     head = (f"Split-on-ambiguous (threshold {info['threshold']:g}): split {halved} of {cands} candidates "
             f"(the lowest-scoring of the {pool} in the pool{short}), replaced {len(replaced)}")
     if replaced:
-        return head + (f" whose better half outscored the whole: {', '.join(replaced)}. "
+        return head + (f" whose better half outscored the whole: {plain(', '.join(replaced))}. "
                        "Look for ✂ in Reranked and Final.")
     return head + ": no half beat its whole, so every trace kept its text."
 

@@ -16,13 +16,16 @@ from . import view
 from .charts import STAGE_LABELS, bm25_figure, dense_terms_figure
 from .links import ALL_SCOPES, ignored_sentence, read_link, store_changed, write_link
 from .state import PipelineConfig
+from .text import code, plain
 
 SNIPPET_CHARS = 180
 DROPPED_AT = {"dense": "search", "hydrate": "hydration", "rerank": "rerank", "truncate": "top-k cut"}
 
 
 def highlight(text: str, query: str, limit: int = SNIPPET_CHARS) -> str:
-    """HTML-escaped snippet with query terms in <mark>; centred on the first hit when long."""
+    """HTML-escaped snippet with query terms in <mark>; centred on the first hit when long. One line: every
+    line break is a <br>, since a blank line would end the HTML block around it and the rest would be read as
+    Markdown (an image or a link in the text would render)."""
     terms = set(default_tokenizer(query or ""))
     snippet = text
     if len(text) > limit:
@@ -34,7 +37,7 @@ def highlight(text: str, query: str, limit: int = SNIPPET_CHARS) -> str:
     for piece in re.split(r"([^\W_]+)", snippet):
         esc = html.escape(piece)
         out.append(f"<mark>{esc}</mark>" if piece.lower() in terms else esc)
-    return "".join(out)
+    return re.sub(r"\r\n|[\r\n]", "<br>", "".join(out))  # CommonMark's line endings
 
 
 # ---------------------------------------------------------------- click to explain
@@ -64,14 +67,15 @@ def stage_column(stage: str, diag, whole: dict, query: str, rows: int, key: str,
                                 "score": st.column_config.TextColumn(width=56),
                                 "text": st.column_config.TextColumn(width="large")})
     # For tests and screen readers: the ids in this column, in order.
-    st.markdown(f"<div class='stage-ids' data-stage='{stage}' data-ids='{html.escape(','.join(r['id'] for r in data))}'"
-                " style='display:none'></div>", unsafe_allow_html=True)
+    ids_attr = html.escape(",".join(r["id"] for r in data)).replace("\n", "&#10;").replace("\r", "&#13;")
+    st.markdown(f"<div class='stage-ids' data-stage='{stage}' data-ids='{ids_attr}' style='display:none'></div>",
+                unsafe_allow_html=True)
     split = [r["id"] for r in data if "✂" in r["by"]]
     if split:
         with st.expander(f"✂ whole text of {len(split)} split trace(s)"):
             for tid in split:
-                st.markdown(f"**{tid}** — {view.split_mark(diag.splits[tid])}")
-                st.caption(whole.get(tid, ""))
+                st.markdown(f"**{plain(tid)}** — {view.split_mark(diag.splits[tid])}")
+                st.caption(plain(whole.get(tid, "")))
 
 
 def plotly_pick(fig, key: str, target_key: str) -> None:
@@ -87,7 +91,7 @@ def scope_picker(ws, key: str, label: str = "Scope", allow_all: bool = True, bin
     this visitor may see are offered (`ui.access`); a visitor limited to some cannot pick all of them."""
     from .access import session_access
 
-    acc = session_access()  # issue #17: the check itself is retrieval.access
+    acc = session_access()  # the check itself is retrieval.access
     counts = {s: n for s, n in ws.store.scope_counts().items() if acc.sees(s)}
     allow_all = allow_all and acc.sees(None)
     scopes = [str(s) for s in counts]
@@ -173,24 +177,25 @@ def escalation_view(escalations) -> None:
     for e in escalations:
         d = describe(e)
         st.warning(d.sentence, icon=":material/warning:")
-        st.caption(f"code `{d.code}`" + (f" · {d.detail}" if d.detail else ""))
+        st.caption(f"code {code(d.code)}" + (f" · {plain(d.detail)}" if d.detail else ""))  # the detail may quote ids
 
 
 # ---------------------------------------------------------------- the explanation
 def explanation_summary(ex, query: str, key: str) -> bool:
     """The plain-words part: the reason, the text, rank and score per stage. False when nothing more
     may be shown (no such trace, or not visible from this scope)."""
+    reason = plain(ex.reason)  # it quotes the typed id, fact sources, a split half
     if not ex.exists or not ex.visible:
-        st.warning(ex.reason)
+        st.warning(reason)
         return False
     if ex.dropped_at is None:
-        st.success(ex.reason)
+        st.success(reason)
     else:
         st.warning(f"**Not in the final list** — it fell out at the {DROPPED_AT.get(ex.dropped_at, ex.dropped_at)} "
-                   f"stage. {ex.reason}")
+                   f"stage. {reason}")
     if ex.content:
         st.markdown(f"<div style='font-size:0.92em'>{highlight(ex.content, query, 600)}</div>", unsafe_allow_html=True)
-        st.caption(f"scope {ex.scope}" if ex.scope else "")
+        st.caption(f"scope {plain(ex.scope)}" if ex.scope else "")
     sentence = view.split_sentence(ex.split)
     if sentence:
         st.markdown(sentence)
@@ -228,8 +233,10 @@ def explanation_details(ex, key: str) -> None:
                              column_config={"content": st.column_config.TextColumn(width="large")})
         if ex.fact:
             f = ex.fact
-            st.markdown(f"**Fact** `{f['subject']} {f['predicate']} {f['object']}` as of {f['timestamp'][:10]}, "
-                        f"from trace(s) {', '.join(f['source_trace_ids']) or '—'}: “{f['source_span'] or '—'}”")
+            triple = code(f"{f['subject']} {f['predicate']} {f['object']}")
+            sources = plain(", ".join(f["source_trace_ids"])) or "—"
+            st.markdown(f"**Fact** {triple} as of {plain(f['timestamp'][:10])}, from trace(s) {sources}: "
+                        f"“{plain(f['source_span'] or '—')}”")
     with c2:
         if ex.bm25_tree and any(r["score"] > 0 for r in ex.bm25_tree):
             total = sum(r["score"] for r in ex.bm25_tree)

@@ -3,11 +3,18 @@
 Lenient like the trace loaders: a bad line is reported with its number and reason and the good
 lines are kept. Judged ids missing from the store and qrels queries missing from the queries file
 are listed and skipped (a grade on a trace that is not there could never be shown or regraded).
+
+Exports come in two kinds. Machine formats (`export_case`: BEIR queries.jsonl and qrels/test.tsv, TREC
+qrels.trec, the case JSONL) are byte-exact: ids and queries are written as stored, so evaluation tools and a
+re-import read exactly what was graded. Spreadsheet exports (`spreadsheet_csv`, the app's CSV downloads) are
+neutralised: a cell a spreadsheet would run as a formula starts with a quote (`spreadsheet_cell`).
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import csv
+import io
 import json
 import re
 from dataclasses import dataclass
@@ -201,7 +208,11 @@ def import_files(js: JudgmentStore, name: str, *, queries: str | Path | None = N
 def export_case(js: JudgmentStore, name: str, out: str | Path) -> list[Path]:
     """Write queries.jsonl, qrels/test.tsv (BEIR), qrels.trec (TREC) and NAME.jsonl into `out`.
 
-    Human grades only. BEIR files carry no scope: the JSONL does (re-import it to keep scopes)."""
+    Human grades only. BEIR files carry no scope: the JSONL does (re-import it to keep scopes).
+    Every file is byte-exact — ids and query texts as stored, nothing neutralised — because they are machine
+    formats read by BEIR, trec_eval / ir-measures and `case import`: a quote put before an id starting with
+    "-" or "=" would make it another id. These files are not meant for a spreadsheet; for one, use
+    `spreadsheet_csv`, which neutralises formula cells."""
     case = js.case(name)
     qrels = js.qrels(case)
     out = Path(out)
@@ -215,6 +226,35 @@ def export_case(js: JudgmentStore, name: str, out: str | Path) -> list[Path]:
                                             "relevant": qrels.get(q.qid, {}), **({"note": q.note} if q.note else {})})
                                 + "\n" for q in case.queries))
     return paths
+
+
+# A spreadsheet (Excel, LibreOffice, Google Sheets) runs a cell starting with one of these as a formula
+# (OWASP "CSV injection"); a leading tab or carriage return is stripped by some of them before that check.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_cell(value: object) -> object:
+    """A cell for a CSV or TSV meant for a spreadsheet: text starting with `= + - @`, a tab or a carriage return
+    gets a leading single quote, so the spreadsheet shows it as text and never runs it. Numbers (int, float,
+    bool) and None pass unchanged, so -0.25 stays a number. Not for machine formats (see `export_case`)."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    text = str(value)
+    return "'" + text if text.startswith(FORMULA_START) else text
+
+
+def spreadsheet_csv(rows: Iterable[dict], delimiter: str = ",") -> str:
+    """`rows` (dicts; the first row's keys, then any new key in order, are the columns) as CSV (or TSV with
+    `delimiter="\t"`) for a spreadsheet: every text cell, header included, through `spreadsheet_cell`. This
+    output is neutralised, not byte-exact: read it back with a spreadsheet, not with `case import`."""
+    rows = list(rows)
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    buf = io.StringIO()
+    w = csv.writer(buf, delimiter=delimiter, lineterminator="\r\n")
+    w.writerow([spreadsheet_cell(c) for c in columns])
+    for r in rows:
+        w.writerow([spreadsheet_cell(r.get(c)) for c in columns])
+    return buf.getvalue()
 
 
 def ensure_demo_case(uri: str, path: str | Path, name: str = "demo") -> ImportReport | None:

@@ -300,13 +300,11 @@ class JudgmentStore:
 
     # ------------------------------------------------------------------ snapshots
     def _rows_columns(self, name: str, columns: Sequence[str], where: str | None = None) -> list[dict]:
-        tbl = self._table(name)
-        if tbl is None:
-            return []
-        q = tbl.search().select(list(columns))
-        if where:
-            q = q.where(where)
-        return q.limit(None).to_arrow().to_pylist()
+        def read(tbl):
+            q = tbl.search().select(list(columns))
+            return (q.where(where) if where else q).limit(None).to_arrow().to_pylist()
+
+        return self._run(name, read) or []
 
     def save_snapshot(self, snap: Snapshot, *, access: Access | None = None) -> Snapshot:
         self._upsert("snapshots", "id", [snap.to_row()])

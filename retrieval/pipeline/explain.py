@@ -3,10 +3,12 @@
 Reads the public `Diagnostics` (typed `Any` here: `retrieval.pipeline.records` imports this module for
 `Diagnostics.explain`, and the import graph stays acyclic) and its `SearchRecord`. For an id the query never
 touched it makes one look-up through `lookup` (the stored row and vector; never a search, never a model call) and
-never shows the content or scope of a trace outside the query's scope or inactive.
+never shows the content or scope of a trace outside the query's scope or inactive. For a visitor limited to some
+scopes (`sees`), an id stored in a scope they may not see and an id stored nowhere get the same sentence.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -41,7 +43,10 @@ class Explanation:
         return dict(self.__dict__)
 
 
-def explain(diag: Any, trace_id: str, lookup: Any = None) -> Explanation:
+def explain(diag: Any, trace_id: str, lookup: Any = None, sees: Callable[[str], bool] | None = None) -> Explanation:
+    """Why `trace_id` is where it is. `sees` (a visitor limited to some scopes: does it see scope "kind:id"?)
+    makes "stored in a scope it may not see" and "stored nowhere" one answer, so explaining is no existence
+    oracle; None (every scope visible) tells them apart."""
     if not isinstance(trace_id, str) or not trace_id:
         raise ValueError(f"explain() needs a trace id string, got {trace_id!r}")
     rec, s = diag.record, diag.settings
@@ -93,7 +98,7 @@ def explain(diag: Any, trace_id: str, lookup: Any = None) -> Explanation:
         out.setdefault("scope", f"{pool_trace.trace.scope}:{pool_trace.trace.scope_id}")
 
     if out["stages"]["final"] is None and not touched and rec.search_queries:
-        return Explanation(dropped_at="dense", **_not_found(diag, trace_id, lookup, out))
+        return Explanation(dropped_at="dense", **_not_found(diag, trace_id, lookup, out, sees))
     dropped_at, reason = _verdict(diag, trace_id, out)
     return Explanation(dropped_at=dropped_at, reason=reason, **out)
 
@@ -182,11 +187,20 @@ def _verdict(diag: Any, trace_id: str, ex: dict[str, Any]) -> tuple[str | None, 
                         f"(the last kept trace scored {_fmt(kth_score)}).")
 
 
-def _not_found(diag: Any, trace_id: str, lookup: Any, out: dict[str, Any]) -> dict[str, Any]:
+def hidden_reason(trace_id: str) -> str:
+    """The one sentence a limited visitor gets for an id in a scope they may not see and for an unknown id."""
+    return (f"Trace {trace_id!r} is not visible from this query: no trace with this id is stored in a scope you may "
+            "see. Check the id (ids are case-sensitive).")
+
+
+def _not_found(diag: Any, trace_id: str, lookup: Any, out: dict[str, Any],
+               sees: Callable[[str], bool] | None = None) -> dict[str, Any]:
     """The id is in neither list: say why from its stored row — or that it is not visible here."""
     rec = diag.record
     bare = {"trace_id": trace_id, "stages": out["stages"]}
     row = lookup.row(trace_id) if lookup is not None else None
+    if sees is not None and (row is None or not sees(f"{row[0].scope}:{row[0].scope_id}")):
+        return {**bare, "exists": False, "visible": False, "reason": hidden_reason(trace_id)}
     if row is None:
         return {**bare, "exists": False, "visible": False,
                 "reason": f"No trace with id {trace_id!r} exists in this store. Check the id (ids are case-sensitive)."}
