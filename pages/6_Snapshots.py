@@ -132,7 +132,7 @@ def run_panel(case) -> None:
     try:
         check_grading(acc, [q.scope for q in case.queries])  # storing a snapshot is a write in the case's scopes
         snap = run_snapshot(ws, case, cfg, js, CachedModels(get_reranker, get_generator), label=label,
-                            progress=lambda d, t: bar.progress(d / t, text=f"query {d}/{t}"))
+                            progress=lambda d, t: bar.progress(d / t, text=f"query {d}/{t}"), access=acc)
     except (ValueError, ImportError, PermissionError) as exc:
         st.error(plain(exc))
         return
@@ -262,7 +262,7 @@ def machine_section(case, sb) -> None:
         try:
             check_grading(acc, [q.scope for q in sb.queries])  # machine grades are grades in these scopes
             rep = machine_grade(js, sb, get_generator(spec), lambda ids: {t.id: t.content for t in ws.store.get(ids)},
-                                progress=lambda d, t: bar.progress(d / t, text=f"{d}/{t}"))
+                                progress=lambda d, t: bar.progress(d / t, text=f"{d}/{t}"), access=acc)
         except (ValueError, ImportError, PermissionError) as exc:
             st.error(plain(exc))
         else:

@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from retrieval.judgments.model import SCALES, Judgment, Snapshot, query_key, scope_text
 from retrieval.judgments.store import JudgmentStore
+
+if TYPE_CHECKING:
+    from retrieval.access import Access
 
 GRADE_SYSTEM = "You are a search quality rater evaluating the relevance of passages. Reply with one digit only."
 SCALE_TEXT = {
@@ -68,7 +72,8 @@ class MachineReport:
 
 def machine_grade(js: JudgmentStore, snap: Snapshot, generator, texts: Callable[[list[str]], Mapping[str, str]],
                   k: int = 10, scale: str | None = None, regrade: bool = False,
-                  progress: Callable[[int, int], None] | None = None) -> MachineReport:
+                  progress: Callable[[int, int], None] | None = None, *,
+                  access: Access | None = None) -> MachineReport:
     """Grade the top `k` (credited final list) of every query in `snap` that no human has graded.
 
     `texts(ids)` returns {id: content} (e.g. from the trace store). Each grade is saved at once.
@@ -104,7 +109,8 @@ def machine_grade(js: JudgmentStore, snap: Snapshot, generator, texts: Callable[
         if progress:
             progress(n, len(todo))
     if graded:  # one audit row for the run, not one per grade
-        js.audit.record("local", "grade", graded, sorted({scope_text(q.scope) for q, _ in todo}), [],
+        actor = access.user if access is not None else "local"
+        js.audit.record(actor, "grade", graded, sorted({scope_text(q.scope) for q, _ in todo}), [],
                         detail=f"machine: {label}")
     return MachineReport(grader_label(generator), graded, skipped, tuple(failures))
 

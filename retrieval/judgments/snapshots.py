@@ -10,6 +10,7 @@ import time
 import uuid
 from datetime import datetime, UTC
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from retrieval.pipeline.config import PipelineConfig
 from retrieval.pipeline.records import STAGES
@@ -17,6 +18,9 @@ from retrieval.types import Mood
 from retrieval.judgments.metrics import evaluate, mean_metrics
 from retrieval.judgments.model import Case, Snapshot, SnapshotQuery
 from retrieval.judgments.store import JudgmentStore
+
+if TYPE_CHECKING:
+    from retrieval.access import Access
 
 Progress = Callable[[int, int], None]
 
@@ -50,7 +54,8 @@ def score_queries(queries: tuple[SnapshotQuery, ...], qrels, k: int = 10, stages
 
 
 def run_snapshot(ws, case: Case | str, cfg: PipelineConfig, js: JudgmentStore | None = None, models=None,
-                 progress: Progress | None = None, label: str = "", save: bool = True, k: int = 10) -> Snapshot:
+                 progress: Progress | None = None, label: str = "", save: bool = True, k: int = 10, *,
+                 access: Access | None = None) -> Snapshot:
     """Search every query of `case` with `cfg` over workspace `ws`; score with the human grades; store it.
 
     `progress(done, total)` is called after each query. Raises ValueError for an unknown case or a
@@ -81,7 +86,7 @@ def run_snapshot(ws, case: Case | str, cfg: PipelineConfig, js: JudgmentStore | 
     snap = Snapshot(new_snapshot_id(now), case.name, now, cfg, queries, stage_means.get("final", mean_metrics({}, k)),
                     stage_means, qrels, label, (time.perf_counter() - t0) * 1000,
                     getattr(ws.store.embedder, "name", type(ws.store.embedder).__name__))
-    return js.save_snapshot(snap) if save else snap
+    return js.save_snapshot(snap, access=access) if save else snap
 
 
 def rescore(snap: Snapshot, qrels, k: int = 10, stages: tuple[str, ...] = STAGES) -> Snapshot:
