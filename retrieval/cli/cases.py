@@ -156,17 +156,7 @@ def add_case_commands(sub) -> None:
     """Register `case` and `snapshot` on the main parser's subparsers."""
     case = sub.add_parser("case", help="judged query sets: import, list, export (SPEC §14)")
     cs = case.add_subparsers(dest="case_cmd", required=True)
-    sp = cs.add_parser("import", help="BEIR queries.jsonl + TREC or BEIR qrels, or a JSONL file, as a case")
-    sp.add_argument("name")
-    sp.add_argument("--queries", help="BEIR queries.jsonl")
-    sp.add_argument("--qrels", help="TREC (qid 0 docid grade) or BEIR (query-id, corpus-id, score) qrels")
-    sp.add_argument("--jsonl", help='JSONL lines {"qid", "query", "scope", "relevant": {id: grade}}')
-    sp.add_argument("--scope", type=_scope, help="scope of BEIR queries, e.g. organization:beir (default: all)")
-    sp.add_argument("--scale", choices=("graded", "binary"), default="graded", help="graded 0-3 or binary 0/1")
-    sp.add_argument("--replace", action="store_true", help="replace the case's queries instead of adding")
-    sp.add_argument("--no-id-check", action="store_true", help="keep grades of ids not (yet) in the store")
-    _db(sp)
-    sp.set_defaults(func=_guard(cmd_case_import))
+    _add_case_import(cs)
     sp = cs.add_parser("list", help="cases with their query, judged-query and snapshot counts")
     _db(sp)
     sp.set_defaults(func=_guard(cmd_case_list))
@@ -178,6 +168,30 @@ def add_case_commands(sub) -> None:
 
     snap = sub.add_parser("snapshot", help="run a configuration over a case; diff two runs (SPEC §14)")
     ss = snap.add_subparsers(dest="snapshot_cmd", required=True)
+    _add_snapshot_run(ss)
+    sp = ss.add_parser("list", help="snapshots (of one case), oldest first")
+    sp.add_argument("case", nargs="?")
+    _db(sp)
+    sp.set_defaults(func=_guard(cmd_snapshot_list))
+    _add_snapshot_diff(ss)
+    _add_snapshot_grade(ss)
+
+
+def _add_case_import(cs) -> None:
+    sp = cs.add_parser("import", help="BEIR queries.jsonl + TREC or BEIR qrels, or a JSONL file, as a case")
+    sp.add_argument("name")
+    sp.add_argument("--queries", help="BEIR queries.jsonl")
+    sp.add_argument("--qrels", help="TREC (qid 0 docid grade) or BEIR (query-id, corpus-id, score) qrels")
+    sp.add_argument("--jsonl", help='JSONL lines {"qid", "query", "scope", "relevant": {id: grade}}')
+    sp.add_argument("--scope", type=_scope, help="scope of BEIR queries, e.g. organization:beir (default: all)")
+    sp.add_argument("--scale", choices=("graded", "binary"), default="graded", help="graded 0-3 or binary 0/1")
+    sp.add_argument("--replace", action="store_true", help="replace the case's queries instead of adding")
+    sp.add_argument("--no-id-check", action="store_true", help="keep grades of ids not (yet) in the store")
+    _db(sp)
+    sp.set_defaults(func=_guard(cmd_case_import))
+
+
+def _add_snapshot_run(ss) -> None:
     sp = ss.add_parser("run", help="search every query of a case and store all stage lists and metrics")
     sp.add_argument("case")
     sp.add_argument("--config", help="a config JSON exported from the app (flags override it)")
@@ -195,10 +209,9 @@ def add_case_commands(sub) -> None:
     sp.add_argument("--label", default="")
     _db(sp, embedder=True)
     sp.set_defaults(func=_guard(cmd_snapshot_run))
-    sp = ss.add_parser("list", help="snapshots (of one case), oldest first")
-    sp.add_argument("case", nargs="?")
-    _db(sp)
-    sp.set_defaults(func=_guard(cmd_snapshot_list))
+
+
+def _add_snapshot_diff(ss) -> None:
     sp = ss.add_parser("diff", help="B minus A: metric deltas with a paired t-test, per-query deltas, moves")
     sp.add_argument("a")
     sp.add_argument("b")
@@ -207,6 +220,9 @@ def add_case_commands(sub) -> None:
     sp.add_argument("--stored-grades", action="store_true", help="score with the grades each run used, not today's")
     _db(sp)
     sp.set_defaults(func=_guard(cmd_snapshot_diff))
+
+
+def _add_snapshot_grade(ss) -> None:
     sp = ss.add_parser("grade", help="machine-grade the ungraded top k of a snapshot (stored apart from human grades)")
     sp.add_argument("snapshot")
     sp.add_argument("--generator", required=True, help="cohere | openai:BASE_URL#MODEL | gemma (weak)")

@@ -6,7 +6,7 @@ which is what makes every slider move (`reweight`) instant and the five columns 
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from retrieval.fusion import Fused, convex_fusion, reciprocal_rank_fusion
@@ -15,6 +15,18 @@ from retrieval.pipeline.records import (ESC_RERANK, ESC_SPARSE_EMPTY, ESC_SPLIT,
                       SearchRecord, SplitOutcome, frozen)
 from retrieval.pipeline.settings import Settings
 from retrieval.types import ScoredMemoryTrace
+
+
+@dataclass(frozen=True)
+class Reranked:
+    """Step 6's outcome: the blended (and split) order, or the pool untouched when nothing was reranked."""
+
+    order: list[ScoredMemoryTrace]
+    blend: dict[str, Blend] = field(default_factory=dict)
+    splits: dict[str, SplitOutcome] = field(default_factory=dict)
+    split_info: dict[str, Any] | None = None
+    cut: frozenset[str] = frozenset()
+    ran: bool = False  # False: no reranker, or its call failed (the merged order is kept)
 
 
 def assemble(record: SearchRecord, settings: Settings, lookup: Any = None) -> RetrievalResult:
@@ -26,30 +38,14 @@ def assemble(record: SearchRecord, settings: Settings, lookup: Any = None) -> Re
     s = settings
     escalations = list(record.escalations)
     dense_best = best_dense(record)
-    dense_order = sorted(dense_best.values(), key=lambda t: (-t.retrieval_score, t.id))
-    sparse_order = sorted(best_sparse(record).items(), key=lambda kv: (-kv[1], kv[0]))
-    stage_ids: dict[str, list[str]] = {k: [] for k in STAGES}
-    stage_scores: dict[str, dict[str, float]] = {k: {} for k in STAGES}
-    stage_ids["dense"] = [t.id for t in dense_order]
-    stage_scores["dense"] = {t.id: t.retrieval_score for t in dense_order}
-    stage_ids["sparse"] = [i for i, _ in sparse_order]
-    stage_scores["sparse"] = dict(sparse_order)
+    stage_ids, stage_scores = searched_stages(record, dense_best)
     facts = list(record.fact_traces)
     base: dict[str, Any] = dict(escalations=escalations, hyde=record.hypothesis,
                                 multi_query=list(record.search_queries[1:]),
                                 settings=s, fact_ids=[t.id for t in facts], record=record, lookup=lookup)
 
     def done(final: list[ScoredMemoryTrace], **kw: Any) -> RetrievalResult:
-        stage_ids["final"] = [t.id for t in final]
-        stage_scores["final"] = {t.id: t.retrieval_score for t in final}
-        timings = dict(record.timings_ms)
-        timings["assemble"] = round((time.perf_counter() - t0) * 1000.0, 3)
-        kw.setdefault("candidates_scanned", 0)
-        kw.setdefault("split_on_ambiguous", None)
-        diag = Diagnostics(stage_ids=frozen(stage_ids), stage_scores=frozen({k: frozen(v) for k,
-                                                                             v in stage_scores.items()}),
-                           timings_ms=frozen(timings), **base, **kw)
-        return RetrievalResult(list(final), diag)
+        return finish(record, t0, stage_ids, stage_scores, final, **base, **kw)
 
     if not record.search_queries:  # empty query: nothing was searched
         return done([])
@@ -57,11 +53,7 @@ def assemble(record: SearchRecord, settings: Settings, lookup: Any = None) -> Re
     if not any(record.sparse_lists):
         # Step 3 escape hatch (AgentOS): no sparse hits → facts + dense, no fusion, no rerank.
         escalations.append(ESC_SPARSE_EMPTY)
-        if len(record.dense_lists) > 1:
-            fused = reciprocal_rank_fusion([[t.id for t in lst] for lst in record.dense_lists], k=s.rrf_k)
-            dense_seq = [dense_best[f.id] for f in fused]
-        else:
-            dense_seq = list(record.dense_lists[0]) if record.dense_lists else []
+        dense_seq = dense_only(record, s, dense_best)
         final = (facts + dense_seq)[: s.recall_top_k]
         return done(final, candidates_scanned=len(dense_best), pool=frozen({t.id: t for t in facts + dense_seq}))
 
@@ -75,30 +67,81 @@ def assemble(record: SearchRecord, settings: Settings, lookup: Any = None) -> Re
     pool = facts + pool
 
     # Step 6: rerank blend + split-on-ambiguous, from cached model scores.
-    order, blend, splits, split_info, cut = pool, {}, {}, None, frozenset()
+    rr = rerank(record, s, pool, escalations)
+    if rr.ran:
+        stage_ids["reranked"] = [t.id for t in rr.order]
+        stage_scores["reranked"] = {t.id: t.retrieval_score for t in rr.order}
+
+    # Step 7: truncate.
+    return done(rr.order[: s.recall_top_k], candidates_scanned=len(fused), fused=frozen({f.id: f for f in fused}),
+                blend=frozen(rr.blend), splits=frozen(rr.splits), dropped_at_hydrate=frozen(dropped),
+                cut_by_rerank=rr.cut, imputed=frozen(imputed), pool=frozen({t.id: t for t in rr.order}),
+                split_on_ambiguous=frozen(rr.split_info) if rr.split_info is not None else None)
+
+
+def searched_stages(record: SearchRecord, dense_best: dict[str, ScoredMemoryTrace]
+                    ) -> tuple[dict[str, list[str]], dict[str, dict[str, float]]]:
+    """Every stage's ids and scores, with the two searched stages (dense, sparse) filled in."""
+    dense_order = sorted(dense_best.values(), key=lambda t: (-t.retrieval_score, t.id))
+    sparse_order = sorted(best_sparse(record).items(), key=lambda kv: (-kv[1], kv[0]))
+    stage_ids: dict[str, list[str]] = {k: [] for k in STAGES}
+    stage_scores: dict[str, dict[str, float]] = {k: {} for k in STAGES}
+    stage_ids["dense"] = [t.id for t in dense_order]
+    stage_scores["dense"] = {t.id: t.retrieval_score for t in dense_order}
+    stage_ids["sparse"] = [i for i, _ in sparse_order]
+    stage_scores["sparse"] = dict(sparse_order)
+    return stage_ids, stage_scores
+
+
+def finish(record: SearchRecord, t0: float, stage_ids: dict[str, list[str]],
+           stage_scores: dict[str, dict[str, float]], final: list[ScoredMemoryTrace], /,
+           **kw: Any) -> RetrievalResult:
+    """The result: `final` as the last stage, the assembly's time added to the search's, `kw` as diagnostics."""
+    stage_ids["final"] = [t.id for t in final]
+    stage_scores["final"] = {t.id: t.retrieval_score for t in final}
+    timings = dict(record.timings_ms)
+    timings["assemble"] = round((time.perf_counter() - t0) * 1000.0, 3)
+    kw.setdefault("candidates_scanned", 0)
+    kw.setdefault("split_on_ambiguous", None)
+    diag = Diagnostics(stage_ids=frozen(stage_ids), stage_scores=frozen({k: frozen(v) for k,
+                                                                         v in stage_scores.items()}),
+                       timings_ms=frozen(timings), **kw)
+    return RetrievalResult(list(final), diag)
+
+
+def dense_only(record: SearchRecord, s: Settings, dense_best: dict[str, ScoredMemoryTrace]
+               ) -> list[ScoredMemoryTrace]:
+    """The dense hits when sparse found nothing: one list as searched, several fused by RRF."""
+    if len(record.dense_lists) > 1:
+        fused = reciprocal_rank_fusion([[t.id for t in lst] for lst in record.dense_lists], k=s.rrf_k)
+        return [dense_best[f.id] for f in fused]
+    return list(record.dense_lists[0]) if record.dense_lists else []
+
+
+def rerank(record: SearchRecord, s: Settings, pool: list[ScoredMemoryTrace], escalations: list[str]) -> Reranked:
+    """Step 6 from the record's cached model scores: blend with `rerank_weight`, then split-on-ambiguous.
+
+    A failed reranker call keeps the pool's (merged) order and says so in `escalations`.
+    """
     rr = record.rerank
     if rr is not None and rr.error is not None:
         escalations.append(f"{ESC_RERANK}: {rr.error}; kept the merged order")
-    elif rr is not None and rr.scores is not None:
-        blend = {t.id: _blend(t.retrieval_score, rr.scores.get(t.id, 0.0), s.rerank_weight) for t in pool}
-        order = ordered([replace(t, retrieval_score=blend[t.id].blended) for t in pool])
-        if s.split_threshold is not None:
-            split_info = {"threshold": s.split_threshold, "candidate_count": len(rr.split_candidate_ids),
-                          "replaced_ids": []}
-            if rr.split_error is not None:
-                escalations.append(f"{ESC_SPLIT}: {rr.split_error}; nothing was replaced")
-            else:
-                order, splits = apply_split(record, order, s.rerank_weight)
-                split_info["replaced_ids"] = [i for i, o in splits.items() if o.replaced]
-        stage_ids["reranked"] = [t.id for t in order]
-        stage_scores["reranked"] = {t.id: t.retrieval_score for t in order}
-        cut = frozenset({t.id for t in pool[: s.recall_top_k]} - {t.id for t in order[: s.recall_top_k]})
-
-    # Step 7: truncate.
-    return done(order[: s.recall_top_k], candidates_scanned=len(fused), fused=frozen({f.id: f for f in fused}),
-                blend=frozen(blend), splits=frozen(splits), dropped_at_hydrate=frozen(dropped), cut_by_rerank=cut,
-                imputed=frozen(imputed), pool=frozen({t.id: t for t in order}),
-                split_on_ambiguous=frozen(split_info) if split_info is not None else None)
+    if rr is None or rr.error is not None or rr.scores is None:
+        return Reranked(order=pool)
+    blend = {t.id: _blend(t.retrieval_score, rr.scores.get(t.id, 0.0), s.rerank_weight) for t in pool}
+    order = ordered([replace(t, retrieval_score=blend[t.id].blended) for t in pool])
+    splits: dict[str, SplitOutcome] = {}
+    split_info: dict[str, Any] | None = None
+    if s.split_threshold is not None:
+        split_info = {"threshold": s.split_threshold, "candidate_count": len(rr.split_candidate_ids),
+                      "replaced_ids": []}
+        if rr.split_error is not None:
+            escalations.append(f"{ESC_SPLIT}: {rr.split_error}; nothing was replaced")
+        else:
+            order, splits = apply_split(record, order, s.rerank_weight)
+            split_info["replaced_ids"] = [i for i, o in splits.items() if o.replaced]
+    cut = frozenset({t.id for t in pool[: s.recall_top_k]} - {t.id for t in order[: s.recall_top_k]})
+    return Reranked(order, blend, splits, split_info, cut, ran=True)
 
 
 def best_dense(record: SearchRecord) -> dict[str, ScoredMemoryTrace]:
@@ -195,18 +238,21 @@ def _blend(base: float, rerank: float, w: float) -> Blend:
     return Blend(base=base, rerank=rerank, weight=w, blended=(1 - w) * base + w * rerank)
 
 
-def apply_split(record: SearchRecord, order: list[ScoredMemoryTrace], w: float):
+def apply_split(record: SearchRecord, order: list[ScoredMemoryTrace],
+                w: float) -> tuple[list[ScoredMemoryTrace], dict[str, SplitOutcome]]:
     """SPEC §8: a candidate takes its better half (a tie favours a) only if it beats the whole."""
     rr = record.rerank
-    if not rr.split_scores:
+    if rr is None or not rr.split_scores:
         return order, {}
-    out, splits = [], {}
+    out: list[ScoredMemoryTrace] = []
+    splits: dict[str, SplitOutcome] = {}
+    first_pass = rr.scores or frozen()
     for t in order:
         sc = rr.split_scores.get(t.id)
         if sc is None:
             out.append(t)
             continue
-        whole = (rr.scores or {}).get(t.id, 0.0)
+        whole = first_pass.get(t.id, 0.0)
         a, b = rr.split_halves[t.id]
         better, chosen, text = (sc[0], "a", a) if sc[0] >= sc[1] else (sc[1], "b", b)
         if better > whole:
@@ -223,14 +269,37 @@ def reweight(result: RetrievalResult, **knobs: Any) -> RetrievalResult:
     """Re-assemble a result's record with some knobs changed (None keeps the old value).
 
     Knobs: dense_weight, sparse_weight, rrf_k, rerank_weight, recall_top_k, fusion, normalization.
-    No embedding, search or model call happens here: it is `assemble` on the cached record.
+    No embedding, search or model call happens here: it is `assemble` on the cached record, so a
+    `recall_top_k` deeper than the record was searched for is refused (`check_depth`).
     """
     d = result.diagnostics
     t0 = time.perf_counter()
     settings = d.settings.with_(**knobs)
     if settings.preset.name == "agentos" and knobs.get("fusion") not in (None, "rrf"):
         raise ValueError(f"fusion={knobs['fusion']!r}: the agentos preset is always RRF; use preset='hybrid'")
+    check_depth(d.record, settings.recall_top_k)
     out = assemble(d.record, settings, d.lookup)
     # Keep what the search cost (the record's timings) and add what this re-fusion cost.
     timings = frozen({**out.diagnostics.timings_ms, "refuse": round((time.perf_counter() - t0) * 1000.0, 3)})
     return replace(out, diagnostics=replace(out.diagnostics, timings_ms=timings))
+
+
+def deep_enough(record: SearchRecord, recall_top_k: int) -> bool:
+    """Whether `record` was searched deep enough to be re-fused for `recall_top_k`.
+
+    A search for `recall_top_k` fetches `recall_top_k × over_fetch_multiplier` candidates per list; a
+    record searched for fewer would give a shorter list than a new search. A record of an empty query
+    searched nothing, and a new search would find nothing either.
+    """
+    return not record.search_queries or recall_top_k * record.over_fetch_multiplier <= record.over_fetch_top_k
+
+
+def check_depth(record: SearchRecord, recall_top_k: int) -> None:
+    """ValueError when `record` is too shallow to be re-fused for `recall_top_k` (see `deep_enough`)."""
+    if deep_enough(record, recall_top_k):
+        return
+    m, depth = record.over_fetch_multiplier, record.over_fetch_top_k
+    raise ValueError(f"recall_top_k={recall_top_k} needs {recall_top_k * m} candidates per list "
+                     f"({recall_top_k} × over_fetch_multiplier {m}), but this result was searched for {depth}: "
+                     f"re-fused, the list would be shorter than asked. Search again (call retrieve with "
+                     f"recall_top_k={recall_top_k}), or re-fuse with recall_top_k <= {depth // m}")

@@ -5,11 +5,14 @@ Model objects are expensive, so the caller may pass its own provider (the app pa
 """
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from retrieval.pipeline.config import PipelineConfig
 from retrieval.pipeline.records import RetrievalResult
 from retrieval.types import Mood, Scope
+
+if TYPE_CHECKING:
+    from retrieval.models.embedders import Embedder
 
 
 class Models(Protocol):
@@ -21,7 +24,7 @@ class Models(Protocol):
 class RegistryModels:
     """Backends from `retrieval.models.registry`, built once per spec for this provider's lifetime."""
 
-    def __init__(self, embedder=None):
+    def __init__(self, embedder: Embedder | None = None) -> None:
         self.embedder = embedder
         self._built: dict[tuple[str, str], Any] = {}
 
@@ -89,16 +92,29 @@ def cache_key(query: str, scope: Scope | None, cfg: PipelineConfig) -> tuple:
     return (query, str(scope), cfg.search_key())
 
 
+def can_reweight(result: RetrievalResult, cfg: PipelineConfig) -> bool:
+    """Whether `result`'s search fetched enough candidates to be re-fused for `cfg`'s recall_top_k.
+
+    The rule `reweight` enforces (`retrieval.pipeline.assemble.deep_enough`); the over-fetch multiplier
+    is part of the search key, so a cached result with the same key was searched with `cfg`'s.
+    """
+    from retrieval.pipeline.assemble import deep_enough
+
+    return deep_enough(result.diagnostics.record, cfg.top_k)
+
+
 def run_config(ws, cfg: PipelineConfig, query: str, scope: Scope | None, models: Models | None = None,
                cached: tuple[tuple, RetrievalResult] | None = None) -> tuple[RetrievalResult, bool]:
     """Retrieve, or re-fuse `cached` (a `(cache_key, result)` pair) when only fusion knobs changed.
 
+    A cached result searched too shallow for `cfg`'s recall_top_k is searched again, never re-fused:
+    a re-fusion can only rank what was searched, so its list would be shorter than `cfg` promises.
     Returns `(result, refused)`.
     """
     from retrieval.pipeline.assemble import reweight
 
-    if cached is not None and cached[0] == cache_key(query, scope, cfg):
-        return reweight(cached[1], **cfg.fusion_knobs()), True
+    if cached is not None and cached[0] == cache_key(query, scope, cfg) and can_reweight(cached[1], cfg):
+        return reweight(cached[1], **{**cfg.fusion_knobs(), "recall_top_k": cfg.top_k}), True
     retriever = build_retriever(ws, cfg, models)
     result = retriever.retrieve(query, mood=Mood(cfg.valence, cfg.arousal, cfg.dominance), scope=scope,
                                 recall_top_k=cfg.top_k, over_fetch_multiplier=cfg.over_fetch)

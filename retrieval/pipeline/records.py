@@ -85,8 +85,9 @@ class SearchRecord:
     rerank: RerankRecord | None  # None: no reranker configured (or nothing to rerank)
     escalations: tuple[str, ...]
     timings_ms: FrozenDict
-    over_fetch_top_k: int
+    over_fetch_top_k: int  # candidates each list was searched for: recall_top_k × over_fetch_multiplier
     hypothesis: str | None = None
+    over_fetch_multiplier: int = 1  # the multiplier of that search; a re-fusion's depth check uses it
 
     @property
     def searched_query(self) -> str:

@@ -81,21 +81,61 @@ def search(svc: Services, query: str, mood: Mood | None, scope: Scope | None, se
     query = query if isinstance(query, str) else ""
     if not query.strip():
         return empty_record(query, scope, mood, [f"{ESC_EMPTY}: the query is empty; type some words"])
+    query = _clip(query, escalations)
+    top_n = settings.recall_top_k * over_fetch_multiplier
+    scopes = [scope] if scope is not None else None
+
+    facts, fact_traces = _facts(svc, query, scope, settings, timings, escalations)
+    search_queries, hypothesis = _rewrite(svc, query, multi_query_n, timings, escalations)
+    qvecs = _embed(svc, search_queries, timings)
+    dense_lists, sparse_lists, hits = _dense_and_sparse(svc, search_queries, qvecs, mood, scopes, top_n,
+                                                        settings, timings)
+
+    dense_ids = {t.id for lst in dense_lists for t in lst}
+    sparse_only = {i: hits[i] for i in hits if i not in dense_ids}
+    sparse_hydrated = svc.store.score_hits(sparse_only, qvecs[0], mood) if sparse_only else {}
+    dense_bm25 = _dense_bm25(svc.bm25, settings, search_queries[0], dense_lists[0], sparse_lists[0])
+
+    record = SearchRecord(
+        query=query, search_queries=tuple(search_queries), scope=scope, mood=mood, qvec=as_vector(qvecs[0]),
+        dense_lists=tuple(tuple(lst) for lst in dense_lists),
+        sparse_lists=tuple(tuple((i, float(s)) for i, s in lst) for lst in sparse_lists),
+        sparse_hydrated=frozen(sparse_hydrated), dense_bm25=frozen(dense_bm25), fact_traces=tuple(fact_traces),
+        facts=tuple(facts), rerank=None, escalations=tuple(escalations), timings_ms=frozen(timings),
+        over_fetch_top_k=top_n, hypothesis=hypothesis, over_fetch_multiplier=over_fetch_multiplier)
+    if svc.reranker is not None and any(sparse_lists):
+        record = _with_rerank(svc.reranker, record, settings, timings)
+    timings["search"] = _ms(t_start)
+    return _replace_timings(record, timings)
+
+
+def _clip(query: str, escalations: list[str]) -> str:
+    """The query cut to MAX_QUERY_CHARS, saying so in `escalations` when it was longer."""
     if len(query) > MAX_QUERY_CHARS:
         escalations.append(f"{ESC_TRUNCATED}: the query had {len(query)} characters; "
                            f"only the first {MAX_QUERY_CHARS} were searched")
         query = query[:MAX_QUERY_CHARS]
-    top_n = settings.recall_top_k * over_fetch_multiplier
-    scopes = [scope] if scope is not None else None
-    bm25 = svc.bm25
+    return query
 
-    facts, fact_traces = _facts(svc, query, scope, settings, timings, escalations)
-    search_queries, hypothesis = _rewrite(svc, query, multi_query_n, timings, escalations)
 
+def _embed(svc: Services, search_queries: list[str], timings: dict[str, float]) -> np.ndarray:
+    """One query vector per search query (the embedder's query side when it has one)."""
     t0 = time.perf_counter()
     embed = getattr(svc.store.embedder, "embed_query", svc.store.embedder.embed)
     qvecs = np.asarray(embed(list(search_queries)), dtype=np.float32)
     timings["embed"] = _ms(t0)
+    return qvecs
+
+
+def _dense_and_sparse(svc: Services, search_queries: list[str], qvecs: np.ndarray, mood: Mood | None,
+                      scopes: list[Scope] | None, top_n: int, settings: Settings,
+                      timings: dict[str, float]) -> tuple[list[list[ScoredMemoryTrace]], list[list], dict]:
+    """Steps 2–3: the dense searches (in the pool) beside BM25 and the hydration look-up of its ids.
+
+    Returns `(dense_lists, sparse_lists, hits)`, one list per search query; `hits` are the stored rows
+    of the sparse ids (hybrid preset only), for scoring the ones dense did not find.
+    """
+    bm25 = svc.bm25
 
     def dense_search():
         t = time.perf_counter()
@@ -116,27 +156,17 @@ def search(svc: Services, query: str, mood: Mood | None, scope: Scope | None, se
             timings["hydrate"] = _ms(t0)
     finally:
         dense_lists = future.result()
+    return dense_lists, sparse_lists, hits
 
-    dense_ids = {t.id for lst in dense_lists for t in lst}
-    sparse_only = {i: hits[i] for i in hits if i not in dense_ids}
-    sparse_hydrated = svc.store.score_hits(sparse_only, qvecs[0], mood) if sparse_only else {}
-    dense_bm25: dict[str, float] = {}
-    if settings.preset.complete_ranks and sparse_lists[0]:
-        in_sparse = {i for i, _ in sparse_lists[0]}
-        missed = [t.id for t in dense_lists[0] if t.id not in in_sparse]
-        dense_bm25 = {i: v for i, v in bm25.scores_for(search_queries[0], missed).items() if v > 0}
 
-    record = SearchRecord(
-        query=query, search_queries=tuple(search_queries), scope=scope, mood=mood, qvec=as_vector(qvecs[0]),
-        dense_lists=tuple(tuple(lst) for lst in dense_lists),
-        sparse_lists=tuple(tuple((i, float(s)) for i, s in lst) for lst in sparse_lists),
-        sparse_hydrated=frozen(sparse_hydrated), dense_bm25=frozen(dense_bm25), fact_traces=tuple(fact_traces),
-        facts=tuple(facts), rerank=None, escalations=tuple(escalations), timings_ms=frozen(timings),
-        over_fetch_top_k=top_n, hypothesis=hypothesis)
-    if svc.reranker is not None and any(sparse_lists):
-        record = _with_rerank(svc, record, settings, timings)
-    timings["search"] = _ms(t_start)
-    return _replace_timings(record, timings)
+def _dense_bm25(bm25: Any, settings: Settings, search_query: str, dense: list[ScoredMemoryTrace],
+                sparse: list) -> dict[str, float]:
+    """Rank completion (hybrid preset): the BM25 score of each dense hit past the sparse top-N."""
+    if not (settings.preset.complete_ranks and sparse):
+        return {}
+    in_sparse = {i for i, _ in sparse}
+    missed = [t.id for t in dense if t.id not in in_sparse]
+    return {i: v for i, v in bm25.scores_for(search_query, missed).items() if v > 0}
 
 
 def _facts(svc: Services, query, scope, settings, timings, escalations):
@@ -189,31 +219,33 @@ def _rewrite(svc: Services, query, multi_query_n, timings, escalations) -> tuple
     return queries, hypothesis
 
 
-def _with_rerank(svc: Services, record: SearchRecord, settings: Settings, timings) -> SearchRecord:
+def _with_rerank(reranker: Reranker, record: SearchRecord, settings: Settings, timings) -> SearchRecord:
     """Step 6's model calls, once over the whole pool: first-pass scores, then split halves."""
     pool = pool_for_rerank(record, settings.preset)
-    name = getattr(svc.reranker, "name", None)
+    name = getattr(reranker, "name", None)
     ids = tuple(t.id for t in pool)
     if not pool:
         return replace(record, rerank=RerankRecord(pool_ids=ids, scores=frozen(), name=name))
     t0 = time.perf_counter()
     try:
-        scores = check_scores(svc.reranker.score(record.query, [t.content for t in pool]), len(pool))
+        scores = check_scores(reranker.score(record.query, [t.content for t in pool]), len(pool))
     except Exception as exc:
         timings["rerank"] = _ms(t0)
         return replace(record, rerank=RerankRecord(pool_ids=ids, error=short(exc), name=name))
     timings["rerank"] = _ms(t0)
-    rr = RerankRecord(pool_ids=ids, scores=frozen(dict(zip(ids, scores))), name=name)
+    first_pass = frozen(dict(zip(ids, scores)))
+    rr = RerankRecord(pool_ids=ids, scores=first_pass, name=name)
     if settings.split_threshold is not None:
         t0 = time.perf_counter()
-        cands = split_candidates(ids, rr.scores, settings.split_threshold)
+        cands = split_candidates(ids, first_pass, settings.split_threshold)
         by_id = {t.id: t for t in pool}
         halves = {i: h for i in cands if (h := split_halves(by_id[i].content)) is not None}
-        split_scores, split_error = {}, None
+        split_scores: dict[str, tuple[float, float]] | None = {}
+        split_error: str | None = None
         if halves:
             texts = [x for h in halves.values() for x in h]
             try:
-                s = check_scores(svc.reranker.score(record.query, texts), len(texts))
+                s = check_scores(reranker.score(record.query, texts), len(texts))
                 split_scores = {i: (s[2 * n], s[2 * n + 1]) for n, i in enumerate(halves)}
             except Exception as exc:
                 split_scores, split_error = None, short(exc)

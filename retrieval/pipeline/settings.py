@@ -90,6 +90,9 @@ class Settings:
     def __post_init__(self) -> None:
         for name in ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight", "recall_top_k"):
             object.__setattr__(self, name, check_knob(name, getattr(self, name)))
+        if self.dense_weight == 0 and self.sparse_weight == 0:
+            raise ValueError("dense_weight and sparse_weight are both 0: nothing would rank the merged list; "
+                             "give at least one a positive weight")
         if self.split_threshold is not None:
             object.__setattr__(self, "split_threshold", check_knob("split_threshold", self.split_threshold))
         check_choice("fusion", self.fusion)

@@ -53,17 +53,15 @@ class RowCache:
 
     def __init__(self, tbl, columns: Sequence[str], vector: str = "vector", batch: int = 50_000,
                  unindexed: int | None = None):
-        self.version = int(tbl.version)
-        self._tbl, self._vector = tbl, vector
+        self.version, self._tbl, self._vector = int(tbl.version), tbl, vector
         chunks: dict[str, list] = {c: [] for c in columns}
         rowids = []
         for b in tbl.search().select(list(columns)).with_row_id(True).limit(None).to_batches(batch):
             rowids.append(b.column("_rowid").to_numpy(zero_copy_only=False).copy())  # a view would pin the batch
             for c in columns:
                 chunks[c].append(b.column(c))
-        # one contiguous array per column (a take over a chunked table copies every chunk: 84 ms
-        # for 60 rows at 1M, ~2 ms contiguous), concatenated a column at a time so that only one
-        # column's chunks (≤ ~250 MB at 1M) exist twice at once
+        # one contiguous array per column (a take over a chunked table copies every chunk: 84 ms for 60 rows at 1M,
+        # ~2 ms contiguous), concatenated column by column so only one column's chunks (≤ ~250 MB at 1M) exist twice
         data = pa.Table.from_arrays([pa.concat_arrays(chunks.pop(c)) if chunks[c] else
                                      pa.array([], tbl.schema.field(c).type) for c in columns], names=list(columns))
         release_freed_memory()  # the chunks: ~350 MB at 1M that the pool would otherwise keep
@@ -80,11 +78,27 @@ class RowCache:
             if enc is not None else {}
         self._order = np.argsort(codes, kind="stable")
         self._bounds = np.r_[0, np.cumsum(np.bincount(codes, minlength=len(self._scope_code)))]
-        # int8 vectors laid out in that scope order (a scope is one contiguous slice), filled batch
-        # by batch from a second scan matched on row id: no second full-size copy is ever made
-        slot = np.empty(n, np.int64)
-        slot[self._order] = np.arange(n)
-        by_rowid = np.argsort(self.rowids)
+        self.slot_of = np.empty(n, np.int64)  # base position -> row in the scope-ordered int8 vectors
+        self.slot_of[self._order] = np.arange(n)
+        self._by_rowid = np.argsort(self.rowids)
+        self._rowids_sorted = self.rowids[self._by_rowid]
+        self._read_vectors(tbl)
+        # rows outside the vector index (`unindexed` of them, LanceDB says): the newest fragments
+        self.unindexed_pos = newest_fragments(self.rowids, unindexed) if unindexed is not None else None
+        # the overlay: rows this process wrote since the scan (by id, with their float32 vectors)
+        # and the base ids those writes replaced or deleted
+        self.alive = np.ones(n, bool)  # base rows not replaced or deleted since the scan
+        self.live_active = self.active  # alive and active
+        self.ov_rows: dict[str, dict] = {}
+        self.ov_vecs: dict[str, np.ndarray] = {}
+        self.dead: frozenset[str] = frozenset()
+        self._count_overlay()
+        release_freed_memory()
+
+    def _read_vectors(self, tbl) -> None:
+        """The int8 vectors laid out in scope order (a scope is one contiguous slice), filled batch by batch from a
+        second scan matched on row id (no second full-size copy is ever made), and the float32 spill."""
+        n, vector, by_rowid = len(self.rowids), self._vector, self._by_rowid
         self.vectors = np.zeros((n, 0), np.int8)
         self.scale = np.zeros(n, np.float32)  # per row: int8 value × scale ≈ the stored float
         self.norms = np.zeros(n, np.float32)  # of the stored float32 vectors
@@ -102,23 +116,11 @@ class RowCache:
             if not np.array_equal(self.rowids[pos], rid):
                 raise TableMoved("row ids changed between the copy's two scans")
             self.spill.write(pos, m)
-            at = slot[pos]
+            at = self.slot_of[pos]
             scale = np.maximum(np.abs(m).max(axis=1), 1e-30) / 127.0
             self.vectors[at] = np.rint(m / scale[:, None]).astype(np.int8)
             self.scale[at] = scale
             self.norms[at] = np.linalg.norm(m, axis=1)
-        # the overlay: rows this process wrote since the scan (by id, with their float32 vectors)
-        # and the base ids those writes replaced or deleted
-        self.slot_of, self._by_rowid, self._rowids_sorted = slot, by_rowid, self.rowids[by_rowid]
-        # rows outside the vector index (`unindexed` of them, LanceDB says): the newest fragments
-        self.unindexed_pos = newest_fragments(self.rowids, unindexed) if unindexed is not None else None
-        self.alive = np.ones(n, bool)  # base rows not replaced or deleted since the scan
-        self.live_active = self.active  # alive and active
-        self.ov_rows: dict[str, dict] = {}
-        self.ov_vecs: dict[str, np.ndarray] = {}
-        self.dead: frozenset[str] = frozenset()
-        self._count_overlay()
-        release_freed_memory()
 
     def positions_of(self, rowids: np.ndarray) -> np.ndarray:
         """Base positions of LanceDB row ids (-1 where a row id is not in the base)."""
