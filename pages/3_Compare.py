@@ -123,11 +123,11 @@ try:
             ra = run_queries(build_retriever(ws, cfg_a, get_reranker, get_generator), queries,
                              progress=lambda d, t: bar.progress(d / t / 2,
                                                                 text=f"A ({cfg_a.preset}): query {d} of {t}"),
-                             recall_top_k=cfg_a.top_k, over_fetch_multiplier=cfg_a.over_fetch)
+                             recall_top_k=cfg_a.recall_top_k, over_fetch_multiplier=cfg_a.over_fetch_multiplier)
             rb = run_queries(build_retriever(ws, cfg_b, get_reranker, get_generator), queries,
                              progress=lambda d, t: bar.progress(0.5 + d / t / 2,
                                                                 text=f"B ({cfg_b.preset}): query {d} of {t}"),
-                             recall_top_k=cfg_b.top_k, over_fetch_multiplier=cfg_b.over_fetch)
+                             recall_top_k=cfg_b.recall_top_k, over_fetch_multiplier=cfg_b.over_fetch_multiplier)
             bar.empty()
             st.session_state[f"{P}set"] = (summarize(ra), summarize(rb), [
                 {"qid": x.q.qid, "query": x.q.query, "A ndcg@10": x.per_stage.get("final", {}).get("ndcg@10", 0),

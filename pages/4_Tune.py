@@ -94,12 +94,12 @@ if st.button("Evaluate", type="primary", key=f"{P}run"):
         retr = build_retriever(ws, cfg, get_reranker, get_generator)
         runs = run_queries(retr, queries, progress=lambda d, t: bar.progress(d / t * 0.5,
                                                                              text=f"configuration: query {d} of {t}"),
-                           recall_top_k=cfg.top_k, over_fetch_multiplier=cfg.over_fetch)
+                           recall_top_k=cfg.recall_top_k, over_fetch_multiplier=cfg.over_fetch_multiplier)
         base_cfg = PipelineConfig.for_preset("agentos")
         base = run_queries(build_retriever(ws, base_cfg, get_reranker, get_generator), queries,
                            progress=lambda d, t: bar.progress(0.5 + d / t * 0.4,
                                                               text=f"agentos baseline: query {d} of {t}"),
-                           recall_top_k=base_cfg.top_k, over_fetch_multiplier=base_cfg.over_fetch)
+                           recall_top_k=base_cfg.recall_top_k, over_fetch_multiplier=base_cfg.over_fetch_multiplier)
         bar.progress(0.95,
                      text=f"Sweeping {len(DENSE_WEIGHTS)} dense weights × {len(KS)} RRF k values (re-fusing cached "
                           f"lists, no search)…")

@@ -1,4 +1,4 @@
-"""Who may see which scopes and who may change anything (issue #17): the one access check.
+"""Who may see which scopes and who may change anything: the one access check.
 
 Pure functions over a parsed `Policy` and an `AccessConfig`; every page reaches them through
 `ui.access`. Failure is closed: a malformed policy raises `PolicyError`, an unknown user

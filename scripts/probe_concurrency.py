@@ -1,4 +1,4 @@
-"""Probe the write path and the BM25 index the way a tester would (issue #11): print a table of
+"""Probe the write path and the BM25 index the way a tester would: print a table of
 category, inputs tried, failures, for docs/RELIABILITY.md.
 
 Uses only APIs that existed before the fixes (Workspace.ingest/delete/status, BM25Index.search),

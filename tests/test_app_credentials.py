@@ -1,4 +1,4 @@
-"""Inspect never sends the operator's key to a server named in the page URL (issue #11 item 12).
+"""Inspect never sends the operator's key to a server named in the page URL.
 
 The page is driven by AppTest with the hashing embedder on the demo corpus; two fake servers stand in
 for the operator's configured server and for a host named in a link.

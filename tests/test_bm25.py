@@ -210,7 +210,7 @@ def test_rejects_bad_parameters(k1, b):
         BM25Index(k1=k1, b=b)
 
 
-# ---------------------------------------------------------------- token-less documents (issue #11.1)
+# ---------------------------------------------------------------- token-less documents
 def test_documents_without_an_indexable_word_never_crash(tmp_path):
     idx = BM25Index()
     idx.add_documents([("a", "refund"), ("b", "👍"), ("c", "!!!"), ("d", "")])
@@ -236,7 +236,7 @@ def test_only_tokenless_documents_then_all_deleted_saves_and_reopens(tmp_path):
     assert [i for i, _ in back.search("refund")] == ["a"]
 
 
-# ---------------------------------------------------------------- tokenizer (issue #11, Unicode)
+# ---------------------------------------------------------------- tokenizer (Unicode)
 def test_tokenizer_normalises_unicode_examples():
     assert default_tokenizer("INV-8842") == ["inv", "8842"]
     assert default_tokenizer("cafe\u0301") == default_tokenizer("café") == ["café"]  # NFD == NFC
@@ -317,7 +317,7 @@ def test_load_rejects_damaged_sidecars_with_value_error(tmp_path, damage):
         BM25Index.load(path)
 
 
-# ---------------------------------------------------------------- snapshots, sync, batches (issue #11.2-3)
+# ---------------------------------------------------------------- snapshots, sync, batches
 def test_a_snapshot_is_immutable_while_the_index_moves_on():
     idx = BM25Index()
     idx.add_documents([("a", "alpha beta", U1), ("b", "alpha", U2), ("c", "gamma", U1)])

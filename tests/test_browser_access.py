@@ -1,4 +1,4 @@
-"""Real browser, proxy-header sign-in (issue #17): a user limited to one scope cannot reach another scope's
+"""Real browser, proxy-header sign-in: a user limited to one scope cannot reach another scope's
 traces by URL parameters, by a typed id, or through an explanation. Playwright sets the identity header
 an authenticating proxy (oauth2-proxy) would set; under CI=true the test may not skip (see `chromium`)."""
 from __future__ import annotations

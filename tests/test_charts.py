@@ -169,7 +169,7 @@ def test_link_round_trip_writes_every_field_including_defaults():
 def test_invalid_parameters_are_named_not_dropped_silently():
     link = read_link({"i_scope": "user:nobody", "i_rrf_k": "99999", "i_reranker": "bogus", "i_hyde": "maybe",
                       "i_dense_weight": "nan", "i_openai_base_url": "http://evil", "i_speed": "3",
-                      "i_top_k": "7", "other": "x"}, "i_", SCOPES)
+                      "i_recall_top_k": "7", "other": "x"}, "i_", SCOPES)
     why = {i.param: i.why for i in link.ignored}
     assert why == {"i_scope": "no such scope in this store", "i_rrf_k": "allowed: an integer from 1 to 200",
                    "i_reranker": "not one of none, embedding, cohere, cross-encoder",
@@ -177,7 +177,7 @@ def test_invalid_parameters_are_named_not_dropped_silently():
                    "i_openai_base_url": "the server URL is never read from a link (a link must not choose where a "
                                         "query, or a key, is sent)",
                    "i_speed": "unknown parameter"}
-    assert link.config == {"top_k": 7} and link.scope is None
+    assert link.config == {"recall_top_k": 7} and link.scope is None
 
 
 def test_agentos_link_with_convex_fusion_ignores_the_fusion():

@@ -1,4 +1,4 @@
-"""Explanations add up (issue #13): over every demo query × both presets × reranker on/off × split on/off,
+"""Explanations add up: over every demo query × both presets × reranker on/off × split on/off,
 each touched id's explanation agrees with the stage lists, the fusion contributions, the blend formula,
 the split gain, the cognitive terms and the BM25 term tree — one source for every number."""
 import pytest

@@ -1,7 +1,5 @@
-"""The CLI on a store whose judgments or snapshots table is damaged (item 5): `case list` and `snapshot list` print
-`error: …` and exit 2, never a traceback. Pending: retrieval/cli/ is being refactored by another engineer, so the fix
-(catching `JudgmentStoreError` where the CLI catches its other errors) is not in yet and these tests are strict xfails.
-"""
+"""The CLI on a store whose judgments or snapshots table is damaged: `case list` and `snapshot list` print
+`error: …` and exit 2, never a traceback."""
 from __future__ import annotations
 
 import shutil
@@ -14,7 +12,6 @@ from retrieval.ingest.demo import build_demo_index
 from retrieval.models import HashingEmbedder
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
-PENDING = pytest.mark.xfail(reason="cli/main.py catches JudgmentStoreError: pending", strict=True)
 
 
 @pytest.fixture(scope="module")
@@ -53,11 +50,9 @@ def check(out: subprocess.CompletedProcess, table: str) -> None:
     assert any(line.startswith(f"error: the {table} table of") for line in out.stderr.splitlines()), out.stderr
 
 
-@PENDING
 def test_case_list_on_a_damaged_judgments_table_is_one_error_line(built):
     check(cli("case", "list", "--db", damaged_copy(built, "judgments", "judgments")), "judgments")
 
 
-@PENDING
 def test_snapshot_list_on_a_damaged_snapshots_table_is_one_error_line(built):
     check(cli("snapshot", "list", "--db", damaged_copy(built, "snapshots", "snapshots", snapshot=True)), "snapshots")

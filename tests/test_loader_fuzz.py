@@ -1,4 +1,4 @@
-"""Fuzz every loader: random bytes and random mixes of good and bad records (issue #11).
+"""Fuzz every loader: random bytes and random mixes of good and bad records.
 
 The contract: a loader returns a LoadReport or raises ValueError, nothing else; every good
 record comes back, in order, and every bad one is a LineError (never silently dropped).

@@ -144,7 +144,7 @@ def test_workspace_deactivates_and_reactivates(tmp_path):
     assert ws.status()["in_step"]
 
 
-# ---- issue #11 item 6: auto ids carry the scope -------------------------------------------------
+# ---- auto ids carry the scope -------------------------------------------------
 
 def test_auto_ids_name_the_scope_and_explicit_ids_are_kept():
     txt = load_file("notes.txt", b"one\n\ntwo", scope="user", scope_id="u1")
@@ -171,7 +171,7 @@ def test_the_same_file_for_another_scope_never_moves_a_trace(tmp_path):
     assert got == [("u1", "shared words"), ("u1", "u1 private plan"), ("u2", "shared words"), ("u2", "u2 other words")]
 
 
-# ---- issue #11 item 7: a bad line is a LineError, never another exception -------------------------
+# ---- a bad line is a LineError, never another exception -------------------------
 
 GOOD_LINES = ['{"id":"g1","content":"first good"}', '{"id":"g2","content":"second good"}']
 
@@ -261,7 +261,7 @@ def test_jsonl_fields_come_from_the_first_object():
     assert jsonl_fields(b"[" * 5000) == [] and jsonl_fields(b"") == []
 
 
-# ---- issue #11 items 7 and 8: zips ---------------------------------------------------------------
+# ---- zips ---------------------------------------------------------------
 
 def _zip(files: dict[str, bytes], method=zipfile.ZIP_DEFLATED) -> bytes:
     buf = io.BytesIO()

@@ -1,4 +1,4 @@
-"""The two phases (issue #12): search returns a frozen record, assemble is pure, explain reads public records."""
+"""The two phases: search returns a frozen record, assemble is pure, explain reads public records."""
 import copy
 import dataclasses
 import math

@@ -115,7 +115,7 @@ class _Workspace:
 
 def test_run_config_searches_again_when_the_cached_record_is_too_shallow(deep):
     ws = _Workspace(deep)
-    cfg = PipelineConfig.for_preset("hybrid", facts=False, over_fetch=3, **{TOP_K: 20})
+    cfg = PipelineConfig.for_preset("hybrid", facts=False, over_fetch_multiplier=3, **{TOP_K: 20})
     shallow, refused = run_config(ws, replace(cfg, **{TOP_K: 3}), QUERY, U1)
     assert not refused and len(shallow.traces) == 3 and ws.searches == 1
     # A cached result whose key matches (only re-fusion knobs differ) but that was searched for 3 × 3 candidates.
@@ -127,7 +127,7 @@ def test_run_config_searches_again_when_the_cached_record_is_too_shallow(deep):
 
 def test_run_config_still_refuses_a_record_searched_deep_enough(deep):
     ws = _Workspace(deep)
-    cfg = PipelineConfig.for_preset("hybrid", facts=False, over_fetch=3, **{TOP_K: 5})
+    cfg = PipelineConfig.for_preset("hybrid", facts=False, over_fetch_multiplier=3, **{TOP_K: 5})
     searched, _ = run_config(ws, cfg, QUERY, U1)
     moved = replace(cfg, dense_weight=0.9, sparse_weight=0.1)
     res, refused = run_config(ws, moved, QUERY, U1, cached=(cache_key(QUERY, U1, cfg), searched))

@@ -1,4 +1,4 @@
-"""MemoryTrace.validate rejects, per trace and before any write, what the store cannot hold (issue #11 item 9)."""
+"""MemoryTrace.validate rejects, per trace and before any write, what the store cannot hold."""
 import math
 from datetime import datetime, timedelta, timezone
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Mapping, Sequence
 
-from retrieval.pipeline.config import (CLASSIFIER_CHOICES, GENERATOR_CHOICES, KNOB_OF, RERANKER_CHOICES,
-                                       PipelineConfig)
+from retrieval.pipeline.config import (CLASSIFIER_CHOICES, GENERATOR_CHOICES, KNOB_OF, LEGACY_NAMES,
+                                       RERANKER_CHOICES, PipelineConfig)
 from retrieval.fusion import FUSIONS, NORMALIZATIONS
 from retrieval.pipeline.presets import PRESETS, get_preset
 from retrieval.pipeline.settings import KNOBS
@@ -139,6 +139,7 @@ def read_link(params: Mapping[str, str], prefix: str, scopes: Sequence[str], all
         if not param.startswith(prefix):
             continue
         name, raw = param[len(prefix):], str(raw)
+        name = LEGACY_NAMES.get(name, name)  # links made before the one-name-per-knob rename still work
         if name in NEVER_FROM_LINK:
             ignored.append(Ignored(param, raw, NEVER_FROM_LINK[name]))
             continue

@@ -52,9 +52,10 @@ def config_panel(prefix: str, defaults: PipelineConfig | None = None, bind: bool
     d = defaults if defaults is not None else PipelineConfig()
     values = _fusion_section(prefix, d, kw)
     c1, c2 = st.columns(2)
-    values["top_k"] = int(c1.number_input("Top k", *_range("top_k", True)[:2], d.top_k, key=f"{prefix}top_k", **kw))
-    values["over_fetch"] = int(c2.number_input("Over-fetch ×", *_range("over_fetch", True)[:2], d.over_fetch,
-                                               key=f"{prefix}over_fetch",
+    values["recall_top_k"] = int(c1.number_input("Top k", *_range("recall_top_k", True)[:2], d.recall_top_k,
+                                                 key=f"{prefix}recall_top_k", **kw))
+    values["over_fetch_multiplier"] = int(c2.number_input("Over-fetch ×", *_range("over_fetch_multiplier", True)[:2],
+                                                          d.over_fetch_multiplier, key=f"{prefix}over_fetch_multiplier",
                                                help="Each side fetches top-k × this many candidates.", **kw))
     values.update(_rerank_section(prefix, d, values["rerank_weight"], kw))
     values.update(_expansion_section(prefix, d, kw))

@@ -76,7 +76,7 @@ def cmd_case_export(args) -> int:
 def snapshot_config(args) -> PipelineConfig:
     kw = {k: v for k, v in (("dense_weight", args.dense_weight), ("sparse_weight", args.sparse_weight),
                             ("rrf_k", args.rrf_k), ("fusion", args.fusion), ("normalization", args.normalization),
-                            ("top_k", args.top_k), ("over_fetch", args.over_fetch),
+                            ("recall_top_k", args.recall_top_k), ("over_fetch_multiplier", args.over_fetch_multiplier),
                             ("rerank_weight", args.rerank_weight)) if v is not None}
     kw.update(reranker_fields(args.reranker))
     if args.no_facts:
@@ -203,8 +203,8 @@ def _add_snapshot_run(ss) -> None:
     sp.add_argument("--rrf-k", type=int)
     sp.add_argument("--rerank-weight", type=float)
     sp.add_argument("--reranker", default="none", help="none | embedding | cohere | cross-encoder:PATH")
-    sp.add_argument("--top-k", type=int)
-    sp.add_argument("--over-fetch", type=int)
+    sp.add_argument("--recall-top-k", "--top-k", dest="recall_top_k", type=int)
+    sp.add_argument("--over-fetch-multiplier", "--over-fetch", dest="over_fetch_multiplier", type=int)
     sp.add_argument("--no-facts", action="store_true")
     sp.add_argument("--label", default="")
     _db(sp, embedder=True)

@@ -72,8 +72,8 @@ def run_snapshot(ws, case: Case | str, cfg: PipelineConfig, js: JudgmentStore | 
     rows = []
     for n, q in enumerate(case.queries, 1):
         try:
-            res = retriever.retrieve(q.query, mood=mood, scope=q.scope, recall_top_k=cfg.top_k,
-                                     over_fetch_multiplier=cfg.over_fetch)
+            res = retriever.retrieve(q.query, mood=mood, scope=q.scope, recall_top_k=cfg.recall_top_k,
+                                     over_fetch_multiplier=cfg.over_fetch_multiplier)
             rows.append(snapshot_query(q, res))
         except (ValueError, RuntimeError, OSError) as exc:  # one bad query must not lose the others
             rows.append(SnapshotQuery(q.qid, q.query, q.scope, {s: () for s in STAGES}, {s: () for s in STAGES},

@@ -19,11 +19,14 @@ CLASSIFIER_CHOICES = ("keyword", "agentos")
 # The knobs a re-fusion can change without a new search (what `reweight` accepts).
 FUSION_FIELDS = ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight", "fusion", "normalization")
 CONFIG_MARKER = "hybrid-retrieval-inspector-config"
+# Names older config files and links used for the same knobs (one name per knob now: the API's).
+LEGACY_NAMES = {"top_k": "recall_top_k", "over_fetch": "over_fetch_multiplier"}
 _CHOICES = {"preset": PRESETS, "reranker": RERANKER_CHOICES, "generator": GENERATOR_CHOICES,
             "classifier": CLASSIFIER_CHOICES, "fusion": FUSIONS, "normalization": NORMALIZATIONS}
 # Config field -> settings knob, for the fields whose range KNOBS defines.
 KNOB_OF = {"dense_weight": "dense_weight", "sparse_weight": "sparse_weight", "rrf_k": "rrf_k",
-           "rerank_weight": "rerank_weight", "top_k": "recall_top_k", "over_fetch": "over_fetch_multiplier",
+           "rerank_weight": "rerank_weight", "recall_top_k": "recall_top_k",
+           "over_fetch_multiplier": "over_fetch_multiplier",
            "multi_query_n": "multi_query_n", "split_threshold": "split_threshold", "valence": "valence",
            "arousal": "arousal", "dominance": "dominance"}
 
@@ -36,8 +39,8 @@ class PipelineConfig:
     rrf_k: int = int(HYBRID_PRESET.rrf_k)
     fusion: str = HYBRID_PRESET.fusion
     normalization: str = HYBRID_PRESET.normalization
-    over_fetch: int = 3
-    top_k: int = 10
+    over_fetch_multiplier: int = 3
+    recall_top_k: int = 10
     hyde: bool = False
     generator: str = "gemma"
     openai_base_url: str = "http://127.0.0.1:11434"
@@ -98,6 +101,7 @@ class PipelineConfig:
         if not isinstance(data, dict):
             raise ValueError("the config file must hold a JSON object")
         known = {f.name: f for f in fields(cls)}
+        data = {LEGACY_NAMES.get(k, k): v for k, v in data.items()}  # files exported before the rename
         unknown = sorted(k for k in data if k not in known and k != CONFIG_MARKER)
         if unknown:
             raise ValueError(f"unknown config field(s): {', '.join(map(str, unknown))}")

@@ -100,7 +100,7 @@ def can_reweight(result: RetrievalResult, cfg: PipelineConfig) -> bool:
     """
     from retrieval.pipeline.assemble import deep_enough
 
-    return deep_enough(result.diagnostics.record, cfg.top_k)
+    return deep_enough(result.diagnostics.record, cfg.recall_top_k)
 
 
 def run_config(ws, cfg: PipelineConfig, query: str, scope: Scope | None, models: Models | None = None,
@@ -114,8 +114,8 @@ def run_config(ws, cfg: PipelineConfig, query: str, scope: Scope | None, models:
     from retrieval.pipeline.assemble import reweight
 
     if cached is not None and cached[0] == cache_key(query, scope, cfg) and can_reweight(cached[1], cfg):
-        return reweight(cached[1], **{**cfg.fusion_knobs(), "recall_top_k": cfg.top_k}), True
+        return reweight(cached[1], **{**cfg.fusion_knobs(), "recall_top_k": cfg.recall_top_k}), True
     retriever = build_retriever(ws, cfg, models)
     result = retriever.retrieve(query, mood=Mood(cfg.valence, cfg.arousal, cfg.dominance), scope=scope,
-                                recall_top_k=cfg.top_k, over_fetch_multiplier=cfg.over_fetch)
+                                recall_top_k=cfg.recall_top_k, over_fetch_multiplier=cfg.over_fetch_multiplier)
     return result, False

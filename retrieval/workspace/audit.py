@@ -1,4 +1,4 @@
-"""Audit log of every write (issue #17): who, when, what, how many traces — a LanceDB table `audit`
+"""Audit log of every write: who, when, what, how many traces — a LanceDB table `audit`
 beside `traces` in the same store.
 
 `Workspace.ingest/delete/set_active` call `AuditLog.record` after their commit, with the write lock
