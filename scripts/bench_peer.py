@@ -3,7 +3,8 @@
 The peer a user would pick instead is LanceDB's `query_type="hybrid"` (native stemmed full-text
 search + vector search, fused by `RRFReranker`, or `LinearCombinationReranker`), over the very
 same table and the same MiniLM vectors. Ours runs the `hybrid` preset with its defaults, plus any
-extra configurations given with --config (JSON knobs, e.g. '{"fusion": "convex"}').
+extra configurations given with --config (JSON knobs, e.g. '{"fusion": "convex"}'). `--clock now|end|ISO-TIME`
+is the instant our recency is scored at (default `end` for LoCoMo, else `now`; recorded in the JSON).
 
 Run: .venv/bin/python scripts/bench_peer.py --beir ../shared/eval/scifact \
         --locomo ../shared/eval/locomo-dev/locomo-dev.json --demo [--out docs/bench_peer.json]
@@ -22,11 +23,12 @@ ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from retrieval.pipeline.config import PipelineConfig  # noqa: E402
-from retrieval.cli.eval import open_benchmark_set  # noqa: E402
+from retrieval.cli.eval import open_clocked_set  # noqa: E402
+from retrieval.eval.clock import CLOCK_HELP, clock_arg  # noqa: E402
 from retrieval.eval.metrics import mean  # noqa: E402
 from retrieval.eval.runner import credited_ids  # noqa: E402
 from retrieval.pipeline.factory import build_retriever  # noqa: E402
-from retrieval.store.memory import scope_filter  # noqa: E402
+from retrieval.store import scope_filter  # noqa: E402
 
 
 def peer_search(tbl, reranker, qvec, text: str, scope, k: int = 10) -> list[str]:
@@ -37,11 +39,11 @@ def peer_search(tbl, reranker, qvec, text: str, scope, k: int = 10) -> list[str]
     return [r["id"] for r in q.to_list()]
 
 
-def run(spec: str, configs: dict[str, dict], cache_dir: str) -> dict:
+def run(spec: str, configs: dict[str, dict], cache_dir: str, clock=None) -> dict:
     from lancedb.index import FTS
     from lancedb.rerankers import LinearCombinationReranker, RRFReranker
 
-    ws, queries, metric, score = open_benchmark_set(spec, cache_dir, log=lambda m: print(m, file=sys.stderr))
+    ws, queries, metric, score, sc = open_clocked_set(spec, cache_dir, clock, log=lambda m: print(m, file=sys.stderr))
     tbl = ws.store.table()
     if not any(getattr(ix, "name", "") == "content_idx" for ix in tbl.list_indices()):
         tbl.create_index("content", config=FTS(), replace=True)  # LanceDB defaults: stem, stopwords, ascii-fold
@@ -49,7 +51,7 @@ def run(spec: str, configs: dict[str, dict], cache_dir: str) -> dict:
 
     embedder = ws.store.embedder
     qvecs = embedder.embed_query([q.query for q in queries])
-    out = {"dataset": spec, "metric": metric, "queries": len(queries), "systems": {}}
+    out = {"dataset": spec, "metric": metric, "queries": len(queries), "clock": sc.describe(), "systems": {}}
     peers = {"LanceDB hybrid (native FTS + vector, RRFReranker)": RRFReranker(),
              "LanceDB hybrid (native FTS + vector, LinearCombinationReranker)": LinearCombinationReranker()}
     per_query: dict[str, list[float]] = {}
@@ -68,7 +70,8 @@ def run(spec: str, configs: dict[str, dict], cache_dir: str) -> dict:
         vals, times = [], []
         for q in queries:
             t0 = time.perf_counter()
-            res = r.retrieve(q.query, scope=q.scope, recall_top_k=10)
+            with sc.scoped(q.scope):
+                res = r.retrieve(q.query, scope=q.scope, recall_top_k=10)
             times.append((time.perf_counter() - t0) * 1000)
             vals.append(score(credited_ids(res, "final"), q))
         per_query[label] = vals
@@ -93,6 +96,7 @@ def main() -> int:
                     help="extra configuration of ours, e.g. 'convex=" + '{"fusion": "convex"}' + "'")
     ap.add_argument("--cache-dir", default=".cache/eval")
     ap.add_argument("--out", default="docs/bench_peer.json")
+    ap.add_argument("--clock", type=clock_arg, metavar="now|end|ISO-TIME", help=CLOCK_HELP)
     args = ap.parse_args()
     configs = {"ours: hybrid preset (defaults)": {}}
     for item in args.config:
@@ -100,15 +104,15 @@ def main() -> int:
         configs[f"ours: {label}"] = json.loads(knobs)
     results = []
     if args.beir:
-        results.append(run(f"beir:{args.beir}", configs, args.cache_dir))
+        results.append(run(f"beir:{args.beir}", configs, args.cache_dir, args.clock))
     if args.locomo:
-        results.append(run(f"locomo:{args.locomo}", configs, args.cache_dir))
+        results.append(run(f"locomo:{args.locomo}", configs, args.cache_dir, args.clock))
     if args.demo:
-        results.append(run("demo", configs, args.cache_dir))
+        results.append(run("demo", configs, args.cache_dir, args.clock))
     cmd = "scripts/bench_peer.py " + " ".join(sys.argv[1:])
     Path(args.out).write_text(json.dumps({"command": cmd, "results": results}, indent=2) + "\n")
     for r in results:
-        print(f"\n{r['dataset']} ({r['metric']}, {r['queries']} queries)")
+        print(f"\n{r['dataset']} ({r['metric']}, {r['queries']} queries, clock {r['clock']['mode']})")
         for label, s in r["systems"].items():
             print(f"  {s['score']:.4f}  {s['ms_p50']:>6.1f} ms  {label}")
     return 0

@@ -229,7 +229,7 @@ def test_facts_page_and_last_injected(demo_env):
 
 def test_switching_preset_loads_its_fusion_defaults(demo_env):
     at = inspect(i_q="where do I live now?", i_scope="user:maya")
-    assert (at.slider(key="i_dense_weight").value, at.radio(key="i_fusion").value) == (0.6, "convex")
+    assert (at.slider(key="i_dense_weight").value, at.radio(key="i_fusion").value) == (0.5, "convex")
     at.radio(key="i_preset").set_value("agentos").run()
     assert not at.exception
     assert (at.slider(key="i_dense_weight").value, at.slider(key="i_sparse_weight").value,
@@ -269,7 +269,7 @@ def test_a_link_carries_every_setting_and_round_trips(demo_env):
 
     # every field, defaults included, plus the store version; never the server URL
     assert {f"i_{n}" for n in FIELDS} | {"i_q", "i_scope", "i_depth", "i_v"} <= set(qp)
-    assert qp["i_dense_weight"] == "0.3" and qp["i_sparse_weight"] == "0.4" and qp["i_rrf_k"] == "10"
+    assert qp["i_dense_weight"] == "0.3" and qp["i_sparse_weight"] == "0.5" and qp["i_rrf_k"] == "10"
     assert qp["i_v"] == str(Workspace(demo_env).store.version()) and "i_openai_base_url" not in qp
     at.slider(key="i_rrf_k").set_value(25).run()
     assert at.query_params["i_rrf_k"] == "25"

@@ -62,7 +62,7 @@ def test_import_a_case_run_two_snapshots_diff_and_open_inspect(demo_env):
     assert "Snapshot s" in texts(at)
 
     snaps = JudgmentStore(demo_env).snapshots("mini")
-    assert [(s.label, s.config.dense_weight) for s in snaps] == [("even", 0.6), ("dense-heavy", 0.9)]
+    assert [(s.label, s.config.dense_weight) for s in snaps] == [("even", 0.5), ("dense-heavy", 0.9)]
     assert (at.selectbox(key="s_a").value, at.selectbox(key="s_b").value) == (snaps[0].id, snaps[1].id)
     listing = frame(at, "rrf_k")
     assert list(listing["label"]) == ["even", "dense-heavy"]
@@ -72,7 +72,7 @@ def test_import_a_case_run_two_snapshots_diff_and_open_inspect(demo_env):
                                                  abs=1e-4)
     per_q = frame(at, "Inspect B")
     assert sorted(per_q["qid"]) == ["m01", "m02", "m03", "m04", "m05", "m06"]
-    assert "dense_weight 0.6 → 0.9" in texts(at)
+    assert "dense_weight 0.5 → 0.9" in texts(at)
     link = per_q["Inspect B"].iloc[0]
     assert link.startswith("Inspect?") and "i_dense_weight=0.9" in link
 

@@ -94,7 +94,7 @@ def test_snapshot_run_and_diff(db, capsys):
     for m in ("ndcg@10", "recall@10", "mrr", "judged@10"):
         assert d["metrics"][m]["delta"] == pytest.approx(b["metrics"][m] - a["metrics"][m])
     assert d["p_value"] == d["metrics"]["ndcg@10"]["p_value"] and 0 <= d["p_value"] <= 1
-    assert len(d["queries"]) == 45 and d["config_changes"] == {"dense_weight": [0.6, 0.9], "sparse_weight": [0.4, 0.1]}
+    assert len(d["queries"]) == 45 and d["config_changes"] == {"dense_weight": [0.5, 0.9], "sparse_weight": [0.5, 0.1]}
     deltas = [q["delta"] for q in d["queries"]]
     assert deltas == sorted(deltas, key=lambda x: round(x, 9))
     moved = [m for q in d["queries"] for m in q["moved"]]

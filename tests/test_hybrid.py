@@ -317,7 +317,7 @@ def test_huge_query_is_truncated_and_recorded(retriever):
 
 
 def test_repr_describes_settings(retriever, store):
-    assert "Convex(theoretical, weights=(0.6, 0.4))" in repr(retriever)  # the hybrid defaults
+    assert "Convex(theoretical, weights=(0.5, 0.5))" in repr(retriever)  # the hybrid defaults
     assert "RRF(k=60, weights=(0.7, 0.3))" in repr(HybridRetriever(store, preset=AGENTOS))
     assert "RRF(k=30, weights=(0.7, 0.3))" in repr(HybridRetriever(store, default_rrf_k=30, default_dense_weight=0.7,
                                                                    default_sparse_weight=0.3, fusion="rrf"))
@@ -325,7 +325,7 @@ def test_repr_describes_settings(retriever, store):
 
 def test_hybrid_default_is_a_theoretically_normalised_convex_sum(id_world):
     """Golden: dense list = cognitive scores, sparse = BM25; each divided by its list's max (lower bound 0);
-    0.6 × dense + 0.4 × sparse, an id missing from a list (here none: rank completion) adding its real score."""
+    0.5 × dense + 0.5 × sparse, an id missing from a list (here none: rank completion) adding its real score."""
     store, traces = id_world
     r = build(store, traces)
     res = r.retrieve(QUERY, scope=U1, recall_top_k=3, over_fetch_multiplier=2)
@@ -335,7 +335,7 @@ def test_hybrid_default_is_a_theoretically_normalised_convex_sum(id_world):
     full_dense = {**{t.id: t.retrieval_score for t in rec.sparse_hydrated.values()}, **dense}
     full_sparse = {**dict(rec.dense_bm25), **sparse}
     top_d, top_s = max(full_dense.values()), max(full_sparse.values())
-    expect = {i: 0.6 * full_dense.get(i, 0) / top_d + 0.4 * full_sparse.get(i, 0) / top_s
+    expect = {i: 0.5 * full_dense.get(i, 0) / top_d + 0.5 * full_sparse.get(i, 0) / top_s
               for i in set(full_dense) | set(full_sparse)}
     assert d.stage_scores["merged"] == pytest.approx(expect)
     assert d.stage_ids["merged"] == sorted(expect, key=lambda i: (-expect[i], i))

@@ -269,7 +269,7 @@ def test_diff_finds_the_stage_where_each_judged_trace_moved():
     assert (by["q2"].a, by["q2"].b) == pytest.approx((1.0, 1 / math.log2(3)))
     assert [q.qid for q in d.queries] == ["q2", "q3", "q1"]  # worst delta first (q2 = q3 < q1, then by qid)
     assert (d.only_in_a, d.only_in_b) == ((), ("q4",))
-    assert d.config_changes == {"dense_weight": (0.6, 0.9), "sparse_weight": (0.4, 0.1)}
+    assert d.config_changes == {"dense_weight": (0.5, 0.9), "sparse_weight": (0.5, 0.1)}
     m = {x.metric: x for x in d.metrics}
     from scipy.stats import ttest_rel
 
@@ -327,7 +327,7 @@ def test_run_snapshot_keeps_every_stage_list_and_scores_with_human_grades(ws):
     s2 = run_snapshot(ws, "c", PipelineConfig.for_preset("hybrid", dense_weight=1.0, sparse_weight=0.0), js)
     assert [r["id"] for r in js.snapshot_rows("c")] == [s.id, s2.id]
     d = diff_snapshots(stored, js.snapshot(s2.id), js.qrels("c"))
-    assert d.config_changes == {"dense_weight": (0.6, 1.0), "sparse_weight": (0.4, 0.0)}
+    assert d.config_changes == {"dense_weight": (0.5, 1.0), "sparse_weight": (0.5, 0.0)}
     assert [m.n for m in d.metrics] == [2] * 5
     with pytest.raises(ValueError, match="no case named 'zz'"):
         run_snapshot(ws, "zz", cfg, js)

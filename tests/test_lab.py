@@ -48,7 +48,7 @@ def test_scores_are_recomputed_refusions_and_the_best_is_the_tune_argmax(runs):
     assert lab.best_of("convex", "zscore").candidate.normalization == "zscore"
     for row, r in zip(lab.per_query, hybrid):
         assert row["delta"] == pytest.approx(row["best"] - row["baseline"]) and row["qid"] == r.q.qid
-    assert lab.baseline.candidate == Candidate("convex", 0.6, 10.0, "theoretical")  # the hybrid defaults the runs used
+    assert lab.baseline.candidate == Candidate("convex", 0.5, 10.0, "theoretical")  # the hybrid defaults the runs used
     assert lab.to_dict()["best"]["label"] == lab.best.candidate.label
 
 

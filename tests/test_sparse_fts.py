@@ -13,6 +13,7 @@ from retrieval.workspace.core import Workspace
 def fts_ws(tmp_path, traces):
     ws = Workspace(str(tmp_path / "db"), embedder=HashingEmbedder(64), clock=lambda: NOW, fact_extractor=None,
                    sparse="fts")
+    ws.set_analyzer("plain")  # these tests read unstemmed terms; the stemming test switches it
     ws.ingest(traces)
     return ws
 

@@ -50,8 +50,8 @@ def test_new_store_records_embedder_dim_and_analyzer_in_table_metadata(built):
     meta = lancedb.connect(built).open_table("traces").schema.field("vector").metadata
     assert meta[KEY_EMBEDDER.encode()] == b"hashing"
     assert meta[KEY_DIM.encode()] == b"64"
-    assert meta[KEY_ANALYZER.encode()] == b"plain"
-    assert MemoryStore(built).identity() == StoreIdentity("hashing", 64, "plain")
+    assert meta[KEY_ANALYZER.encode()] == b"english-stem"  # what a new store records
+    assert MemoryStore(built).identity() == StoreIdentity("hashing", 64, "english-stem")
 
 
 def test_another_embedder_of_the_same_dimension_is_refused_naming_both(built):
@@ -89,6 +89,7 @@ def test_a_store_from_before_identities_records_it_on_the_next_write(tmp_path, t
 
 def test_set_analyzer_records_it_and_rebuilds_bm25_with_stemming(built):
     ws = Workspace(built, fact_extractor=None)
+    ws.set_analyzer("plain")
     assert ws.bm25.search("invoices", scopes=[U1]) == []  # plain: no stemming
     calls = []
     ws.set_analyzer("english-stem", progress=lambda d, t: calls.append((d, t)))
@@ -111,7 +112,7 @@ def test_reembed_replaces_every_vector_and_the_identity(built):
     out = reembed(MemoryStore(built), new, progress=lambda d, t: seen.append((d, t)), batch_size=3)
     assert out["rows"] == 8 and seen[-1] == (8, 8) and len(seen) == 3
     s = MemoryStore(built)
-    assert s.identity() == StoreIdentity("hashing", 32, "plain")
+    assert s.identity() == StoreIdentity("hashing", 32, "english-stem")
     assert sorted(s.all_traces(), key=lambda t: t.id) == sorted(before, key=lambda t: t.id)
     got = s.get_with_vectors(["inv"], active_only=False)["inv"][1]
     np.testing.assert_allclose(got, new.embed([before[[t.id for t in before].index("inv")].content])[0], rtol=1e-6)
@@ -128,7 +129,7 @@ def test_a_reembed_that_fails_midway_leaves_the_store_as_it_was(built):
     with pytest.raises(RuntimeError, match="model server went away"):
         reembed(s, FailingEmbedder(64, fail_after=1), batch_size=3)
     after = MemoryStore(built)
-    assert after.identity() == StoreIdentity("hashing", 64, "plain")
+    assert after.identity() == StoreIdentity("hashing", 64, "english-stem")
     assert after.version() == version and after.count() == 8
     assert "traces__reembed" not in after.db.table_names()
     ws = Workspace(built, embedder=HashingEmbedder(64), fact_extractor=None)

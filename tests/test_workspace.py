@@ -57,7 +57,7 @@ def test_ingest_is_idempotent(tmp_path):
 def test_sidecar_records_the_table_version_and_a_stale_one_is_rebuilt(tmp_path, caplog):
     ws = ws_at(tmp_path / "db")
     ws.ingest([make_trace(f"t{i}", f"old text {i}") for i in range(10)])
-    assert BM25Index.load(ws.bm25_path).source["table_version"] == ws.store.version()
+    assert BM25Index.load(ws.bm25_path, tokenizer=ws.bm25.tokenizer).source["table_version"] == ws.store.version()
     # A commit the sidecar never saw (a crash between the LanceDB commit and the sidecar save):
     # same row count, different text and another scope.
     ws.store.add([make_trace("t0", "brand new words", "u2")])
@@ -110,7 +110,7 @@ def test_a_damaged_sidecar_is_rebuilt_with_a_warning(tmp_path, caplog, damage):
     again = ws_at(tmp_path / "db")
     assert sparse_ids(again, "alpha") == ["a"] and again.status()["in_step"]
     assert "rebuild" in caplog.text
-    assert BM25Index.load(path).source["table_version"] == again.store.version()  # rewritten whole
+    assert BM25Index.load(path, tokenizer=again.bm25.tokenizer).source["table_version"] == again.store.version()
 
 
 def test_read_only_store_opens_with_an_in_memory_index(tmp_path, monkeypatch):

@@ -1,7 +1,9 @@
 """`python -m retrieval eval`: per-stage metrics for presets on BEIR, LoCoMo or the demo set.
 
 The corpus is embedded once into a LanceDB store under --cache-dir and reused (a sweep re-fuses
-cached stage lists and re-embeds nothing).
+cached stage lists and re-embeds nothing). `--clock now|end|ISO-TIME` sets the instant recency is
+scored at (`retrieval.eval.clock`; default `end` for a dataset with real timestamps, else `now`), and
+every JSON written records it.
 """
 from __future__ import annotations
 
@@ -9,30 +11,31 @@ import json
 import shutil
 import sys
 import time
-from datetime import datetime, UTC
 from pathlib import Path
 
 from retrieval.pipeline.config import PipelineConfig, generator_fields, reranker_fields
 from retrieval.pipeline.factory import RegistryModels, build_retriever
 from retrieval.hybrid import STAGES
+from retrieval.eval.clock import EVAL_NOW, ClockSpec, ScopeClock, make_clock
 from retrieval.eval.datasets import load_dataset
 from retrieval.eval.metrics import evidence_recall_at_k, mean, mrr, ndcg_at_k, recall_at_k
 from retrieval.eval.runner import credited_ids, run_queries, sweep
 
-EVAL_NOW = datetime(2026, 1, 1, tzinfo=UTC)  # pinned clock: runs are reproducible
 DENSE_WEIGHTS = [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]
 KS = [10, 30, 60, 100]
 
 
-def open_eval_workspace(name: str, traces, cache_dir: str, embedder=None, log=print):
+def open_eval_workspace(name: str, traces, cache_dir: str, embedder=None, log=print, clock=None):
+    """The dataset's cached store; `clock` is the store's clock (default: the pinned `EVAL_NOW`)."""
     from retrieval.workspace.core import Workspace
 
     uri = Path(cache_dir) / name
-    ws = Workspace(str(uri), embedder=embedder, clock=lambda: EVAL_NOW, fact_extractor=None)
+    clock = clock or (lambda: EVAL_NOW)
+    ws = Workspace(str(uri), embedder=embedder, clock=clock, fact_extractor=None)
     if ws.store.count() != len(traces):
         if uri.exists():
             shutil.rmtree(uri)
-        ws = Workspace(str(uri), embedder=embedder, clock=lambda: EVAL_NOW, fact_extractor=None)
+        ws = Workspace(str(uri), embedder=embedder, clock=clock, fact_extractor=None)
         t0 = time.perf_counter()
         last = [0.0]
 
@@ -55,17 +58,19 @@ def _metrics(ranked, q, locomo: bool) -> dict[str, float]:
             "recall@100": recall_at_k(ranked, q.qrels, 100), "mrr": mrr(ranked, q.qrels, 10)}
 
 
-def evaluate_config(retriever, queries, locomo: bool, deep_k: int | None, **kw) -> dict:
+def evaluate_config(retriever, queries, locomo: bool, deep_k: int | None, clock: ScopeClock | None = None,
+                    **kw) -> dict:
     """Two passes: default depth (top-10, N=30) for @5/@10/nDCG/MRR, and a deep pass for @25/@100.
 
     `deep_k=None` skips the deep pass (a reranker over a 300-deep pool per query is too slow here).
+    `clock` (the store's `ScopeClock`) scores each query at its scope's instant.
     """
     rows: dict[str, dict[str, list[float]]] = {}
     by_cat: dict[str, dict[str, list[float]]] = {}
     t0 = time.perf_counter()
-    shallow = run_queries(retriever, queries, recall_top_k=10, **kw)
+    shallow = run_queries(retriever, queries, clock=clock, recall_top_k=10, **kw)
     t_shallow = time.perf_counter() - t0
-    deep = run_queries(retriever, queries, recall_top_k=deep_k, **kw) if deep_k else shallow
+    deep = run_queries(retriever, queries, clock=clock, recall_top_k=deep_k, **kw) if deep_k else shallow
     for a, b in zip(shallow, deep):
         for stage in STAGES:
             ids_a, ids_b = credited_ids(a.result, stage), credited_ids(b.result, stage)
@@ -102,7 +107,9 @@ def run_eval_cli(args) -> int:
 
     if args.embedder != "minilm":
         name += f"-{args.embedder}"  # never mix vectors of two embedders in one cached store
-    ws = open_eval_workspace(name, traces, args.cache_dir, embedder=make_embedder(args.embedder), log=log)
+    clock = make_clock(getattr(args, "clock", None), traces)
+    ws = open_eval_workspace(name, traces, args.cache_dir, embedder=make_embedder(args.embedder), log=log,
+                             clock=clock)
     from retrieval.eval.memo import QueryMemo
 
     log(f"embedding {len(queries)} queries in batches")
@@ -110,9 +117,9 @@ def run_eval_cli(args) -> int:
     presets = args.preset or ["agentos", "hybrid"]
     models = RegistryModels(ws.store.embedder)  # one reranker/generator for every preset
     log(f"{name}: {len(traces)} documents, {len(queries)} queries; presets {presets}; reranker {args.reranker}; "
-        f"hyde {args.hyde}")
+        f"hyde {args.hyde}; clock {clock!r}")
     out = {"dataset": args.dataset, "documents": len(traces), "queries": len(queries), "reranker": args.reranker,
-           "hyde": args.hyde, "configs": {}}
+           "hyde": args.hyde, "clock": clock.describe(), "configs": {}}
     for preset in presets:
         hyde_fields = generator_fields(args.hyde) if args.hyde != "none" else {}
         knobs = {k: v for k, v in (("fusion", getattr(args, "fusion", None)),
@@ -125,14 +132,14 @@ def run_eval_cli(args) -> int:
                                         **reranker_fields(args.reranker), **knobs)
         r = build_retriever(ws, cfg, models)
         deep = (25 if locomo else 100) if args.reranker == "none" and args.hyde == "none" else None
-        res = evaluate_config(r, queries, locomo, deep)
+        res = evaluate_config(r, queries, locomo, deep, clock=clock)
         runs = res.pop("_runs")
         if args.sweep:
             sw = sweep(r, runs, DENSE_WEIGHTS, KS, metric="recall@10" if locomo else "ndcg@10")
             res["sweep"] = {"dense_weights": sw.dense_weights, "ks": sw.ks, "tune": sw.tune, "held_out": sw.held_out,
                             "best": sw.best_params}
         if getattr(args, "lab", False):
-            res["lab"] = run_lab(runs, locomo)
+            res["lab"] = run_lab(runs, locomo, clock.describe())
         out["configs"][preset] = res
         log(f"  {preset}: {res['ms_per_query']} ms/query")
     print(format_table(out, locomo))
@@ -149,24 +156,33 @@ def headline_metric(locomo: bool):
     return "ndcg@10", lambda ranked, q: ndcg_at_k(ranked, q.qrels, 10)
 
 
-def open_benchmark_set(spec: str, cache_dir: str, log=print):
-    """A dataset's cached MiniLM store with its queries embedded once: `(ws, queries, metric, score)`."""
+def open_clocked_set(spec: str, cache_dir: str, clock: ClockSpec | str | None = None, log=print):
+    """A dataset's cached MiniLM store with its queries embedded once, its clock the dataset's `ScopeClock` for
+    `clock` (None = the dataset's default): `(ws, queries, metric, score, scope_clock)`. Run each query inside
+    `with scope_clock.scoped(q.scope):`."""
     from retrieval.models.registry import make_embedder
     from retrieval.eval.memo import QueryMemo
 
     name, traces, queries = load_dataset(spec)
-    ws = open_eval_workspace(name, traces, cache_dir, embedder=make_embedder("minilm"), log=log)
+    scope_clock = make_clock(clock, traces)
+    ws = open_eval_workspace(name, traces, cache_dir, embedder=make_embedder("minilm"), log=log, clock=scope_clock)
     ws.store.use_embedder(QueryMemo(ws.store.embedder, [q.query for q in queries]))
     metric, score = headline_metric(name.startswith("locomo"))
-    return ws, queries, metric, score
+    return ws, queries, metric, score, scope_clock
 
 
-def run_lab(runs, locomo: bool) -> dict:
+def open_benchmark_set(spec: str, cache_dir: str, log=print):
+    """`open_clocked_set` at the pinned `now` (as before `--clock`): `(ws, queries, metric, score)`."""
+    return open_clocked_set(spec, cache_dir, "now", log)[:4]
+
+
+def run_lab(runs, locomo: bool, clock: dict | None = None) -> dict:
     """Every fusion function's best on the tune half, its held-out score and the whole set (`--lab`)."""
     from retrieval.eval.lab import fusion_grid, search_fusions
 
     metric, score = headline_metric(locomo)
-    lab = search_fusions(runs, fusion_grid(), metric=metric, scorer=lambda ranked, q: {metric: score(ranked, q)})
+    lab = search_fusions(runs, fusion_grid(), metric=metric, scorer=lambda ranked, q: {metric: score(ranked, q)},
+                         clock=clock)
     best = {}
     for fusion, norm in (("rrf", None), ("convex", "minmax"), ("convex", "theoretical"), ("convex", "zscore")):
         if any(s.candidate.fusion == fusion for s in lab.scores):

@@ -7,8 +7,11 @@ import os
 import sys
 import time
 
+from retrieval.facts.store import FactStoreError
+from retrieval.judgments.store import JudgmentStoreError
 from retrieval.cli.cases import add_case_commands
 from retrieval.cli.store import add_store_commands, add_store_flags, embedder_help
+from retrieval.eval.clock import CLOCK_HELP, clock_arg
 from retrieval.pipeline.config import PipelineConfig, generator_fields, reranker_fields
 from retrieval.pipeline.factory import build_retriever
 from retrieval.fusion import FUSIONS, NORMALIZATIONS
@@ -29,8 +32,8 @@ def _scope_arg(text: str) -> Scope:
 def config_from_args(args) -> PipelineConfig:
     """The `query` command's flags as the one `PipelineConfig` the app and evaluation also use."""
 
-    kw: dict = dict(top_k=args.top_k, over_fetch=args.over_fetch, facts=not args.no_facts,
-                    split_threshold=args.split or 0.0, multi_query_n=args.multi_query,
+    kw: dict = dict(recall_top_k=args.recall_top_k, over_fetch_multiplier=args.over_fetch_multiplier,
+                    facts=not args.no_facts, split_threshold=args.split or 0.0, multi_query_n=args.multi_query,
                     valence=args.valence, arousal=args.arousal, dominance=args.dominance)
     kw.update({k: v for k, v in (("dense_weight", args.dense_weight), ("sparse_weight", args.sparse_weight),
                                  ("rrf_k", args.rrf_k), ("rerank_weight", args.rerank_weight),
@@ -56,7 +59,7 @@ def _workspace(args):
 def cmd_ingest(args) -> int:
     from retrieval.ingest.loaders import load_path
 
-    kw = {}
+    kw: dict[str, str] = {}
     if args.scope:
         kw.update(scope=args.scope.scope, scope_id=args.scope.scope_id)
     try:
@@ -123,7 +126,7 @@ def cmd_query(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     result = retriever.retrieve(args.text, mood=Mood(cfg.valence, cfg.arousal, cfg.dominance), scope=scope,
-                                recall_top_k=cfg.top_k, over_fetch_multiplier=cfg.over_fetch)
+                                recall_top_k=cfg.recall_top_k, over_fetch_multiplier=cfg.over_fetch_multiplier)
     d = result.diagnostics
     if args.json:
         print(json.dumps({"final": [{"id": t.id, "score": t.retrieval_score, "content": t.content}
@@ -180,32 +183,33 @@ def cmd_eval(args) -> int:
     return run_eval_cli(args)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m retrieval", description=__doc__)
-    sub = p.add_subparsers(dest="cmd", required=True)
+def db_flags(sp: argparse.ArgumentParser) -> None:
+    """`--db`, `--embedder` and the store flags every store-reading command takes."""
+    sp.add_argument("--db", default=os.environ.get("RETRIEVAL_DB", DEFAULT_DB),
+                    help=f"LanceDB URI (default {DEFAULT_DB}; env RETRIEVAL_DB)")
+    sp.add_argument("--embedder", default=None, help=embedder_help())
+    add_store_flags(sp)
 
-    def db(sp):
-        sp.add_argument("--db", default=os.environ.get("RETRIEVAL_DB", DEFAULT_DB),
-                        help=f"LanceDB URI (default {DEFAULT_DB}; env RETRIEVAL_DB)")
-        sp.add_argument("--embedder", default=None, help=embedder_help())
-        add_store_flags(sp)
 
+def add_ingest_command(sub) -> None:
     sp = sub.add_parser("ingest", help="load a .jsonl/.csv/.txt file or a BEIR folder into the store")
     sp.add_argument("file")
-    db(sp)
+    db_flags(sp)
     sp.add_argument("--scope", type=_scope_arg,
                     help=f"default scope for lines without one, e.g. user:u1 ({', '.join(SCOPES)})")
     sp.add_argument("--no-facts", action="store_true", help="skip fact extraction")
     sp.set_defaults(func=cmd_ingest)
 
+
+def add_query_command(sub) -> None:
     sp = sub.add_parser("query", help="run the pipeline and print the five stage lists")
     sp.add_argument("text")
-    db(sp)
+    db_flags(sp)
     sp.add_argument("--scope", type=_scope_arg)
     sp.add_argument("--all-scopes", action="store_true", help="search every scope (no fact graph)")
     sp.add_argument("--preset", choices=PRESETS, default="hybrid")
-    sp.add_argument("--top-k", type=int, default=10)
-    sp.add_argument("--over-fetch", type=int, default=3)
+    sp.add_argument("--recall-top-k", "--top-k", dest="recall_top_k", type=int, default=10)
+    sp.add_argument("--over-fetch-multiplier", "--over-fetch", dest="over_fetch_multiplier", type=int, default=3)
     sp.add_argument("--dense-weight", type=float)
     sp.add_argument("--sparse-weight", type=float)
     sp.add_argument("--rrf-k", type=float)
@@ -226,15 +230,21 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_query)
 
+
+def add_build_demo_command(sub) -> None:
     sp = sub.add_parser("build-demo", help="build the demo index from data/demo (skipped when present)")
-    db(sp)
+    db_flags(sp)
     sp.add_argument("--force", action="store_true")
     sp.set_defaults(func=cmd_build_demo)
 
+
+def add_status_command(sub) -> None:
     sp = sub.add_parser("status", help="traces, BM25 documents, facts and index state")
-    db(sp)
+    db_flags(sp)
     sp.set_defaults(func=cmd_status)
 
+
+def add_eval_command(sub) -> None:
     sp = sub.add_parser("eval", help="per-stage metrics on a labelled dataset")
     sp.add_argument("--dataset", required=True, help="beir:PATH | locomo:PATH | demo")
     sp.add_argument("--preset", action="append", choices=PRESETS,
@@ -251,9 +261,20 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--cache-dir", default=".cache/eval")
     sp.add_argument("--embedder", default="minilm", help=" | ".join(EMBEDDERS))
     sp.add_argument("--out", help="write the results as JSON here")
+    sp.add_argument("--clock", type=clock_arg, metavar="now|end|ISO-TIME", help=CLOCK_HELP)
     sp.set_defaults(func=cmd_eval)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m retrieval", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    add_ingest_command(sub)
+    add_query_command(sub)
+    add_build_demo_command(sub)
+    add_status_command(sub)
+    add_eval_command(sub)
     add_case_commands(sub)
-    add_store_commands(sub, db)
+    add_store_commands(sub, db_flags)
     return p
 
 
@@ -264,3 +285,6 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except BrokenPipeError:  # `| head`
         return 0
+    except (JudgmentStoreError, FactStoreError) as exc:  # a damaged side table: what to do, not a traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

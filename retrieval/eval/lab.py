@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from typing import Any
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from retrieval.pipeline.assemble import reweight
 from retrieval.fusion import NORMALIZATIONS
@@ -64,6 +64,7 @@ class LabResult:
     best: CandidateScore  # best on the tune half
     baseline: CandidateScore  # the runs' own configuration
     per_query: tuple[dict[str, Any], ...]  # best vs baseline, every query (qid, query, half, baseline, best, delta)
+    clock: Mapping[str, Any] | None = None  # the evaluation clock the runs were scored at (retrieval.eval.clock)
 
     def best_of(self, fusion: str, normalization: str | None = None) -> CandidateScore:
         """The tune-best candidate of one fusion function (and normalisation)."""
@@ -74,8 +75,15 @@ class LabResult:
     def to_dict(self) -> dict[str, Any]:
         row = lambda s: {**asdict(s.candidate), "label": s.candidate.label, "tune": s.tune,
                          "held_out": s.held_out, "all": s.all}
-        return {"metric": self.metric, "best": row(self.best), "baseline": row(self.baseline),
-                "scores": [row(s) for s in self.scores], "per_query": list(self.per_query)}
+        return {"metric": self.metric, "clock": dict(self.clock) if self.clock is not None else None,
+                "best": row(self.best), "baseline": row(self.baseline), "scores": [row(s) for s in self.scores],
+                "per_query": list(self.per_query)}
+
+
+def runs_clock(runs: Sequence[QueryRun]) -> dict[str, Any] | None:
+    """The instants the runs were scored at (`QueryRun.now`), when they were run with an evaluation clock."""
+    nows = sorted({r.now.isoformat() for r in runs if r.now is not None})
+    return {"instants": nows} if nows else None
 
 
 def _score(run: QueryRun, knobs: dict[str, Any] | None, metric: str, scorer) -> float:
@@ -89,8 +97,11 @@ def default_scorer(ranked: list[str], q) -> dict[str, float]:
 
 def search_fusions(runs: Sequence[QueryRun], candidates: Sequence[Candidate], metric: str = "ndcg@10",
                    scorer: Callable[[list[str], Any], dict[str, float]] = default_scorer,
-                   progress: Callable[[int, int], None] | None = None) -> LabResult:
+                   progress: Callable[[int, int], None] | None = None,
+                   clock: Mapping[str, Any] | None = None) -> LabResult:
     """Score every candidate on both halves; choose on 'tune', report 'held-out'.
+
+    `clock` (`ScopeClock.describe()`) is recorded with the result; without it, the instants the runs carry.
 
     Ties on the tune half prefer RRF, then the dense weight nearest 0.5 (the most conservative setting).
     """
@@ -122,4 +133,5 @@ def search_fusions(runs: Sequence[QueryRun], candidates: Sequence[Candidate], me
     per_query = tuple({"qid": r.q.qid, "query": r.q.query, "scope": str(r.q.scope), "half": h,
                        "baseline": bv, "best": v, "delta": v - bv}
                       for r, h, bv, v in zip(runs, half, base_vals, per_candidate[b]))
-    return LabResult(metric, tuple(scores), scores[b], summary(None, base_vals), per_query)
+    return LabResult(metric, tuple(scores), scores[b], summary(None, base_vals), per_query,
+                     dict(clock) if clock is not None else runs_clock(runs))

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from contextlib import nullcontext
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from collections.abc import Callable, Iterable, Sequence
@@ -58,6 +60,7 @@ class QueryRun:
     q: LabelledQuery
     result: Any  # RetrievalResult
     per_stage: dict[str, dict[str, float]] = field(default_factory=dict)
+    now: datetime | None = None  # the instant the query was scored at, when run with an evaluation clock
 
 
 def credited_ids(result, stage: str) -> list[str]:
@@ -81,12 +84,15 @@ def stage_scores(result, qrels: dict[str, float], k: int = 10) -> dict[str, dict
 
 
 def run_queries(retriever, queries: Iterable[LabelledQuery], progress: Callable[[int, int], None] | None = None,
-                **retrieve_kw) -> list[QueryRun]:
+                clock: Any = None, **retrieve_kw) -> list[QueryRun]:
+    """Every query through `retriever`; with `clock` (a `retrieval.eval.clock.ScopeClock`, the store's clock) each
+    query runs under its scope's instant, recorded as `QueryRun.now`."""
     queries = list(queries)
     runs = []
     for i, q in enumerate(queries):
-        res = retriever.retrieve(q.query, scope=q.scope, **retrieve_kw)
-        runs.append(QueryRun(q, res, stage_scores(res, q.qrels)))
+        with clock.scoped(q.scope) if clock is not None else nullcontext(None) as now:
+            res = retriever.retrieve(q.query, scope=q.scope, **retrieve_kw)
+        runs.append(QueryRun(q, res, stage_scores(res, q.qrels), now))
         if progress:
             progress(i + 1, len(queries))
     return runs

@@ -53,7 +53,7 @@ def build_bm25(store, analyzer: str | None = None, progress: Progress | None = N
     """BM25 over the store's active rows, with the store's recorded analyzer unless one is given."""
     if analyzer is None:
         ident = store.identity()
-        analyzer = ident.analyzer if ident is not None else "plain"
+        analyzer = ident.analyzer if ident is not None else store.new_analyzer  # what the table will record
     idx = BM25Index(tokenizer=make_tokenizer(analyzer))
     total = store.count(active_only=True)
     done = 0
@@ -75,7 +75,7 @@ def open_sparse(store, sparse: str, path: Path | None, progress: Progress | None
 
     version = store.version()
     ident = store.identity()
-    analyzer = ident.analyzer if ident is not None else "plain"
+    analyzer = ident.analyzer if ident is not None else store.new_analyzer  # what the table will record
     if sparse == "fts":
         return Opened(LanceFtsSparse(store, analyzer), version, False)
     if path is not None and path.is_file():

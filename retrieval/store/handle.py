@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.store.columns import NATIVE, ColumnMap
-from retrieval.store.identity import (DEFAULT_ANALYZER, StoreIdentity, check_embedder, embedder_for, read_identity,
+from retrieval.store.identity import (NEW_STORE_ANALYZER, StoreIdentity, check_embedder, embedder_for, read_identity,
                                       write_identity)
 from retrieval.store.lock import lock_for
 from retrieval.store.remote import open_db, redact_uri, storage_options_from_env
@@ -51,7 +51,7 @@ class TableHandle:
         self.read_only = bool(read_only or not self.columns.native)
         self.storage_options = (dict(storage_options) if storage_options is not None
                                 else storage_options_from_env(self.uri))
-        self.new_analyzer = DEFAULT_ANALYZER  # recorded when this store creates its table
+        self.new_analyzer = NEW_STORE_ANALYZER  # recorded when this store creates its table
         self._secrets = secrets
         self._tbl: Any = None
         self._db: Any = None

@@ -15,7 +15,10 @@ from retrieval.bm25.tokenizer import ANALYZERS
 KEY_EMBEDDER = "retrieval.embedder"
 KEY_DIM = "retrieval.dim"
 KEY_ANALYZER = "retrieval.analyzer"
-DEFAULT_ANALYZER = "plain"
+DEFAULT_ANALYZER = "plain"  # what a store that records no analyser was built with (stores keep theirs)
+# What a new store records: Snowball English stemming, chosen on development data (LoCoMo dev at the
+# `end` clock and SciFact, paired intervals in docs/BENCHMARKS.md "Choosing the hybrid defaults").
+NEW_STORE_ANALYZER = "english-stem"
 
 
 @dataclass(frozen=True)
