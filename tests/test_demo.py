@@ -84,8 +84,10 @@ def test_split_example_replaces_the_long_note_and_lifts_it(demo):
     ex = example("split")
     scope = Scope.parse(ex["scope"])
     reranker = EmbeddingReranker(demo.store.embedder)
-    plain = demo.retriever(reranker=reranker).retrieve(ex["query"], scope=scope)
-    split = demo.retriever(reranker=reranker, split_ambiguous_threshold=1.0).retrieve(ex["query"], scope=scope)
+    w = float(ex["params"]["i_rerank_weight"])  # the card's blend weight
+    plain = demo.retriever(reranker=reranker).retrieve(ex["query"], scope=scope, rerank_weight=w)
+    split = demo.retriever(reranker=reranker, split_ambiguous_threshold=1.0).retrieve(ex["query"], scope=scope,
+                                                                                       rerank_weight=w)
     assert ex["target"] in split.diagnostics.split_on_ambiguous["replaced_ids"]
     before = rank(plain.diagnostics.stage_ids["reranked"], ex["target"])
     after = rank(split.diagnostics.stage_ids["reranked"], ex["target"])
