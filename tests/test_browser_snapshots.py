@@ -93,11 +93,11 @@ def test_snapshots_in_a_real_browser(browser, tmp_path, artifacts):
         label.press("Enter")
         page.wait_for_timeout(800)
         button(page, "Run a snapshot of 6 queries").click()
-        wait_text(page, "dense_weight 0.6 → 1")
+        wait_text(page, "dense_weight 0.5 → 1")
         wait_text(page, "Judged traces that moved")
         snaps = JudgmentStore(str(db)).snapshots("mini")
         assert [(s.label, s.config.dense_weight, s.config.sparse_weight) for s in snaps] == [
-            ("even", 0.6, 0.4), ("dense-only", 1.0, 0.0)]
+            ("even", 0.5, 0.5), ("dense-only", 1.0, 0.0)]
 
         open_grading(page)
         # the caption reads "m05 · “…” · 2/8 graded"
