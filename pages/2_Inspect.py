@@ -86,21 +86,21 @@ try:
     if cached is None or cached[0] != cache_key(query, scope, run_cfg):
         steps = view.run_steps(run_cfg)
         with st.status("Searching: " + " → ".join(steps) + "…", expanded=False) as status:
-            result, refused = run_config(ws, run_cfg, query, scope, get_reranker, get_generator, cached)
+            result, refusion = run_config(ws, run_cfg, query, scope, get_reranker, get_generator, cached)
             status.update(label=f"Searched in {(time.perf_counter() - t0) * 1000:.0f} ms: " + " → ".join(steps),
                           state="complete")
     else:
-        result, refused = run_config(ws, run_cfg, query, scope, get_reranker, get_generator, cached)
+        result, refusion = run_config(ws, run_cfg, query, scope, get_reranker, get_generator, cached)
 except (ValueError, ImportError) as exc:
     st.error(plain(exc))  # it may quote the query or an id
     st.stop()
-if not refused:  # keep the searched result: every slider move re-fuses from it
+if not refusion:  # keep the searched result: every slider move re-fuses from it
     st.session_state[f"{P}result"] = (cache_key(query, scope, run_cfg), result)
 st.session_state["last_injected_facts"] = {
     "scope": str(scope), "query": query, "facts": [f.__dict__ for f in result.diagnostics.facts]}
 d = result.diagnostics
 
-if refused:
+if refusion:
     st.caption(f"⚡ Re-fused from cached stage lists in {d.timings_ms.get('refuse', 0):.2f} ms — "
                "no embedding, search or reranker call.")
 else:

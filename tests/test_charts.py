@@ -79,7 +79,7 @@ def test_bm25_bars_sum_to_the_bm25_score():
 
 
 def test_timings_show_every_recorded_stage_in_pipeline_order_and_skip_missing():
-    t = {"refuse": 0.4, "search": 120.0, "rerank": 50.0, "embed": 20.0, "facts": 1.0, "hyde": None,
+    t = {"refusion": 0.4, "search": 120.0, "rerank": 50.0, "embed": 20.0, "facts": 1.0, "hyde": None,
          "multi_query": 30.0, "dense": 10.0, "sparse": 5.0, "hydrate": 2.0, "split": 7.0, "assemble": 0.5,
          "scope_filter": 0.2}
     fig = timings_figure(t)

@@ -140,7 +140,7 @@ def test_reweight_recomputes_without_searching_or_reranking(id_world):
     assert (store.embedder.calls, len(rr.calls), counting_store.calls, counting_bm25.calls) == (emb_calls, n_rerank, 0,
                                                                                                 0)
     assert res.ids[0] == "id1" and moved.ids[:2] == ["a", "id1"]
-    assert "refuse" in moved.diagnostics.timings_ms
+    assert "refusion" in moved.diagnostics.timings_ms
     r.memory_store, r.bm25 = store, counting_bm25.inner
     fresh = r.retrieve(QUERY, scope=U1, recall_top_k=4, over_fetch_multiplier=2, dense_weight=1.0, sparse_weight=0.0)
     assert fresh.ids == moved.ids

@@ -49,7 +49,7 @@ def test_results_carry_data_not_the_retriever(retriever):
     assert "retriever" not in fields and not any(n.startswith("_") for n in fields)
     moved = reweight(res, dense_weight=1.0, sparse_weight=0.0)  # a module function: no retriever needed
     assert moved.diagnostics.settings.dense_weight == 1.0 and res.diagnostics.settings.dense_weight == 0.5
-    assert set(moved.diagnostics.timings_ms) >= {"refuse", "embed", "sparse"}  # search timings kept
+    assert set(moved.diagnostics.timings_ms) >= {"refusion", "embed", "sparse"}  # search timings kept
 
 
 @pytest.mark.parametrize("name,value", [

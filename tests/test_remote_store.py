@@ -112,3 +112,17 @@ def test_fts_and_reembed_on_s3(s3_env, traces):
     fresh = Workspace(s3_env, clock=lambda: NOW, fact_extractor=None, sparse="fts")
     assert fresh.store.identity().dim == 32
     assert fresh.retriever(fact_store=None).retrieve("refund invoice", scope=U1).traces[0].id == "inv"
+
+
+def test_facts_audit_and_judgments_live_on_s3_beside_the_traces(s3_env):
+    """The side tables open with the store's storage options: facts on, a grade, the audit log."""
+    from retrieval.judgments import JudgmentStore
+
+    ws = Workspace(s3_env, embedder=HashingEmbedder(64), clock=lambda: NOW)
+    ws.ingest([make_trace("home", "I live in Lisbon.", scope_id="u1")])
+    assert ws.facts.count() == 1
+    JudgmentStore(ws.uri, storage_options=ws.store.storage_options).set_grade(U1, "where do I live", "home", 3)
+    again = Workspace(s3_env, clock=lambda: NOW)  # a fresh process's view
+    assert again.facts.latest(U1, "user", "livesIn").object == "Lisbon"
+    assert [e.action for e in again.audit.entries()][:2] == ["grade", "ingest"]
+    assert JudgmentStore(again.uri).grades(U1, "where do I live")["human"] == {"home": 3}

@@ -121,7 +121,7 @@ def test_run_config_searches_again_when_the_cached_record_is_too_shallow(deep):
     # A cached result whose key matches (only re-fusion knobs differ) but that was searched for 3 × 3 candidates.
     res, refused = run_config(ws, cfg, QUERY, U1, cached=(cache_key(QUERY, U1, cfg), shallow))
     assert not refused and ws.searches == 2
-    assert len(res.traces) == 20 and "refuse" not in res.diagnostics.timings_ms
+    assert len(res.traces) == 20 and "refusion" not in res.diagnostics.timings_ms
     assert res.ids == deep.retrieve(QUERY, scope=U1, recall_top_k=20, over_fetch_multiplier=3).ids
 
 
@@ -132,7 +132,7 @@ def test_run_config_still_refuses_a_record_searched_deep_enough(deep):
     moved = replace(cfg, dense_weight=0.9, sparse_weight=0.1)
     res, refused = run_config(ws, moved, QUERY, U1, cached=(cache_key(QUERY, U1, cfg), searched))
     assert refused and ws.searches == 1 and len(res.traces) == 5
-    assert res.diagnostics.settings.dense_weight == 0.9 and "refuse" in res.diagnostics.timings_ms
+    assert res.diagnostics.settings.dense_weight == 0.9 and "refusion" in res.diagnostics.timings_ms
     # a cached record searched deeper than the config asks is re-fused down to the config's depth
     narrow = replace(cfg, **{TOP_K: 2})
     res, refused = run_config(ws, narrow, QUERY, U1, cached=(cache_key(QUERY, U1, narrow), searched))

@@ -89,20 +89,6 @@ def get_generator(spec: str):
     return make_generator(spec, secrets=operator_secrets())
 
 
-@st.cache_data(max_entries=4, show_spinner=False)
-def _judgments(path: str, mtime: float):  # noqa: ARG001 (a cache key: a changed file is re-read)
-    from retrieval.eval.runner import load_judgments
-
-    return load_judgments(path)
-
-
-def demo_judgments():
-    """The demo's labelled queries, parsed once per file version (not on every rerun)."""
-    from retrieval.ingest.demo import JUDGMENTS
-
-    return _judgments(str(JUDGMENTS), JUDGMENTS.stat().st_mtime) if JUDGMENTS.is_file() else []
-
-
 @st.cache_resource(show_spinner=False)
 def judgments(uri: str):
     """The store's judgments, cases and snapshots (LanceDB tables beside `traces`)."""

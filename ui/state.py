@@ -29,5 +29,5 @@ def build_retriever(ws, cfg: PipelineConfig, get_reranker, get_generator):
 
 
 def run_config(ws, cfg: PipelineConfig, query: str, scope, get_reranker, get_generator, cached=None):
-    """Retrieve, or re-fuse `cached` when only fusion knobs changed. Returns (result, refused)."""
+    """Retrieve, or re-fuse `cached` when only fusion knobs changed. Returns (result, refusion)."""
     return factory.run_config(ws, cfg, query, scope, CachedModels(get_reranker, get_generator), cached)

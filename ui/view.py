@@ -22,11 +22,11 @@ ORIGIN_LEGEND = ("by: dense = found by the embedding only · BM25 = by BM25 only
                  "graph · ✂ = split (a half replaced the text; the whole is in the box under the column)")
 # Recorded timings, in pipeline order; any other recorded stage follows in its own order.
 TIMING_ORDER = ("facts", "hyde", "multi_query", "embed", "dense", "sparse", "hydrate", "rerank", "split",
-                "assemble", "refuse")
+                "assemble", "refusion")
 TIMING_LABELS = {"facts": "fact graph", "hyde": "HyDE", "multi_query": "multi-query", "embed": "embed query",
                  "dense": "dense search", "sparse": "BM25 search", "hydrate": "hydrate sparse-only",
                  "rerank": "rerank", "split": "split halves", "assemble": "assemble (fuse, blend, cut)",
-                 "refuse": "re-fusion (slider move)"}
+                 "refusion": "re-fusion (slider move)"}
 
 
 def missing(x: Any) -> bool:

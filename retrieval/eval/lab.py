@@ -107,10 +107,12 @@ def search_fusions(runs: Sequence[QueryRun], candidates: Sequence[Candidate], me
     """
     if not runs:
         raise ValueError("the fusion lab needs at least one labelled query; load judgments first")
-    agentos = runs[0].result.diagnostics.settings.preset.name == "agentos"
-    candidates = [c for c in candidates if not (agentos and c.fusion != "rrf")]
+    preset = runs[0].result.diagnostics.settings.preset
+    candidates = [c for c in candidates if c.fusion in preset.fusions]
     if not candidates:
-        raise ValueError("no candidate to search: the agentos preset is always RRF; give RRF candidates")
+        allowed = (f"is always {preset.fusions[0].upper()}" if len(preset.fusions) == 1
+                   else f"allows only {', '.join(preset.fusions)}")
+        raise ValueError(f"no candidate to search: the {preset.name} preset {allowed}; give candidates it allows")
     half = [held_out_split(r.q.qid) for r in runs]
     base_vals = [_score(r, None, metric, scorer) for r in runs]
 

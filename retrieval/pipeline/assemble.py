@@ -274,13 +274,11 @@ def reweight(result: RetrievalResult, **knobs: Any) -> RetrievalResult:
     """
     d = result.diagnostics
     t0 = time.perf_counter()
-    settings = d.settings.with_(**knobs)
-    if settings.preset.name == "agentos" and knobs.get("fusion") not in (None, "rrf"):
-        raise ValueError(f"fusion={knobs['fusion']!r}: the agentos preset is always RRF; use preset='hybrid'")
+    settings = d.settings.with_(**knobs)  # validated: a fusion the preset does not allow is refused here
     check_depth(d.record, settings.recall_top_k)
     out = assemble(d.record, settings, d.lookup)
     # Keep what the search cost (the record's timings) and add what this re-fusion cost.
-    timings = frozen({**out.diagnostics.timings_ms, "refuse": round((time.perf_counter() - t0) * 1000.0, 3)})
+    timings = frozen({**out.diagnostics.timings_ms, "refusion": round((time.perf_counter() - t0) * 1000.0, 3)})
     return replace(out, diagnostics=replace(out.diagnostics, timings_ms=timings))
 
 

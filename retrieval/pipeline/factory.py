@@ -109,7 +109,7 @@ def run_config(ws, cfg: PipelineConfig, query: str, scope: Scope | None, models:
 
     A cached result searched too shallow for `cfg`'s recall_top_k is searched again, never re-fused:
     a re-fusion can only rank what was searched, so its list would be shorter than `cfg` promises.
-    Returns `(result, refused)`.
+    Returns `(result, refusion)`.
     """
     from retrieval.pipeline.assemble import reweight
 

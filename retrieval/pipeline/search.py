@@ -16,6 +16,7 @@ import numpy as np
 
 from retrieval.pipeline.assemble import pool_for_rerank
 from retrieval.models.rerankers import Reranker  # the one Reranker protocol (models/rerankers.py)
+from retrieval.pipeline.ports import DenseStore, FactSource, SparseReader
 from retrieval.pipeline.records import (ESC_EMPTY, ESC_FACTS, ESC_HYDE, ESC_MULTI, ESC_TRUNCATED, RerankRecord,
                                         SearchRecord, frozen,
                       as_vector)
@@ -38,11 +39,11 @@ class Hyde(Protocol):
 class Services:
     """What search talks to. The BM25 reader is one immutable snapshot for the whole query."""
 
-    store: Any
-    bm25: Any
+    store: DenseStore
+    bm25: SparseReader
     reranker: Reranker | None = None
     hyde: Hyde | None = None
-    fact_store: Any = None
+    fact_store: FactSource | None = None
     fact_classifier: Any = None
     multi_query_llm: Any = None
 
@@ -51,8 +52,8 @@ class Services:
 class StoreLookup:
     """Read-only look-ups `explain` may make for an id the query did not touch: never a search."""
 
-    store: Any
-    bm25: Any
+    store: DenseStore
+    bm25: SparseReader
 
     def bm25_terms(self, query: str, trace_id: str) -> list[dict] | None:
         """Each query term's BM25 score tree for the id (tf, idf, length norm → score), or None."""
