@@ -86,7 +86,7 @@ def test_beir_upload_judgments():
     assert [(x.qid, x.query, x.qrels) for x in out] == [("1", "first", {"docA": 1.0, "docB": 2.0})]
     with pytest.raises(ValueError, match="same dataset"):
         beir_judgments(q, b"9\tx\t1\n", None)
-    with pytest.raises(ValueError, match="line 1 has 2 column"):
+    with pytest.raises(ValueError, match="qrels line 1: has 2 column"):
         beir_judgments(q, b"1\tx\n", None)
 
 

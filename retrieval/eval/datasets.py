@@ -4,7 +4,6 @@ Paths are arguments; evaluation data never lives in this repository.
 """
 from __future__ import annotations
 
-import csv
 import json
 import re
 from datetime import datetime, UTC
@@ -34,12 +33,7 @@ def load_beir(path: str | Path, split: str = "test") -> tuple[list[MemoryTrace],
                 traces.append(MemoryTrace(id=str(r["_id"]), content=text, scope=BEIR_SCOPE.scope,
                                           scope_id=BEIR_SCOPE.scope_id, type="semantic", created_at=BEIR_TIME,
                                           source_type="document"))
-    qrels: dict[str, dict[str, float]] = {}
-    with open(path / f"qrels/{split}.tsv", encoding="utf-8") as f:
-        for row in csv.reader(f, delimiter="\t"):
-            if len(row) < 3 or row[0] == "query-id":
-                continue
-            qrels.setdefault(row[0], {})[row[1]] = float(row[2])
+    qrels = _beir_qrels((path / f"qrels/{split}.tsv").read_bytes(), f"qrels/{split}.tsv")
     queries = []
     with open(path / "queries.jsonl", encoding="utf-8") as f:
         for line in f:
@@ -114,18 +108,20 @@ def judgments_from_bytes(data: bytes, source: str = "the uploaded judgments") ->
     return parse_judgments(data, source=source)
 
 
+def _beir_qrels(data: bytes, name: str) -> dict[str, dict[str, float]]:
+    """A qrels file through the one qrels parser (`judgments.io.parse_qrels`: BEIR or TREC); evaluation
+    refuses a bad line where a case import reports it and keeps the rest."""
+    from retrieval.judgments.io import parse_qrels
+
+    qrels, errors = parse_qrels(data, name=name)
+    if errors:
+        raise ValueError(f"{errors[0]}" + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""))
+    return {q: {d: float(g) for d, g in docs.items()} for q, docs in qrels.items()}
+
+
 def beir_judgments(queries_jsonl: bytes, qrels_tsv: bytes, scope: Scope | None) -> list[LabelledQuery]:
     """BEIR queries.jsonl + qrels .tsv (uploaded) → labelled queries in `scope`; judged queries only."""
-    qrels: dict[str, dict[str, float]] = {}
-    for n, row in enumerate(csv.reader(qrels_tsv.decode("utf-8-sig").splitlines(), delimiter="\t"), 1):
-        if not row or row[0] == "query-id":
-            continue
-        if len(row) < 3:
-            raise ValueError(f"qrels line {n} has {len(row)} column(s); expected query-id, corpus-id, score")
-        try:
-            qrels.setdefault(row[0], {})[row[1]] = float(row[2])
-        except ValueError:
-            raise ValueError(f"qrels line {n}: score {row[2]!r} is not a number") from None
+    qrels = _beir_qrels(qrels_tsv, "qrels")
     out = []
     for n, line in enumerate(queries_jsonl.decode("utf-8-sig").replace("\r\n", "\n").split("\n"), 1):
         if not line.strip():
