@@ -66,6 +66,19 @@ def chromium() -> str:
     pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
 
 
+@pytest.fixture(scope="module")
+def browser(chromium):
+    """Headless Debian Chromium driven by Playwright, one per test module (never `playwright install`)."""
+    from playwright.sync_api import sync_playwright
+
+    from ui.serve import LAUNCH_ARGS
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium, args=LAUNCH_ARGS)
+        yield b
+        b.close()
+
+
 @pytest.fixture(scope="session")
 def artifacts() -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)

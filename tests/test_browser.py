@@ -9,19 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ui.serve import LAUNCH_ARGS, ROOT, free_port, start_app
+from ui.serve import ROOT, free_port, start_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.integration]
-
-
-@pytest.fixture(scope="module")
-def browser(chromium):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium, args=LAUNCH_ARGS)
-        yield b
-        b.close()
 
 
 # Tests write pictures to an ignored folder; `make screenshots` points this at docs/screenshots.

@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from ui.serve import LAUNCH_ARGS, start_app
+from ui.serve import start_app
 
 HEADER = "X-Forwarded-Email"
 POLICY = '[users."maya@example.com"]\nscopes = ["user:maya"]\n'
@@ -32,16 +32,6 @@ def app_url(tmp_path_factory):
     yield url
     proc.terminate()
     proc.wait(timeout=20)
-
-
-@pytest.fixture(scope="module")
-def browser(chromium):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium, args=LAUNCH_ARGS)
-        yield b
-        b.close()
 
 
 def as_user(browser, email: str | None):

@@ -12,7 +12,7 @@ from urllib.parse import urlencode, urljoin, urlsplit
 
 import pytest
 
-from ui.serve import LAUNCH_ARGS, start_app
+from ui.serve import start_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.integration]
 SHOTS = Path(__file__).resolve().parent / "artifacts"
@@ -101,16 +101,6 @@ def hostile_app(tmp_path_factory):
     proc.terminate()
     proc.wait(timeout=20)
     images.close()
-
-
-@pytest.fixture(scope="module")
-def browser(chromium):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium, args=LAUNCH_ARGS)
-        yield b
-        b.close()
 
 
 def wait_text(page, text: str, timeout: int = 90_000):

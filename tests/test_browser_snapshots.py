@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from ui.serve import LAUNCH_ARGS, start_app
+from ui.serve import start_app
 
 from retrieval.ingest.demo import JUDGMENTS, build_demo_index
 from retrieval.judgments import JudgmentStore
@@ -14,16 +14,6 @@ from retrieval.types import Scope
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.integration]
 LONG = 120_000
-
-
-@pytest.fixture(scope="module")
-def browser(chromium):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium, args=LAUNCH_ARGS)
-        yield b
-        b.close()
 
 
 def wait_text(page, text: str, timeout: int = LONG):
