@@ -14,6 +14,8 @@ from typing import Any
 from retrieval.access import Access, AccessDenied, check_write
 from retrieval.types import MemoryTrace, Scope
 
+LOOKUP_BATCH = 1_000  # ids per look-up: a 100k-trace upload never becomes one 100k-id filter
+
 
 def authorise(access: Access | None, store: Any, new: Iterable[MemoryTrace] = (), ids: Iterable[str] = ()) -> None:
     """Raise `ReadOnlyError` / `AccessDenied` unless `access` may write the scopes of the `new`
@@ -25,7 +27,8 @@ def authorise(access: Access | None, store: Any, new: Iterable[MemoryTrace] = ()
     wanted = list(dict.fromkeys([*(t.id for t in new), *ids]))
     if access.scopes is None or not wanted:
         return
-    taken = sorted(t.id for t in store.get(wanted) if not access.sees(Scope(t.scope, t.scope_id)))
+    taken = sorted(t.id for n in range(0, len(wanted), LOOKUP_BATCH) for t in store.get(wanted[n:n + LOOKUP_BATCH])
+                   if not access.sees(Scope(t.scope, t.scope_id)))
     if taken:
         shown = ", ".join(repr(i) for i in taken[:5]) + (f" and {len(taken) - 5} more" if len(taken) > 5 else "")
         raise AccessDenied(f"nothing was written: the id(s) {shown} belong to traces you may not change; "
