@@ -121,3 +121,11 @@ def test_explain_a_visible_untouched_trace(retriever):
     assert ex.visible and ex.exists and ex.dropped_at == "dense"
     assert ex.content.startswith("We hiked") and ex.scope == "user:u1"
     assert "shares no query term" in ex.reason
+
+
+def test_the_explanation_counts_the_final_list_on_screen_not_top_k(retriever):
+    """A scope with fewer traces than top_k: "Rank 1 of 10" would name results that are not there."""
+    res = retriever.retrieve("invoice INV-8842 refund", scope=U1, recall_top_k=50)
+    final = res.diagnostics.stage_ids["final"]
+    assert len(final) < 50
+    assert res.diagnostics.explain(final[0]).reason.startswith(f"Rank 1 of {len(final)} with score")

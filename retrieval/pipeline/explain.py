@@ -157,7 +157,8 @@ def _verdict(diag: Any, trace_id: str, ex: dict[str, Any]) -> tuple[str | None, 
             sp = ex["split"]
             tail += (f"; its half '{sp['chosen']}' scored {_fmt(max(sp['half_scores']))} against the whole's "
                      f"{_fmt(sp['whole'])}, adding {_fmt(sp['gain'])}")
-        return None, f"Rank {rank} of {top_k} with score {_fmt(st['final'][1])}: found by {how}{merged}{tail}."
+        shown = len(diag.stage_ids["final"])  # the list on screen, which may hold fewer than top_k
+        return None, f"Rank {rank} of {shown} with score {_fmt(st['final'][1])}: found by {how}{merged}{tail}."
 
     if not diag.record.search_queries:
         return "dense", "The query was empty, so nothing was searched."
