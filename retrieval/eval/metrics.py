@@ -44,6 +44,57 @@ def evidence_recall_at_k(ranked: Sequence[str], evidence: Sequence[str], k: int)
     return len(ev & set(ranked[:k])) / len(ev)
 
 
+def overlap_at_k(a: Sequence[str], b: Sequence[str], k: int) -> float:
+    """Share of the first k of `a` that are also in the first k of `b` (|A∩B| / k; 1.0 for two empty lists)."""
+    if k <= 0:
+        raise ValueError(f"k must be positive, got {k}")
+    top_a, top_b = list(dict.fromkeys(a))[:k], set(list(dict.fromkeys(b))[:k])
+    depth = max(len(top_a), len(top_b))
+    return 1.0 if depth == 0 else len(top_b & set(top_a)) / min(k, depth)
+
+
+def rank_biased_overlap(a: Sequence[str], b: Sequence[str], p: float = 0.9, depth: int | None = None) -> float:
+    """Rank-biased overlap of two rankings (Webber, Moffat & Zobel, TOIS 2010), extrapolated (RBO_ext, eq. 32).
+
+    Top-weighted similarity in [0, 1]: 1 for identical lists, 0 for disjoint ones; `p` is the persistence (0.9 puts
+    ~86 % of the weight on the first 10 ranks). Lists may differ in length (the extrapolation of eq. 32 handles it);
+    duplicates after their first occurrence are ignored. `depth` truncates both lists first.
+    """
+    if not 0 < p < 1:
+        raise ValueError(f"p must be in (0, 1), got {p}")
+    s_list, l_list = list(dict.fromkeys(a))[:depth], list(dict.fromkeys(b))[:depth]
+    if len(s_list) > len(l_list):
+        s_list, l_list = l_list, s_list
+    s, length = len(s_list), len(l_list)
+    if length == 0:
+        return 1.0
+    if s == 0:
+        return 0.0
+    seen_s: set[str] = set()
+    seen_l: set[str] = set()
+    overlap = 0  # X_d = |S[:d] ∩ L[:d]|
+    total = 0.0
+    x_s = 0
+    for d in range(1, length + 1):
+        item_l = l_list[d - 1]
+        seen_l.add(item_l)
+        if d <= s:
+            item_s = s_list[d - 1]
+            overlap += item_s in seen_l  # L[:d] already holds item_l
+            overlap += item_l != item_s and item_l in seen_s  # S[:d-1]; equal items counted once above
+            seen_s.add(item_s)
+        else:
+            overlap += item_l in seen_s
+        if d == s:
+            x_s = overlap
+        # eq. 32: sum_{d=1}^{l} X_d/d p^d + sum_{d=s+1}^{l} X_s (d - s)/(s d) p^d
+        total += overlap / d * p ** d
+        if d > s:
+            total += x_s * (d - s) / (s * d) * p ** d
+    x_l = overlap
+    return (1 - p) / p * total + ((x_l - x_s) / length + x_s / s) * p ** length
+
+
 def mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
