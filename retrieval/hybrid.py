@@ -17,6 +17,7 @@ from typing import Any
 from retrieval.pipeline.assemble import assemble
 from retrieval.pipeline.assemble import reweight as _reweight
 from retrieval.bm25.index import BM25Index
+from retrieval.bm25.scoped import check_statistics
 from retrieval.pipeline.presets import AGENTOS, HYBRID, PRESETS, Preset, get_preset  # noqa: F401 (re-exported)
 from retrieval.pipeline.records import (ESC_EMPTY, ESC_FACTS, ESC_HYDE, ESC_MULTI, ESC_RERANK, ESC_SPARSE_EMPTY,  # noqa: F401
                       ESC_SPLIT, ESC_TRUNCATED, STAGES, Explanation, RetrievalResult, frozen)
@@ -42,10 +43,12 @@ class HybridRetriever:
                  default_sparse_weight: float | None = None, default_rrf_k: float | None = None,
                  preset: str | Preset = HYBRID, rerank_weight: float | None = None, multi_query_llm=None,
                  multi_query_n: int = 0, fusion: str | None = None, normalization: str | None = None,
-                 writer=None):
+                 writer=None, bm25_statistics: str | None = None):
         """Fusion defaults left as None come from the preset (agentos: 0.7/0.3, k 60 as in AgentOS;
         hybrid: see retrieval.pipeline.presets). A value given here overrides the preset for every call.
-        `writer` (a Workspace) makes `index`/`delete` go through its one write path."""
+        `writer` (a Workspace) makes `index`/`delete` go through its one write path. `bm25_statistics`
+        (`store` | `scope`, None = the index's setting) is what a scoped query's BM25 is scored with;
+        `scope` reads N, df and avgdl of the queried scope only (a visitor limited by a policy gets it)."""
         self.preset = get_preset(preset)
         self.memory_store = memory_store
         self.bm25 = bm25 if bm25 is not None else BM25Index()
@@ -57,6 +60,7 @@ class HybridRetriever:
         self.multi_query_llm = multi_query_llm
         self.multi_query_n = _count_knob("multi_query_n", multi_query_n)
         self.writer = writer
+        self.bm25_statistics = None if bm25_statistics is None else check_statistics(bm25_statistics)
         self._overrides = {"dense_weight": default_dense_weight, "sparse_weight": default_sparse_weight,
                            "rrf_k": default_rrf_k, "rerank_weight": rerank_weight, "fusion": fusion,
                            "normalization": normalization}
@@ -129,7 +133,8 @@ class HybridRetriever:
         n_variants = self.multi_query_n if multi_query_n is None else _count_knob("multi_query_n", multi_query_n)
         if scope is not None and not isinstance(scope, Scope):
             raise ValueError(f"scope must be a Scope or None, got {scope!r}")
-        reader = bm25_reader(self.bm25)  # one immutable BM25 version for the search and its explanations
+        # one immutable BM25 version for the search and its explanations (scoped statistics when so set)
+        reader = bm25_reader(self.bm25, [scope] if scope is not None else None, self.bm25_statistics)
         svc = Services(self.memory_store, reader, self.reranker, self.hyde, self.fact_store, self.fact_classifier,
                        self.multi_query_llm)
         record = search(svc, query, mood, scope, settings, over_fetch_multiplier=over_fetch,

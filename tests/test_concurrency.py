@@ -27,7 +27,7 @@ def trace_for(i: int, scope_id: str, gen: int = 0):
 
 
 def assert_bm25_equals_a_rebuild(ws: Workspace) -> None:
-    fresh = BM25Index()
+    fresh = BM25Index(tokenizer=ws.bm25.tokenizer, statistics=ws.bm25.statistics)
     fresh.sync(ws.store.all_traces())
     assert len(ws.bm25) == len(fresh) and ws.bm25.stats()["postings"] == fresh.stats()["postings"]
     for q in QUERIES:

@@ -89,7 +89,7 @@ def test_a_store_on_s3_round_trips_with_bm25_built_in_memory(s3_env, traces):
 
     progress = []
     again = Workspace(s3_env, clock=lambda: NOW, fact_extractor=None, progress=lambda d, t: progress.append((d, t)))
-    assert again.store.identity() == StoreIdentity("hashing", 64, "english-stem")
+    assert again.store.identity() == StoreIdentity("hashing", 64, "english-stem", "scope")
     res = again.retriever(fact_store=None).retrieve("refund for invoice INV-8842", scope=U1)
     assert progress[-1] == (7, 7)  # built in memory on open, with progress
     assert res.traces[0].id == "inv" and "other" not in {t.id for t in res.traces}

@@ -9,7 +9,7 @@ from retrieval.bm25.tokenizer import analyzer_of
 from retrieval.cli.main import main
 from retrieval.models import HashingEmbedder
 from retrieval.store.memory import MemoryStore
-from retrieval.store.identity import KEY_ANALYZER, KEY_DIM, KEY_EMBEDDER, StoreIdentity
+from retrieval.store.identity import KEY_ANALYZER, KEY_STATISTICS, KEY_DIM, KEY_EMBEDDER, StoreIdentity
 from retrieval.workspace.core import Workspace
 
 
@@ -51,7 +51,8 @@ def test_new_store_records_embedder_dim_and_analyzer_in_table_metadata(built):
     assert meta[KEY_EMBEDDER.encode()] == b"hashing"
     assert meta[KEY_DIM.encode()] == b"64"
     assert meta[KEY_ANALYZER.encode()] == b"english-stem"  # what a new store records
-    assert MemoryStore(built).identity() == StoreIdentity("hashing", 64, "english-stem")
+    assert meta[KEY_STATISTICS.encode()] == b"scope"
+    assert MemoryStore(built).identity() == StoreIdentity("hashing", 64, "english-stem", "scope")
 
 
 def test_another_embedder_of_the_same_dimension_is_refused_naming_both(built):
@@ -129,7 +130,7 @@ def test_a_reembed_that_fails_midway_leaves_the_store_as_it_was(built):
     with pytest.raises(RuntimeError, match="model server went away"):
         reembed(s, FailingEmbedder(64, fail_after=1), batch_size=3)
     after = MemoryStore(built)
-    assert after.identity() == StoreIdentity("hashing", 64, "english-stem")
+    assert after.identity() == StoreIdentity("hashing", 64, "english-stem", "scope")
     assert after.version() == version and after.count() == 8
     assert "traces__reembed" not in after.db.table_names()
     ws = Workspace(built, embedder=HashingEmbedder(64), fact_extractor=None)

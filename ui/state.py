@@ -1,6 +1,6 @@
 """The app's view of pipeline configuration: `PipelineConfig` and the factory, with cached models.
 
-Pure Python (no Streamlit): the definitions live in `retrieval.pipeline.config` and `retrieval.pipeline.factory`
+The definitions live in `retrieval.pipeline.config` and `retrieval.pipeline.factory`
 (shared with the CLI and evaluation); this module only adapts the app's cached model loaders.
 """
 from __future__ import annotations
@@ -24,10 +24,18 @@ class CachedModels:
         return self._get_generator(spec)
 
 
-def build_retriever(ws, cfg: PipelineConfig, get_reranker, get_generator):
-    return factory.build_retriever(ws, cfg, CachedModels(get_reranker, get_generator))
+def _visitor():
+    """This session's access (a visitor limited to some scopes gets per-scope BM25 statistics)."""
+    from ui.access import session_access
+
+    return session_access()
 
 
-def run_config(ws, cfg: PipelineConfig, query: str, scope, get_reranker, get_generator, cached=None):
+def build_retriever(ws, cfg: PipelineConfig, get_reranker, get_generator, access=None):
+    return factory.build_retriever(ws, cfg, CachedModels(get_reranker, get_generator), access or _visitor())
+
+
+def run_config(ws, cfg: PipelineConfig, query: str, scope, get_reranker, get_generator, cached=None, access=None):
     """Retrieve, or re-fuse `cached` when only fusion knobs changed. Returns (result, refusion)."""
-    return factory.run_config(ws, cfg, query, scope, CachedModels(get_reranker, get_generator), cached)
+    return factory.run_config(ws, cfg, query, scope, CachedModels(get_reranker, get_generator), cached,
+                              access or _visitor())

@@ -8,15 +8,19 @@ posting length, a removal only clears the slot in the next version's live mask �
 under a short lock (copy-on-write, as Lucene's segment readers do). Readers take the current
 version with one attribute read and never see a half-applied batch. Dead slots are compacted away
 into a fresh arena once they outnumber the live ones, so updates cost amortised O(batch).
-N, df and avgdl are global to the index (as in AgentOS); a scope filter is applied after scoring.
+By default N, df and avgdl are global to the index (as in AgentOS) and a scope filter is applied after
+scoring; with `statistics="scope"` a scoped read uses the statistics of the scopes it reads
+(`bm25/scoped.py`), and `reader(scopes, "scope")` gives any caller that view.
 """
 from __future__ import annotations
 
 import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from retrieval.bm25.persist import load_index, save_index
+from retrieval.bm25.scoped import check_statistics
 from retrieval.bm25.snapshot import BM25Snapshot, Prepared, build_snapshot, empty_snapshot, next_version
 from retrieval.bm25.tokenizer import (STOPWORDS, TOKENIZER_VERSION, Tokenizer, default_tokenizer, normalize_text,
                                       tokenizer_id)
@@ -36,23 +40,33 @@ class BM25Index:
     current `snapshot()`. Hold one snapshot for every read of one query.
     """
 
-    def __init__(self, k1: float = 1.2, b: float = 0.75, tokenizer: Tokenizer | None = None):
+    def __init__(self, k1: float = 1.2, b: float = 0.75, tokenizer: Tokenizer | None = None,
+                 statistics: str = "store"):
         if not isinstance(k1, (int, float)) or not 0 <= k1 < float("inf"):
             raise ValueError(f"k1 must be a finite number >= 0, got {k1!r}")
         if not isinstance(b, (int, float)) or not 0 <= b <= 1:
             raise ValueError(f"b must be in [0, 1], got {b!r}")
         self.k1, self.b = float(k1), float(b)
         self.tokenizer: Tokenizer = tokenizer or default_tokenizer
+        self.statistics = check_statistics(statistics)  # store | scope: what a scoped read is scored with
         self.source: dict | None = None  # what a loaded file says it was derived from (Workspace)
         self._lock = threading.Lock()  # serialises writers only; readers never take it
         self._snap = empty_snapshot(self.k1, self.b, self.tokenizer)
 
     def __repr__(self) -> str:
-        return f"BM25Index(k1={self.k1}, b={self.b}, docs={len(self)})"
+        return f"BM25Index(k1={self.k1}, b={self.b}, docs={len(self)}, statistics={self.statistics!r})"
 
     def snapshot(self) -> BM25Snapshot:
         """The current immutable version (search, scores_for, explain, `in`, len, stats)."""
         return self._snap
+
+    def reader(self, scopes: Sequence[Scope] | None = None, statistics: str | None = None) -> BM25Snapshot:
+        """The current version as a query over `scopes` reads it: scoped statistics (and only those
+        scopes' documents) when `statistics` — else this index's setting — is `scope` and the query is
+        scoped; the whole version otherwise. Hold it for every read of one query."""
+        mode = self.statistics if statistics is None else check_statistics(statistics)
+        snap = self._snap
+        return snap.scoped(scopes) if mode == "scope" and scopes is not None else snap
 
     # Reads: each is one call on the current version, so it never mixes two versions.
     def __len__(self) -> int:
@@ -69,19 +83,19 @@ class BM25Index:
         return self._snap.idf(term)
 
     def search(self, query: str, top_k: int = 10, scopes: Sequence[Scope] | None = None) -> list[tuple[str, float]]:
-        return self._snap.search(query, top_k, scopes)
+        return self.reader(scopes).search(query, top_k, scopes)
 
-    def score(self, query: str, id: str) -> float:
-        return self._snap.score(query, id)
+    def score(self, query: str, id: str, scopes: Sequence[Scope] | None = None) -> float:
+        return self.reader(scopes).score(query, id)
 
-    def scores_for(self, query: str, ids: Iterable[str]) -> dict[str, float]:
-        return self._snap.scores_for(query, ids)
+    def scores_for(self, query: str, ids: Iterable[str], scopes: Sequence[Scope] | None = None) -> dict[str, float]:
+        return self.reader(scopes).scores_for(query, ids)
 
-    def explain(self, query: str, id: str) -> dict[str, float]:
-        return self._snap.explain(query, id)
+    def explain(self, query: str, id: str, scopes: Sequence[Scope] | None = None) -> dict[str, float]:
+        return self.reader(scopes).explain(query, id)
 
-    def explain_terms(self, query: str, id: str) -> list[dict[str, float | str]]:
-        return self.snapshot().explain_terms(query, id)
+    def explain_terms(self, query: str, id: str, scopes: Sequence[Scope] | None = None) -> list[dict[str, Any]]:
+        return self.reader(scopes).explain_terms(query, id)
 
     def stats(self) -> dict[str, float | int]:
         return self._snap.stats()
@@ -147,7 +161,7 @@ class BM25Index:
         """Load a saved index. A missing, truncated or foreign file, or one saved with another
         tokenizer, raises ValueError (the caller rebuilds)."""
         meta, rows = load_index(path, tokenizer_id(tokenizer or default_tokenizer))
-        idx = cls(k1=meta["k1"], b=meta["b"], tokenizer=tokenizer)
+        idx = cls(k1=meta["k1"], b=meta["b"], tokenizer=tokenizer)  # statistics: the store's setting (Workspace)
         idx._snap = build_snapshot(idx.k1, idx.b, idx.tokenizer, meta["terms"], rows, 0)
         idx.source = meta.get("source")
         return idx

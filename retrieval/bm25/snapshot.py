@@ -6,20 +6,22 @@ writers build the next one. Scoring uses the one formula in `bm25/formula.py`.
 """
 from __future__ import annotations
 
-from typing import Any
-
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
 import retrieval.bm25.formula as scoring
 from retrieval.bm25.arena import TF, TID, Arena
+from retrieval.bm25.scoped import ScopeDf, scope_codes
 from retrieval.bm25.topk import Postings, TopK
 from retrieval.bm25.tokenizer import Tokenizer
 from retrieval.types import Scope
 
 _EMPTY_I = np.zeros(0, dtype=np.int64)
+SCOPED_VIEWS = 64  # scope sets whose statistics a version keeps (least recently used dropped)
 
 
 def _pad(arr: np.ndarray, n: int, fill=0) -> np.ndarray:
@@ -33,16 +35,58 @@ class BM25Snapshot:
     """One immutable version of a `BM25Index`: every read of one query sees the same documents."""
 
     def __init__(self, arena: Arena, k1: float, b: float, tokenizer: Tokenizer, live: np.ndarray,
-                 df: np.ndarray, plen: np.ndarray, n_docs: int, total_len: float, version: int):
+                 df: np.ndarray, plen: np.ndarray, n_docs: int, total_len: float, version: int,
+                 within: tuple[tuple[Scope, ...], np.ndarray] | None = None):
         self._a, self.k1, self.b, self.tokenizer = arena, k1, b, tokenizer
         self._live, self._df, self._plen = live, df, plen
         self._n_slots, self._n_terms = len(live), len(df)
         self._n_docs, self._total_len, self.version = n_docs, total_len, version
         self._n_scopes = len(arena.scope_list)
         self._plans = TopK(Postings(arena, live, df, plen, n_docs, len(live), total_len, k1, b, self._tid))
+        # A scoped view (`scoped`): its scopes and their arena codes; None = the whole version.
+        self.scopes: tuple[Scope, ...] | None = within[0] if within else None
+        self._within: np.ndarray | None = within[1] if within else None
+        self._views: OrderedDict[tuple, BM25Snapshot] = OrderedDict()
+        self._views_lock = threading.Lock()
+
+    @property
+    def statistics(self) -> str:
+        """`store` (N/df/avgdl over every document of this version) or `scope` (a `scoped` view)."""
+        return "store" if self._within is None else "scope"
+
+    def scoped(self, scopes: Sequence[Scope]) -> BM25Snapshot:
+        """This version read with the N, df and avgdl of `scopes`, holding only their documents
+        (`bm25/scoped.py`); cached per scope set."""
+        if self._within is not None:
+            raise ValueError("this snapshot is already scoped; scope the store-wide snapshot instead")
+        key = tuple(sorted(set(scopes), key=str))
+        with self._views_lock:
+            view = self._views.get(key)
+            if view is not None:
+                self._views.move_to_end(key)
+                return view
+        view = self._scoped_view(key)
+        with self._views_lock:
+            self._views[key] = view
+            while len(self._views) > SCOPED_VIEWS:
+                self._views.popitem(last=False)
+        return view
+
+    def _scoped_view(self, scopes: tuple[Scope, ...]) -> BM25Snapshot:
+        codes = scope_codes(self._a.scopes, len(self._a.scope_list), scopes)
+        slots = self.scope_slots(codes)
+        total = float(np.sum(self._a.doc_len[slots], dtype=np.float64)) if len(slots) else 0.0
+        df = ScopeDf(self._a.post_docs, self._plen, len(self._df), slots)
+        return BM25Snapshot(self._a, self.k1, self.b, self.tokenizer, self._live, df,  # type: ignore[arg-type]
+                            self._plen, len(slots), total, self.version, within=(scopes, codes))
+
+    def scope_slots(self, codes: np.ndarray) -> np.ndarray:
+        """Live slots (ascending) whose scope code is one of `codes`."""
+        return self._plans.scope_slots(codes) if len(codes) else _EMPTY_I
 
     def __repr__(self) -> str:
-        return f"BM25Snapshot(version={self.version}, docs={self._n_docs})"
+        scoped = "" if self.scopes is None else f", scopes={[str(x) for x in self.scopes]}"
+        return f"BM25Snapshot(version={self.version}, docs={self._n_docs}{scoped})"
 
     def __len__(self) -> int:
         return self._n_docs
@@ -56,7 +100,9 @@ class BM25Snapshot:
         while s is not None and s >= self._n_slots:  # re-added after this version: walk back
             p = int(a.prev[s])
             s = p if p >= 0 else None
-        return s if s is not None and self._live[s] else None
+        if s is None or not self._live[s]:
+            return None
+        return s if self._within is None or int(self._a.scope_code[s]) in self._within else None
 
     def _tid(self, term: str) -> int | None:
         tid = self._a.vocab.get(term)
@@ -74,10 +120,13 @@ class BM25Snapshot:
         """Top-k `(id, score)` of documents sharing a query term; score desc, ties id asc.
 
         `scopes=None` searches everything; a list returns only documents added with one of
-        those scopes (an unscoped document never matches a scoped search).
+        those scopes (an unscoped document never matches a scoped search). A scoped view searches
+        inside its scopes (`scopes` may narrow them, never widen).
         """
         if top_k <= 0:
             return []
+        if self.scopes is not None:
+            scopes = list(self.scopes) if scopes is None else [x for x in scopes if x in self.scopes]
         tokens = self.tokenizer(query or "")
         if not tokens or self._n_docs == 0:
             return []
@@ -164,21 +213,20 @@ class BM25Snapshot:
                          "saturation": sat, "score": qtf * idf * sat, "backend": "bm25"})
         return rows
 
-    def stats(self) -> dict[str, float | int]:
-        return {
-            "documents": self._n_docs,
-            "vocabulary": int(np.count_nonzero(self._df)),
-            "postings": int(self._df.sum()),  # each live document holds one posting per distinct term
-            "avgdl": round(self.avgdl, 3),
-            "scopes": self._n_scopes,
-            "k1": self.k1,
-            "b": self.b,
-            "version": self.version,
-        }
+    def stats(self) -> dict[str, Any]:
+        if self._within is None:
+            vocabulary, postings = int(np.count_nonzero(self._df)), int(self._df.sum())
+        else:  # each live document holds one posting per distinct term
+            tids = self._a.rows(self._plans.scope_slots(self._within))[1]
+            vocabulary, postings = int(len(np.unique(tids))), int(len(tids))
+        return {"documents": self._n_docs, "vocabulary": vocabulary, "postings": postings,
+                "avgdl": round(self.avgdl, 3), "scopes": self._n_scopes if self._within is None else len(self._within),
+                "k1": self.k1, "b": self.b, "version": self.version, "statistics": self.statistics}
 
     def live_ids(self) -> list[str]:
         ids = self._a.ids
-        return [ids[s] for s in np.flatnonzero(self._live).tolist()]
+        slots = np.flatnonzero(self._live) if self._within is None else self._plans.scope_slots(self._within)
+        return [ids[s] for s in slots.tolist()]
 
     def live_rows(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[Scope]]:
         """Every live document in slot order, flat (saving, compaction): (ids, lengths, term ids, tfs,

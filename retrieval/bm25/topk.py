@@ -90,7 +90,7 @@ class TopK:
     def _in_scope(self, slots: np.ndarray, codes: np.ndarray | None) -> np.ndarray:
         return slots if codes is None else slots[np.isin(self.p.arena.scope_code[slots], codes)]
 
-    def _slots_of_scopes(self, codes: np.ndarray) -> np.ndarray:
+    def scope_slots(self, codes: np.ndarray) -> np.ndarray:
         """Live slots (ascending) whose scope is one of `codes`, cached per version."""
         key = np.sort(codes).tobytes()
         slots = self._scope_slots.get(key)
@@ -107,7 +107,7 @@ class TopK:
         avgdl = scoring.safe_avgdl(self.p.total_len, self.p.n_docs)
         postings = sum(t[2] for t in terms)
         if codes is not None:
-            slots = self._slots_of_scopes(codes)
+            slots = self.scope_slots(codes)
             if len(slots) <= SCOPE_EXACT_MAX and len(slots) < postings:
                 scores = self._exact(terms, slots, avgdl)
                 keep = scores > 0

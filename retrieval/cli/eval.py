@@ -47,7 +47,18 @@ def open_eval_workspace(name: str, traces, cache_dir: str, embedder=None, log=pr
         log(f"embedding {len(traces)} documents into {uri} (once; cached for later runs)")
         ws.ingest(traces, progress=progress, extract_facts=False)
         log(f"  done in {time.perf_counter() - t0:.0f}s")
+    _as_new_store(ws, log)
     return ws
+
+
+def _as_new_store(ws, log) -> None:
+    """An evaluation measures what a new store does: a cache made before the store recorded BM25 statistics
+    (or with the other setting) is switched to what a new store records (metadata only, no re-embedding)."""
+    from retrieval.store.identity import NEW_STORE_STATISTICS
+
+    if ws.store.identity().statistics != NEW_STORE_STATISTICS:
+        log(f"  cached store: BM25 statistics set to {NEW_STORE_STATISTICS!r}, as a new store records")
+        ws.set_bm25_statistics(NEW_STORE_STATISTICS)
 
 
 def _metrics(ranked, q, locomo: bool) -> dict[str, float]:

@@ -1,4 +1,4 @@
-"""Store-level CLI: which store and table to open (and how), `reembed` and `analyzer`.
+"""Store-level CLI: which store and table to open (and how), `reembed`, `analyzer` and `statistics`.
 
 `--embedder` defaults to the one the store records (SPEC §15); `--table NAME --columns id=…,text=…`
 inspects an existing LanceDB table in place (read-only); `--sparse fts` searches with LanceDB's
@@ -10,6 +10,7 @@ import sys
 import time
 
 from retrieval.sparse.build import SPARSE_BACKENDS
+from retrieval.bm25.scoped import STATISTICS
 from retrieval.bm25.tokenizer import ANALYZERS
 from retrieval.models.registry import EMBEDDERS
 
@@ -79,6 +80,18 @@ def cmd_analyzer(args) -> int:
     return 0
 
 
+def cmd_statistics(args) -> int:
+    try:
+        ws = open_workspace(args)
+        ws.set_bm25_statistics(args.mode)
+    except (ValueError, ImportError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    what = "the queried scope's own" if args.mode == "scope" else "every document's (the seed's)"
+    print(f"BM25 of {args.db} now scores a scoped query with {what} N, df and avgdl")
+    return 0
+
+
 def add_store_commands(sub, db) -> None:
     sp = sub.add_parser("reembed", help="re-embed every trace with another embedder (atomic swap at the end)")
     sp.add_argument("--embedder", required=True, help=" | ".join(EMBEDDERS))
@@ -91,3 +104,9 @@ def add_store_commands(sub, db) -> None:
     sp.add_argument("name", choices=ANALYZERS)
     db(sp)
     sp.set_defaults(func=cmd_analyzer)
+
+    sp = sub.add_parser("statistics", help="set what a scoped query's BM25 is scored with: the scope's own N, df "
+                                           "and avgdl (scope) or every document's (store); no rebuild")
+    sp.add_argument("mode", choices=STATISTICS)
+    db(sp)
+    sp.set_defaults(func=cmd_statistics)

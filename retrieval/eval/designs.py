@@ -105,8 +105,10 @@ def ranked(run: QueryRun, design: Design) -> list[str]:
 
 
 def variant_index(store: Any, analyzer: str) -> BM25Index:
-    """BM25 over the store's active traces with `analyzer`, in memory (the store is not changed)."""
-    bm25 = BM25Index(tokenizer=make_tokenizer(analyzer))
+    """BM25 over the store's active traces with `analyzer` and the store's statistics setting, in memory
+    (the store is not changed)."""
+    ident = store.identity()
+    bm25 = BM25Index(tokenizer=make_tokenizer(analyzer), statistics=ident.statistics if ident else "store")
     bm25.sync([t for t in store.all_traces() if t.is_active])
     return bm25
 

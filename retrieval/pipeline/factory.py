@@ -63,8 +63,9 @@ def generator_spec(cfg: PipelineConfig) -> str | None:
     return cfg.generator
 
 
-def build_retriever(ws, cfg: PipelineConfig, models: Models | None = None):
-    """A HybridRetriever for `cfg` over workspace `ws`.
+def build_retriever(ws, cfg: PipelineConfig, models: Models | None = None, access=None):
+    """A HybridRetriever for `cfg` over workspace `ws`; for a visitor limited to some scopes (`access`),
+    BM25 is always scored with the queried scope's own statistics (nothing of other scopes shows).
 
     Raises ValueError/ImportError with a message fit for a user (e.g. a missing API key).
     """
@@ -84,6 +85,7 @@ def build_retriever(ws, cfg: PipelineConfig, models: Models | None = None):
         multi_query_llm=gen if cfg.multi_query_n else None, multi_query_n=cfg.multi_query_n,
         default_dense_weight=cfg.dense_weight, default_sparse_weight=cfg.sparse_weight, default_rrf_k=cfg.rrf_k,
         fusion=cfg.fusion, normalization=cfg.normalization,
+        bm25_statistics="scope" if access is not None and access.limited else None,
     )
 
 
@@ -104,7 +106,7 @@ def can_reweight(result: RetrievalResult, cfg: PipelineConfig) -> bool:
 
 
 def run_config(ws, cfg: PipelineConfig, query: str, scope: Scope | None, models: Models | None = None,
-               cached: tuple[tuple, RetrievalResult] | None = None) -> tuple[RetrievalResult, bool]:
+               cached: tuple[tuple, RetrievalResult] | None = None, access=None) -> tuple[RetrievalResult, bool]:
     """Retrieve, or re-fuse `cached` (a `(cache_key, result)` pair) when only fusion knobs changed.
 
     A cached result searched too shallow for `cfg`'s recall_top_k is searched again, never re-fused:
@@ -115,7 +117,7 @@ def run_config(ws, cfg: PipelineConfig, query: str, scope: Scope | None, models:
 
     if cached is not None and cached[0] == cache_key(query, scope, cfg) and can_reweight(cached[1], cfg):
         return reweight(cached[1], **{**cfg.fusion_knobs(), "recall_top_k": cfg.recall_top_k}), True
-    retriever = build_retriever(ws, cfg, models)
+    retriever = build_retriever(ws, cfg, models, access)
     result = retriever.retrieve(query, mood=Mood(cfg.valence, cfg.arousal, cfg.dominance), scope=scope,
                                 recall_top_k=cfg.recall_top_k, over_fetch_multiplier=cfg.over_fetch_multiplier)
     return result, False

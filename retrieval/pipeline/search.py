@@ -69,8 +69,14 @@ class StoreLookup:
         return self.store.score_hits({trace.id: (trace, vec)}, qvec, mood)[trace.id]
 
 
-def bm25_reader(bm25: Any) -> Any:
-    """The index's current immutable snapshot (readers never see a half-applied batch)."""
+def bm25_reader(bm25: Any, scopes: list[Scope] | None = None, statistics: str | None = None) -> Any:
+    """The index's current immutable snapshot (readers never see a half-applied batch), read with the
+    statistics of `scopes` when `statistics` (else the index's setting) is `scope` (`BM25Index.reader`).
+
+    LanceDB's FTS keeps its own store-wide statistics: that backend is read as it is.
+    """
+    if hasattr(bm25, "reader"):
+        return bm25.reader(scopes, statistics)
     return bm25.snapshot() if hasattr(bm25, "snapshot") else bm25
 
 

@@ -48,13 +48,20 @@ def log_progress(what: str, every_s: float = 5.0) -> Progress:
     return progress
 
 
+def statistics_of(store) -> str:
+    """The BM25 statistics the store records (`store` | `scope`), or what a new table will record."""
+    ident = store.identity()
+    return ident.statistics if ident is not None else store.new_statistics
+
+
 def build_bm25(store, analyzer: str | None = None, progress: Progress | None = None,
                batch_size: int = 50_000) -> BM25Index:
-    """BM25 over the store's active rows, with the store's recorded analyzer unless one is given."""
+    """BM25 over the store's active rows, with the store's recorded analyzer (unless one is given) and
+    statistics."""
     if analyzer is None:
         ident = store.identity()
         analyzer = ident.analyzer if ident is not None else store.new_analyzer  # what the table will record
-    idx = BM25Index(tokenizer=make_tokenizer(analyzer))
+    idx = BM25Index(tokenizer=make_tokenizer(analyzer), statistics=statistics_of(store))
     total = store.count(active_only=True)
     done = 0
     for ids, texts, scopes in store.scan_text(batch_size):
@@ -81,6 +88,7 @@ def open_sparse(store, sparse: str, path: Path | None, progress: Progress | None
     if path is not None and path.is_file():
         try:
             idx = BM25Index.load(path, tokenizer=make_tokenizer(analyzer))
+            idx.statistics = statistics_of(store)
             built_from = (idx.source or {}).get("table_version")
             if built_from == version:
                 return Opened(idx, version, False)
@@ -115,9 +123,25 @@ def set_analyzer(store, sparse: str, name: str, progress: Progress | None = None
         return Opened(build_bm25(store, name, progress), store.version(), True)
 
 
+def set_statistics(store, index, name: str) -> None:
+    """Record the store's BM25 statistics (`store` | `scope`) and read `index` with them from now on
+    (no rebuild: the postings are the same; only a scoped query's N, df and avgdl change)."""
+    from retrieval.bm25.scoped import check_statistics
+
+    check_statistics(name)
+    with store.write_lock():
+        if store.identity() is None:
+            store.new_statistics = name  # recorded when the table is created
+        else:
+            store.record_identity(statistics=name)
+    if hasattr(index, "statistics"):
+        index.statistics = name
+
+
 def sparse_status(store, sparse: str) -> dict:
     """What the store was built with, for Home and `status`: embedder name + dim, analyzer, sparse backend."""
     ident = store.identity()
     return {"embedder": ident.embedder if ident else None, "dim": ident.dim if ident else None,
             "analyzer": ident.analyzer if ident else store.new_analyzer, "sparse": sparse,
+            "bm25_statistics": "store" if sparse == "fts" else (ident.statistics if ident else store.new_statistics),
             "table": store.table_name, "in_place": not store.columns.native}

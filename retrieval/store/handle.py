@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.store.columns import NATIVE, ColumnMap
-from retrieval.store.identity import (NEW_STORE_ANALYZER, StoreIdentity, check_embedder, embedder_for, read_identity,
-                                      write_identity)
+from retrieval.store.identity import (NEW_STORE_ANALYZER, NEW_STORE_STATISTICS, StoreIdentity, check_embedder,
+                                      embedder_for, read_identity, write_identity)
 from retrieval.store.lock import lock_for
 from retrieval.store.remote import open_db, redact_uri, storage_options_from_env
 from retrieval.store.rows import schema
@@ -52,6 +52,7 @@ class TableHandle:
         self.storage_options = (dict(storage_options) if storage_options is not None
                                 else storage_options_from_env(self.uri))
         self.new_analyzer = NEW_STORE_ANALYZER  # recorded when this store creates its table
+        self.new_statistics = NEW_STORE_STATISTICS
         self._secrets = secrets
         self._tbl: Any = None
         self._db: Any = None
@@ -102,7 +103,8 @@ class TableHandle:
 
     def _create_table(self) -> Any:
         """Create the table, or open it when another thread or process created it first."""
-        ident = StoreIdentity(getattr(self.embedder, "name", None), self.embedder.dim, self.new_analyzer)
+        ident = StoreIdentity(getattr(self.embedder, "name", None), self.embedder.dim, self.new_analyzer,
+                              self.new_statistics)
         sch = schema(self.embedder.dim)
         vec = sch.field("vector").with_metadata(ident.metadata())
         sch = sch.set(sch.get_field_index("vector"), vec)
@@ -128,14 +130,17 @@ class TableHandle:
         tbl.checkout_latest()
         return read_identity(tbl, self.columns.vector)
 
-    def record_identity(self, embedder: str | None = None, analyzer: str | None = None) -> StoreIdentity:
-        """Record a new embedder name and/or analyzer (one metadata-only commit; the dim is the schema's)."""
+    def record_identity(self, embedder: str | None = None, analyzer: str | None = None,
+                        statistics: str | None = None) -> StoreIdentity:
+        """Record a new embedder name, analyzer and/or BM25 statistics (one metadata-only commit; the dim is
+        the schema's)."""
         self.check_writable()
         with self.write_lock():
             cur = self.identity()
             if cur is None:
                 raise ValueError(f"store {self.display_uri!r} has no table {self.table_name!r} yet")
-            new = StoreIdentity(embedder or cur.embedder, cur.dim, analyzer or cur.analyzer)
+            new = StoreIdentity(embedder or cur.embedder, cur.dim, analyzer or cur.analyzer,
+                                statistics or cur.statistics)
             if new != cur:
                 write_identity(self.table(), new)
             return new

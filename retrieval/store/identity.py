@@ -1,4 +1,4 @@
-"""What built a store (SPEC §15): its embedder's name and dimension and its BM25 analyzer.
+"""What built a store (SPEC §15): its embedder's name and dimension, its BM25 analyzer and statistics.
 
 Recorded as metadata on the `vector` field of the LanceDB table (lancedb 0.40 has no table-level
 metadata update, but `update_field_metadata` changes a field's map in place, as a new table version).
@@ -10,15 +10,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from collections.abc import Mapping
 
+from retrieval.bm25.scoped import STATISTICS
 from retrieval.bm25.tokenizer import ANALYZERS
 
 KEY_EMBEDDER = "retrieval.embedder"
 KEY_DIM = "retrieval.dim"
 KEY_ANALYZER = "retrieval.analyzer"
+KEY_STATISTICS = "retrieval.bm25_statistics"
 DEFAULT_ANALYZER = "plain"  # what a store that records no analyser was built with (stores keep theirs)
 # What a new store records: Snowball English stemming, chosen on development data (LoCoMo dev at the
 # `end` clock and SciFact, paired intervals in docs/BENCHMARKS.md "Choosing the hybrid defaults").
 NEW_STORE_ANALYZER = "english-stem"
+# BM25's N/df/avgdl for a scoped query: `store` (every document, the seed's; what a store recording none
+# was built with) or `scope` (the queried scope's own; what a new store records — see docs/BENCHMARKS.md
+# "Per-scope BM25 statistics"). A visitor limited by an access policy gets `scope` whatever is recorded.
+DEFAULT_STATISTICS = "store"
+NEW_STORE_STATISTICS = "scope"
 
 
 @dataclass(frozen=True)
@@ -28,15 +35,17 @@ class StoreIdentity:
     embedder: str | None
     dim: int
     analyzer: str = DEFAULT_ANALYZER
+    statistics: str = DEFAULT_STATISTICS
 
     def metadata(self) -> dict[str, str]:
-        out = {KEY_DIM: str(self.dim), KEY_ANALYZER: self.analyzer}
+        out = {KEY_DIM: str(self.dim), KEY_ANALYZER: self.analyzer, KEY_STATISTICS: self.statistics}
         if self.embedder:
             out[KEY_EMBEDDER] = self.embedder
         return out
 
     def describe(self) -> str:
-        return f"{self.embedder or 'unrecorded embedder'} ({self.dim}-d), BM25 analyzer {self.analyzer}"
+        return (f"{self.embedder or 'unrecorded embedder'} ({self.dim}-d), BM25 analyzer {self.analyzer}, "
+                f"{self.statistics}-wide BM25 statistics")
 
 
 def check_analyzer(name: str) -> str:
@@ -52,8 +61,10 @@ def read_identity(tbl, vector_column: str = "vector") -> StoreIdentity:
             for k, v in (field.metadata or {}).items()}
     dim = field.type.list_size
     analyzer = meta.get(KEY_ANALYZER, DEFAULT_ANALYZER)
+    statistics = meta.get(KEY_STATISTICS, DEFAULT_STATISTICS)
     return StoreIdentity(meta.get(KEY_EMBEDDER) or None, int(dim),
-                         analyzer if analyzer in ANALYZERS else DEFAULT_ANALYZER)
+                         analyzer if analyzer in ANALYZERS else DEFAULT_ANALYZER,
+                         statistics if statistics in STATISTICS else DEFAULT_STATISTICS)
 
 
 def write_identity(tbl, ident: StoreIdentity, vector_column: str = "vector") -> None:

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TABLE = "audit"
-ACTIONS = ("ingest", "delete", "activate", "deactivate", "reembed", "analyzer", "facts", "grade", "case", "snapshot")
+ACTIONS = ("ingest", "delete", "activate", "deactivate", "reembed", "analyzer", "statistics", "facts", "grade", "case",
+           "snapshot")
 MAX_IDS = 20  # ids kept per entry (the count is exact; the ids are a sample)
 
 

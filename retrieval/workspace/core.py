@@ -23,7 +23,7 @@ from retrieval.access import Access, ReadOnlyError, demo_mode_from_env
 from retrieval.workspace.audit import AuditLog, scopes_of
 from retrieval.bm25.index import BM25Index
 from retrieval.bm25.tokenizer import analyzer_of
-from retrieval.sparse.build import Opened, check_sparse, open_sparse, set_analyzer, sparse_status
+from retrieval.sparse.build import Opened, check_sparse, open_sparse, set_analyzer, set_statistics, sparse_status
 from retrieval.store.memory import MemoryStore
 from retrieval.types import MemoryTrace
 from retrieval.workspace.journal import journal_files, replay_journals, sync_facts, write_journal
@@ -130,6 +130,14 @@ class Workspace:
         self.audit.record(_actor(access, actor), "reembed", int(out["rows"]), [], [],
                           detail=f"{out['from']} -> {out['to']}")
         return out
+
+    def set_bm25_statistics(self, name: str, *, access: Access | None = None, actor: str = "local") -> None:
+        """Record what a scoped query's BM25 is scored with: `scope` (its scope's N, df, avgdl) or `store`
+        (every document's, the seed's). No rebuild. A visitor limited by a policy gets `scope` regardless."""
+        self._check_writable("set_bm25_statistics")
+        authorise_store_wide(access, "changing the BM25 statistics")
+        set_statistics(self.store, self.bm25, name)
+        self.audit.record(_actor(access, actor), "statistics", self.store.count(), [], [], detail=name)
 
     def _guard(self, access: Access | None, new: Iterable[MemoryTrace] = (), ids: Iterable[str] = ()) -> None:
         """With the write lock held, before anything is written (retrieval.workspace.guard)."""
