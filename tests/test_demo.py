@@ -125,3 +125,18 @@ def test_examples_file_is_well_formed():
     for e in examples:
         assert {"title", "query", "scope", "look_for", "params"} <= set(e)
         assert e["params"]["i_q"] == e["query"] and e["params"]["i_scope"] == e["scope"]
+
+
+def test_build_demo_ships_two_snapshots_of_the_demo_case_once(tmp_path):
+    from retrieval.ingest.demo import DEMO_SNAPSHOTS
+    from retrieval.judgments.store import JudgmentStore
+    from retrieval.models import HashingEmbedder
+
+    uri = str(tmp_path / "db")
+    build_demo_index(uri, log=lambda m: None, embedder=HashingEmbedder(384))
+    snaps = JudgmentStore(uri).snapshots("demo")
+    assert sorted(s.label for s in snaps) == sorted(label for _, label in DEMO_SNAPSHOTS)
+    assert {s.config.preset for s in snaps} == {"agentos", "hybrid"}
+    assert all(len(s.queries) >= 40 and "ndcg@10" in s.metrics for s in snaps)
+    build_demo_index(uri, log=lambda m: None, embedder=HashingEmbedder(384))  # reused: none added
+    assert len(JudgmentStore(uri).snapshots("demo")) == 2

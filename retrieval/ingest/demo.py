@@ -35,6 +35,7 @@ def build_demo_index(uri: str, force: bool = False, log: Callable[[str], None] =
     if ws.store.count() and not force:
         log(f"demo index at {uri} already has {ws.store.count()} traces; reusing it (--force rebuilds)")
         _demo_case(uri, log)
+        _demo_snapshots(ws, log)
         return ws.status()
     traces = load_demo_traces()
     if force and ws.store.count():
@@ -51,6 +52,7 @@ def build_demo_index(uri: str, force: bool = False, log: Callable[[str], None] =
     rep = ws.ingest(traces, progress=progress)
     log(f"done in {time.perf_counter() - t0:.1f}s: {rep.written} traces, {rep.facts} facts")
     _demo_case(uri, log)
+    _demo_snapshots(ws, log)
     return ws.status()
 
 
@@ -61,3 +63,23 @@ def _demo_case(uri: str, log: Callable[[str], None]) -> None:
     rep = ensure_demo_case(uri, JUDGMENTS)
     if rep is not None:
         log(f"case 'demo': {rep.queries} judged queries, {rep.judgments} grades")
+
+
+# What a stakeholder opening Snapshots on a read-only demo sees compared: the seed against today's default.
+DEMO_SNAPSHOTS = (("agentos", "AgentOS (the seed): RRF 0.7/0.3, k 60"),
+                  ("hybrid", "hybrid (default): convex theoretical 0.5/0.5"))
+
+
+def _demo_snapshots(ws, log: Callable[[str], None]) -> None:
+    """Run the case `demo` once under each of DEMO_SNAPSHOTS when it has no snapshot yet, so that a read-only
+    demo (which may not run one) opens Snapshots on a diff, not on "run one"."""
+    from retrieval.judgments.snapshots import run_snapshot
+    from retrieval.judgments.store import JudgmentStore
+    from retrieval.pipeline.config import PipelineConfig
+
+    js = JudgmentStore(ws.uri)
+    if "demo" not in js.case_names() or js.snapshots("demo"):
+        return
+    for preset, label in DEMO_SNAPSHOTS:
+        snap = run_snapshot(ws, "demo", PipelineConfig.for_preset(preset), js, label=label)
+        log(f"snapshot {label!r} of case 'demo': nDCG@10 {snap.metrics.get('ndcg@10', 0):.3f}")
