@@ -9,14 +9,16 @@ The defaults and validation of every knob live in `retrieval.pipeline.settings`.
 """
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import replace
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from retrieval.pipeline.assemble import assemble
 from retrieval.pipeline.assemble import reweight as _reweight
 from retrieval.bm25.index import BM25Index
+from retrieval.bm25.tokenizer import analyzer_of
 from retrieval.bm25.scoped import check_statistics
 from retrieval.pipeline.presets import AGENTOS, HYBRID, PRESETS, Preset, get_preset  # noqa: F401 (re-exported)
 from retrieval.pipeline.records import (ESC_EMPTY, ESC_FACTS, ESC_HYDE, ESC_MULTI, ESC_RERANK, ESC_SPARSE_EMPTY,  # noqa: F401
@@ -25,6 +27,9 @@ from retrieval.pipeline.search import Hyde, Reranker, Services, StoreLookup, bm2
 from retrieval.pipeline.settings import check_knob, resolve_settings
 from retrieval.pipeline.split import validate_threshold
 from retrieval.types import MemoryTrace, Mood, Scope
+
+if TYPE_CHECKING:
+    from retrieval.history.view import AsOf
 
 FUSION_KNOBS = ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight", "fusion", "normalization")
 
@@ -36,6 +41,8 @@ def _count_knob(name: str, value: Any) -> int:
 
 class HybridRetriever:
     """Dense (MemoryStore) + sparse (BM25Index) retrieval, fused, reranked and explained."""
+
+    as_of_state: Any = None  # the AsOfView a retriever made by `at` reads (None: the live store)
 
     def __init__(self, memory_store, bm25: BM25Index | None = None, reranker: Reranker | None = None,
                  hyde: Hyde | None = None, fact_store=None, fact_classifier=None,
@@ -124,7 +131,13 @@ class HybridRetriever:
                  sparse_weight: float | None = None, rrf_k: float | None = None,
                  rerank_weight: float | None = None, multi_query_n: int | None = None,
                  preset: str | Preset | None = None, fusion: str | None = None,
-                 normalization: str | None = None) -> RetrievalResult:
+                 normalization: str | None = None, as_of: AsOf | None = None) -> RetrievalResult:
+        """`as_of` (a version, tag or aware datetime) reads the store as it was then (SPEC §16; `at`)."""
+        if as_of is not None:
+            return self.at(as_of).retrieve(
+                query, mood, scope, recall_top_k=recall_top_k, over_fetch_multiplier=over_fetch_multiplier,
+                dense_weight=dense_weight, sparse_weight=sparse_weight, rrf_k=rrf_k, rerank_weight=rerank_weight,
+                multi_query_n=multi_query_n, preset=preset, fusion=fusion, normalization=normalization)
         t0 = time.perf_counter()
         settings = self.settings(preset=preset, recall_top_k=recall_top_k, dense_weight=dense_weight,
                                  sparse_weight=sparse_weight, rrf_k=rrf_k, rerank_weight=rerank_weight,
@@ -142,6 +155,23 @@ class HybridRetriever:
         result = assemble(record, settings, StoreLookup(self.memory_store, reader))
         timings = frozen({**result.diagnostics.timings_ms, "total": round((time.perf_counter() - t0) * 1000.0, 3)})
         return replace(result, diagnostics=replace(result.diagnostics, timings_ms=timings))
+
+    def at(self, as_of: AsOf, progress=None) -> HybridRetriever:
+        """This retriever reading the store as of a version, tag or aware datetime (SPEC §16): the traces
+        table checked out then, that version's BM25 (its sidecar when it matches, else rebuilt in memory,
+        with `progress`), the facts as they stood. Reads only; `as_of_state` says which state it reads."""
+        from retrieval.history.view import open_as_of
+
+        writer = self.writer
+        sparse = getattr(writer, "sparse", None) or ("bm25" if isinstance(self.bm25, BM25Index) else "fts")
+        view = open_as_of(self.memory_store, self.fact_store, as_of, sparse=sparse,
+                          sidecar=getattr(writer, "bm25_path", None), progress=progress,
+                          analyzer=analyzer_of(self.bm25.tokenizer)
+                          if writer is None and isinstance(self.bm25, BM25Index) else None)
+        other = copy.copy(self)
+        other.memory_store, other.bm25, other.fact_store, other.writer = view.store, view.bm25, view.facts, None
+        other.as_of_state = view
+        return other
 
     def settings(self, *, preset=None, recall_top_k: int = 10, **knobs):
         """The validated `Settings` a call with these arguments would use (None = this retriever's default)."""

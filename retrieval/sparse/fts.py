@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from retrieval.bm25.tokenizer import make_tokenizer
+from retrieval.store.versions import optimize
 from retrieval.types import Scope
 
 log = logging.getLogger(__name__)
@@ -146,7 +147,7 @@ class LanceFtsSparse:
     def sync(self, traces=(), *, complete: bool = False) -> int:  # noqa: ARG002 (the BM25 interface)
         """LanceDB already holds the rows; fold a large unindexed tail into the index."""
         if not self.store.read_only and self.stats()["unindexed_rows"] > OPTIMIZE_TAIL:
-            self.store.table().optimize()
+            optimize(self.store.table())  # never prunes a tagged version
         return len(self)
 
     def remove_documents(self, ids) -> int:  # noqa: ARG002 (the BM25 interface)

@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from retrieval.store.versions import optimize
 from retrieval.types import Scope
 
 if TYPE_CHECKING:
@@ -100,7 +101,7 @@ class AnnIndex:
         rows = tbl.count_rows()
         if self.has_index() and not force:
             if self._handle.index_state()["unindexed_rows"] > 0:
-                tbl.optimize()
+                optimize(tbl)  # never prunes a tagged version (retrieval.store.versions)
             return True
         if rows < min_rows and not force:
             return False

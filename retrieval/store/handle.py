@@ -17,6 +17,7 @@ from retrieval.store.identity import (NEW_STORE_ANALYZER, NEW_STORE_STATISTICS, 
 from retrieval.store.lock import lock_for
 from retrieval.store.remote import open_db, redact_uri, storage_options_from_env
 from retrieval.store.rows import schema
+from retrieval.store.versions import list_tags
 
 log = logging.getLogger(__name__)
 
@@ -191,6 +192,11 @@ class TableHandle:
             return 0
         tbl.checkout_latest()
         return int(tbl.version)
+
+    def tags(self) -> dict[str, int]:
+        """Tag name → table version (retrieval.store.versions: tags, as-of reads, clean-up that keeps them)."""
+        tbl = self.table()
+        return list_tags(tbl) if tbl is not None else {}
 
     @property
     def dim(self) -> int:

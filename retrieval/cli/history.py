@@ -1,0 +1,173 @@
+"""`tag`, `diff-versions` and `import-log`: the flight recorder on the command line (SPEC §16).
+
+`query TEXT --as-of VERSION|TAG|ISO-TIME` lives with `query` (cli/main.py) and reads through
+`retrieval.history.WorkspaceAsOf`; `status --json` shows `version` and `tags`.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+AS_OF_HELP = "VERSION (an int), TAG, or ISO-TIME with a zone (e.g. 2026-03-01T12:00:00Z): read the store as it was then"
+
+
+def as_of_arg(text: str) -> Any:
+    """An `--as-of` value (None for 'latest'); argparse reports a ValueError as a usage error."""
+    import argparse
+
+    from retrieval.store.versions import parse_as_of
+
+    try:
+        return parse_as_of(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _workspace(args) -> Any:
+    from retrieval.cli.store import open_workspace
+
+    return open_workspace(args)
+
+
+def cmd_tag(args) -> int:
+    from retrieval.store.versions import create_tag, list_versions
+
+    ws = _workspace(args)
+    tbl = ws.store.table()
+    if tbl is None:
+        print(f"error: the store at {args.db} has no table yet; ingest something first", file=sys.stderr)
+        return 2
+    if args.list or not args.name:
+        tags = ws.store.tags()
+        times = dict(list_versions(tbl))
+        out = {"version": ws.store.version(),
+               "tags": {n: {"version": v, "committed": times[v].isoformat() if v in times else None}
+                        for n, v in tags.items()}}
+        print(json.dumps(out, indent=2))
+        return 0
+    if ws.demo_mode or ws.store.read_only:
+        print(f"error: {ws.store.display_uri} is read-only here (demo mode or a table inspected in place); "
+              "tags are written into the table", file=sys.stderr)
+        return 2
+    try:
+        v = create_tag(tbl, args.name, args.version)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"tagged version {v} of {ws.store.display_uri} as {args.name!r}; it is never cleaned up by this project")
+    return 0
+
+
+def _retrievers(args) -> tuple[Any, Any, Any]:
+    from retrieval.history.view import WorkspaceAsOf
+    from retrieval.pipeline.config import PipelineConfig
+    from retrieval.pipeline.factory import build_retriever
+    from retrieval.store.calibration import calibrated_knobs
+
+    ws = _workspace(args)
+    calibrated = {k: int(v) if k == "rrf_k" else v for k, v in calibrated_knobs(ws.store, args.preset).items()}
+    cfg = PipelineConfig.for_preset(args.preset, recall_top_k=args.recall_top_k, facts=not args.no_facts,
+                                    over_fetch_multiplier=args.over_fetch_multiplier, **calibrated)
+    then = build_retriever(WorkspaceAsOf(ws, args.from_), cfg)
+    now = build_retriever(WorkspaceAsOf(ws, args.to), cfg)
+    return ws, cfg, (then, now)
+
+
+def cmd_diff_versions(args) -> int:
+    from retrieval.history.diff import diff_versions
+    from retrieval.types import Mood
+
+    t0 = time.perf_counter()
+    try:
+        ws, cfg, (then, now) = _retrievers(args)
+        scope = args.scope
+        if scope is None and not args.all_scopes:
+            scopes = ws.store.scopes()
+            scope = scopes[0] if scopes else None
+        out = diff_versions(then, now, args.text, scope, mood=Mood(),
+                            recall_top_k=cfg.recall_top_k, over_fetch_multiplier=cfg.over_fetch_multiplier)
+    except (ValueError, ImportError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    out["elapsed_ms"] = round((time.perf_counter() - t0) * 1000, 1)
+    if args.json:
+        print(json.dumps(out, indent=2, default=str))
+        return 0
+    print_diff(out)
+    return 0
+
+
+def print_diff(out: dict, file=None) -> None:
+    file = file or sys.stdout
+    print(f"query {out['query']!r} in {out['scope'] or 'every scope'}", file=file)
+    print(f"A: {out['from']['label']}\nB: {out['to']['label']}", file=file)
+    for stage, s in out["stages"].items():
+        if s["entered"] or s["left"]:
+            print(f"  {stage:<9} entered: {', '.join(s['entered']) or '-'}   left: {', '.join(s['left']) or '-'}",
+                  file=file)
+    for d in out["displaced"]:
+        print(f"{d['id']} left the top {out['k']} (was #{d['rank_a']}): {d['why']}", file=file)
+        for y in d["displaced_by"]:
+            print(f"    displaced by {y['id']} (#{y['rank_b']}): {'; '.join(y['reasons'])}", file=file)
+    for m in out["idf"]:
+        print(f"  {m['sentence']}", file=file)
+
+
+def cmd_import_log(args) -> int:
+    from retrieval.judgments.store import JudgmentStore
+    from retrieval.replay.store import QueryLog, record_implicit_grades
+
+    log = QueryLog(args.db)
+    try:
+        rep = log.import_file(args.file, progress=lambda done, total: print(
+            f"\r  importing {done}/{total}", end="" if done < total else "\n", file=sys.stderr, flush=True))
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for err in rep.errors[:50]:
+        print(f"  {err}", file=sys.stderr)
+    if len(rep.errors) > 50:
+        print(f"  … and {len(rep.errors) - 50} more bad lines", file=sys.stderr)
+    grades = 0 if args.no_grades else record_implicit_grades(JudgmentStore(args.db), rep.with_feedback,
+                                                             source=str(args.file).rsplit("/", 1)[-1])
+    rate = (rep.added + rep.already + len(rep.errors)) / rep.seconds if rep.seconds else 0.0
+    print(f"{rep.summary()}; {grades} implicit grade(s); {rep.seconds:.1f}s ({rate:,.0f} lines/s)")
+    return 0 if rep.added or rep.already or not rep.errors else 2
+
+
+def add_history_commands(sub, db_flags, scope_arg) -> None:
+    """Register `tag`, `diff-versions` and `import-log` on the `python -m retrieval` parser."""
+    sp = sub.add_parser("tag", help="tag a table version (never cleaned up by this project), or --list the tags")
+    sp.add_argument("name", nargs="?")
+    sp.add_argument("--version", type=int, help="the version to tag (default: the newest)")
+    sp.add_argument("--list", action="store_true", help="print the tags and the current version as JSON")
+    db_flags(sp)
+    sp.set_defaults(func=cmd_tag)
+    sp = sub.add_parser("diff-versions", help="one query at two versions: stage lists, what entered and left, why")
+    sp.add_argument("text")
+    sp.add_argument("--from", dest="from_", type=as_of_arg, required=True, metavar="A", help=AS_OF_HELP)
+    sp.add_argument("--to", type=as_of_arg, default=None, metavar="B", help="as --from (default: latest)")
+    sp.add_argument("--scope", type=scope_arg)
+    sp.add_argument("--all-scopes", action="store_true")
+    sp.add_argument("--json", action="store_true")
+    db_flags(sp)
+    _query_knobs(sp)
+    sp.set_defaults(func=cmd_diff_versions)
+    sp = sub.add_parser("import-log", help="import an agent's retrieval log (JSONL or OpenInference RETRIEVER spans)")
+    sp.add_argument("file")
+    sp.add_argument("--no-grades", action="store_true", help="do not turn feedback into implicit grades")
+    db_flags(sp)
+    sp.set_defaults(func=cmd_import_log)
+
+
+def _query_knobs(sp) -> None:
+    """The pipeline flags of `diff-versions` (the rest of the configuration is the preset's, or the store's
+    calibration)."""
+    from retrieval.hybrid import PRESETS
+
+    sp.add_argument("--preset", choices=PRESETS, default="hybrid")
+    sp.add_argument("--recall-top-k", "--top-k", dest="recall_top_k", type=int, default=10)
+    sp.add_argument("--over-fetch-multiplier", dest="over_fetch_multiplier", type=int, default=3)
+    sp.add_argument("--no-facts", action="store_true")

@@ -1,0 +1,173 @@
+"""A store opened as of a version, tag or time: traces, BM25 and facts as they stood then (SPEC §16).
+
+`open_as_of` resolves `as_of` (retrieval.store.versions), checks the traces table out at that version
+(retrieval.store.asof), takes BM25 for it from the sidecar when the sidecar was built from exactly that
+version, else from the sidecar moved to that version by the rows that differ (retrieval.history.sidecar),
+else rebuilds it in memory from that version's rows, and checks the facts table out
+at the matching time (retrieval.facts.asof). Nothing is written: no sidecar, no journal replay, no
+index build. A version never changes once committed, so its traces and BM25 are cached (a few versions,
+least recently used first out); the facts of the newest version are re-read each time.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from retrieval.facts.asof import AsOfFactStore, facts_cut
+from retrieval.history.sidecar import diffed, load_sidecar
+from retrieval.sparse.build import build_bm25, statistics_of
+from retrieval.store.asof import AsOfStore
+from retrieval.store.versions import Pinned, resolve
+
+log = logging.getLogger(__name__)
+
+AsOf = int | str | datetime
+Progress = Callable[[int, int], None]
+CACHED_VERSIONS = 4  # traces + BM25 of this many versions stay open (each about the size of the live index)
+
+_cache: OrderedDict[tuple, tuple[AsOfStore, Any, str]] = OrderedDict()
+_cache_lock = threading.Lock()
+_building: dict[tuple, threading.Lock] = {}
+_fact_views: dict[tuple, AsOfFactStore] = {}
+
+
+@dataclass(frozen=True)
+class AsOfView:
+    """What a read as of `pinned` uses: the checked-out store, its BM25 (or FTS reader) and its facts."""
+
+    pinned: Pinned
+    store: AsOfStore
+    bm25: Any
+    facts: AsOfFactStore | None
+    bm25_source: str  # "sidecar" (built from this version) | "the sidecar of version …, n added …" | "rebuilt" | "fts"
+
+    def status(self) -> dict:
+        """What `status --as-of` prints: the state's version, its rows, BM25 and facts then."""
+        s, p = self.store, self.pinned
+        return {"uri": s.display_uri, "as_of": p.label, "version": p.version, "tag": p.tag, "latest": p.latest,
+                "committed": p.timestamp.isoformat(), "traces": s.count(), "active": s.count(active_only=True),
+                "bm25_documents": len(self.bm25), "bm25_source": self.bm25_source,
+                "facts": self.facts.count() if self.facts is not None else 0,
+                "facts_version": self.facts.facts_version if self.facts is not None else None,
+                "scopes": {str(k): v for k, v in s.scope_counts().items()}, "tags": s.tags()}
+
+    @property
+    def banner(self) -> str:
+        """One plain sentence saying which state is shown."""
+        head = "the newest state" if self.pinned.latest else "an earlier state"
+        return f"Showing {head}: {self.pinned.label}; BM25 statistics of that version ({self.bm25_source})."
+
+
+def pin(store: Any, as_of: AsOf) -> Pinned:
+    """The version `as_of` names in `store` (ValueError when unknown)."""
+    store.version()  # see other writers' commits before resolving
+    tbl = store.table()
+    if tbl is None:
+        raise ValueError(f"store {store.display_uri!r} has no table {store.table_name!r} yet: nothing to read as of")
+    return resolve(tbl, as_of)
+
+
+def open_as_of(store: Any, facts: Any, as_of: AsOf, *, sparse: str = "bm25", sidecar: Path | None = None,
+               analyzer: str | None = None, progress: Progress | None = None) -> AsOfView:
+    """`store` (a MemoryStore) and `facts` (a FactStore or None) as of `as_of`. `analyzer` overrides the
+    analyser the store recorded at that version (a bare retriever whose index uses its own)."""
+    pinned = pin(store, as_of)
+    key = (store.uri, store.table_name, pinned.version, sparse, analyzer, getattr(store.embedder, "name", None))
+    view_store, index, source = _cached(key, lambda: _build(store, pinned, sparse, sidecar, analyzer, progress))
+    fact_view = _facts_at(facts, facts_cut(pinned)) if facts is not None else None
+    return AsOfView(pinned, view_store, index, fact_view, source)
+
+
+def _facts_at(facts: Any, cut: datetime | None) -> AsOfFactStore:
+    """The facts as of `cut`: cached when `cut` is fixed (a past version's facts never change); the newest
+    version's facts are opened afresh (a fact may still follow its traces)."""
+    if cut is None:
+        return AsOfFactStore(facts, None)
+    key = (facts.uri, facts.table_name, cut)
+    with _cache_lock:
+        hit = _fact_views.get(key)
+        if hit is None:
+            hit = _fact_views[key] = AsOfFactStore(facts, cut)
+            while len(_fact_views) > CACHED_VERSIONS:
+                _fact_views.pop(next(iter(_fact_views)))
+    return hit
+
+
+def _cached(key: tuple, build: Callable[[], tuple[AsOfStore, Any, str]]) -> tuple[AsOfStore, Any, str]:
+    """The cached parts for `key`, built once (a build holds only its own key's lock: other versions and
+    cache hits go on meanwhile)."""
+    with _cache_lock:
+        hit = _cache.get(key)
+        if hit is not None:
+            _cache.move_to_end(key)
+            return hit
+        lock = _building.setdefault(key, threading.Lock())
+    with lock:
+        with _cache_lock:
+            hit = _cache.get(key)
+        if hit is None:
+            hit = build()
+            with _cache_lock:
+                _cache[key] = hit
+                _building.pop(key, None)
+                while len(_cache) > CACHED_VERSIONS:
+                    _cache.popitem(last=False)
+    return hit
+
+
+def _build(store: Any, pinned: Pinned, sparse: str, sidecar: Path | None, analyzer: str | None,
+           progress: Progress | None) -> tuple[AsOfStore, Any, str]:
+    view_store = AsOfStore(store, pinned)
+    return (view_store, *_sparse_for(view_store, sparse, sidecar, analyzer, progress))
+
+
+def _sparse_for(view: AsOfStore, sparse: str, sidecar: Path | None, analyzer: str | None,
+                progress: Progress | None) -> tuple[Any, str]:
+    ident = view.identity()
+    name = analyzer or (ident.analyzer if ident is not None else view.new_analyzer)
+    if sparse == "fts":
+        from retrieval.sparse.fts import LanceFtsSparse
+
+        fts = LanceFtsSparse(view, name)
+        try:
+            fts.ensure_index(view.table())  # read-only: only checks that this version has the index
+            return fts, "fts"
+        except ValueError:  # the index was made after this version: that version's rows, in memory
+            return build_bm25(view, name, progress), "rebuilt (no full-text index at that version)"
+    loaded = load_sidecar(sidecar, view.table_name, name)
+    if loaded is not None:
+        idx, saved_version = loaded
+        idx.statistics = statistics_of(view)  # as open_sparse does: the statistics the store recorded then
+        if saved_version == view.pinned.version:
+            return idx, "sidecar"
+        moved = diffed(idx, saved_version, view)
+        if moved is not None:
+            return moved
+    return build_bm25(view, name, progress), "rebuilt"
+
+
+def clear_cache() -> None:
+    """Forget every cached version (tests; after a store was replaced on disk)."""
+    with _cache_lock:
+        _cache.clear()
+        _fact_views.clear()
+
+
+class WorkspaceAsOf:
+    """A workspace whose `retriever(**kw)` reads as of `as_of` (for factories that build through it);
+    every other attribute is the workspace's own."""
+
+    def __init__(self, workspace: Any, as_of: AsOf | None):
+        self.workspace, self.as_of = workspace, as_of
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.workspace, name)
+
+    def retriever(self, **kw: Any) -> Any:
+        return self.workspace.retriever(as_of=self.as_of, **kw)

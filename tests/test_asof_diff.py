@@ -1,0 +1,85 @@
+"""Version diffs (the Changes view, `diff-versions`): stage lists at A and B, and who displaced whom and why."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import NOW, U1, make_trace
+from retrieval.cli.main import main
+from retrieval.history import diff_versions
+from retrieval.models.registry import make_embedder
+from retrieval.pipeline.records import STAGES
+from retrieval.store.versions import create_tag
+from retrieval.workspace import Workspace
+
+
+@pytest.fixture
+def two_versions(tmp_path):
+    """A: inv, billing, hike. B: billing deactivated, hike edited, a new trace inv2 that matches the query best."""
+    ws = Workspace(str(tmp_path / "db"), embedder=make_embedder("hashing"), clock=lambda: NOW)
+    ws.ingest([make_trace("inv", "Refund for invoice INV-8842 was approved.", "u1", 3),
+               make_trace("billing", "Billing help: ask for a refund on any invoice.", "u1", 10),
+               make_trace("hike", "We hiked the ridge trail with the dog on Sunday.", "u1", 1)])
+    a = ws.store.version()
+    create_tag(ws.store.table(), "before", a)
+    ws.set_active(["billing"], False)
+    ws.ingest([make_trace("inv2", "Invoice refund: the invoice INV-8842 refund was paid.", "u1", 0.5)])
+    return ws, a, ws.store.version()
+
+
+def test_the_diff_names_the_displacing_trace_and_why(two_versions):
+    ws, a, b = two_versions
+    out = diff_versions(ws.retriever(as_of=a), ws.retriever(as_of=b), "invoice refund", U1, recall_top_k=2)
+    assert out["from"]["version"] == a and out["to"]["version"] == b and out["from"]["tag"] == "before"
+    assert set(out["stages"]) == set(STAGES)
+    final = out["stages"]["final"]
+    assert final["a"] == ["inv", "billing"] or final["a"] == ["billing", "inv"]
+    assert "inv2" in final["b"] and "billing" not in final["b"]
+    assert final["entered"] == ["inv2"] and final["left"] == ["billing"]
+    (left,) = out["displaced"]
+    assert left["id"] == "billing" and left["why"] == "deactivated" and left["rank_b"] is None
+    (by,) = [d for d in left["displaced_by"] if d["id"] == "inv2"]
+    assert by["rank_a"] is None and by["reasons"][0] == "new trace (added after version A)"
+    # the idf of 'invoic' moved: at A 2 of 3 traces contained it, at B 2 of 3 active (billing left, inv2 came)
+    terms = {m["term"]: m for m in out["idf"]}
+    assert all(m["from"] != m["to"] for m in out["idf"])
+    assert "refund" not in terms or terms["refund"]["df_to"] - terms["refund"]["df_from"] != 0
+
+
+def test_an_edit_and_an_idf_move_are_named(tmp_path):
+    ws = Workspace(str(tmp_path / "db"), embedder=make_embedder("hashing"), clock=lambda: NOW)
+    ws.ingest([make_trace("x", "invoice refund approved", "u1"), make_trace("y", "garden tomato soil", "u1"),
+               make_trace("z", "invoice paid by card", "u1")])
+    a = ws.store.version()
+    ws.ingest([make_trace("x", "garden hose and soil", "u1"), make_trace("w1", "invoice one", "u1"),
+               make_trace("w2", "invoice two", "u1")])
+    out = diff_versions(ws.retriever(as_of=a), ws.retriever(), "invoice refund", U1, recall_top_k=1)
+    assert out["stages"]["final"]["a"] == ["x"]
+    (left,) = out["displaced"]
+    assert left["id"] == "x" and left["why"] == "edited content"
+    inv = {m["term"]: m for m in out["idf"]}["invoic"]
+    assert (inv["df_from"], inv["df_to"], inv["documents_from"], inv["documents_to"]) == (2, 3, 3, 5)
+    assert inv["sentence"].startswith("BM25 idf of 'invoic' moved from ") and "1 more trace(s) contain it" in inv[
+        "sentence"]
+
+
+def test_cli_diff_versions_json_and_tags(two_versions, capsys):
+    ws, a, b = two_versions
+    db = ws.uri
+    assert main(["diff-versions", "invoice refund", "--from", "before", "--to", str(b), "--db", db,
+                 "--embedder", "hashing", "--scope", "user:u1", "--top-k", "2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["displaced"][0]["id"] == "billing" and out["displaced"][0]["why"] == "deactivated"
+    assert main(["tag", "after", "--db", db, "--embedder", "hashing"]) == 0
+    assert main(["tag", "--list", "--db", db, "--embedder", "hashing"]) == 0
+    listed = json.loads(capsys.readouterr().out.split("\n", 1)[1])
+    assert listed["tags"]["after"]["version"] == b and listed["tags"]["before"]["version"] == a
+    assert main(["query", "invoice refund", "--as-of", "before", "--db", db, "--embedder", "hashing",
+                 "--scope", "user:u1", "--top-k", "2", "--json"]) == 0
+    q = json.loads(capsys.readouterr().out)
+    assert "billing" in [t["id"] for t in q["final"]] and q["as_of"].startswith(f"version {a} (tag before)")
+    assert main(["tag", "after", "--db", db, "--embedder", "hashing"]) == 2
+    assert "already exists" in capsys.readouterr().err
+    assert main(["diff-versions", "x", "--from", "nope", "--db", db, "--embedder", "hashing"]) == 2
+    assert "no tag 'nope'" in capsys.readouterr().err

@@ -1,0 +1,126 @@
+"""What the Log page shows: importing an agent's retrieval log, filtering and sampling it, and each logged
+query then (what the agent got) vs now and vs as of its time, with a link that opens Inspect as of then.
+
+Logged text (queries, ids, scopes) is the agent's data: always shown plain (ui/text.py).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from retrieval.history import WorkspaceAsOf, pin
+from retrieval.replay import LoggedQuery, QueryLog, Replayed, record_implicit_grades, replay, sample
+from retrieval.replay.store import ImportReport
+from ui.links import ALL_SCOPES_PARAM
+from ui.text import plain
+
+ORDERS = ("newest", "random", "low top score", "drift")
+FEEDBACK = ("any", "positive", "negative", "none")
+
+
+def import_widget(ws: Any, judgments: Any, access: Any, prefix: str) -> None:
+    """Upload a JSONL log or a Phoenix span export; bad lines are listed by number, the rest kept."""
+    with st.expander("Import a log", expanded=QueryLog(ws.uri).count() == 0):
+        if ws.demo_mode or not access.write:
+            st.caption("Importing is off: this visitor may not write to the store.")
+            return
+        up = st.file_uploader("JSONL log or OpenInference (Phoenix) spans, one JSON object per line",
+                              type=["jsonl", "json", "txt"], key=f"{prefix}file")
+        grades = st.checkbox("Turn feedback into implicit grades (rater `implicit`, apart from human grades)",
+                             value=True, key=f"{prefix}grades")
+        if up is None or not st.button("Import", key=f"{prefix}import"):
+            return
+        lines = up.getvalue().splitlines()
+        bar = st.progress(0.0, text="Importing…")
+        rep = QueryLog(ws.uri).import_lines(lines, lambda d, t: bar.progress(min(1.0, d / max(t, 1))), len(lines))
+        bar.empty()
+        show_report(rep, judgments, grades, up.name)
+
+
+def show_report(rep: ImportReport, judgments: Any, grades: bool, name: str) -> None:
+    n = record_implicit_grades(judgments, rep.with_feedback, name) if grades and rep.with_feedback else 0
+    (st.success if rep.added or rep.already else st.warning)(plain(f"{rep.summary()}; {n} implicit grade(s)."))
+    if rep.errors:
+        st.text("\n".join(str(e) for e in rep.errors[:50]))
+        if len(rep.errors) > 50:
+            st.caption(f"… and {len(rep.errors) - 50} more bad lines")
+
+
+def filters(log: QueryLog, sees: Any, prefix: str) -> tuple[list[LoggedQuery], str, int]:
+    """The filter row; returns the filtered logged queries (visible scopes only), the order and N."""
+    everything = [q for q in log.queries() if sees(q.scope)]
+    scopes = sorted({str(q.scope) for q in everything if q.scope is not None})
+    c1, c2, c3, c4, c5 = st.columns([2, 2, 2, 1.4, 1.2])
+    scope = c1.selectbox("Scope", ["(any)"] + scopes, key=f"{prefix}scope")  # options show as typed
+    feedback = c2.selectbox("Feedback", FEEDBACK, key=f"{prefix}feedback")
+    order = c3.selectbox("Sample", ORDERS, key=f"{prefix}order",
+                         help="drift: the queries whose answer changed most since (1 − RBO of then vs now)")
+    n = int(c4.number_input("N", 1, 100, 10, key=f"{prefix}n"))
+    low = float(c5.number_input("Top score ≤", value=0.5, step=0.05, key=f"{prefix}low")) \
+        if order == "low top score" else None
+    out = [q for q in everything if (scope == "(any)" or str(q.scope) == scope)
+           and (feedback == "any" or _feedback_kind(q) == feedback)
+           and (low is None or (q.top_score is not None and q.top_score <= low))]
+    return out, order, n
+
+
+def _feedback_kind(q: LoggedQuery) -> str:
+    from retrieval.replay import polarity
+
+    p = polarity(q.feedback)
+    return "none" if q.feedback is None else "positive" if p > 0 else "negative" if p < 0 else "any"
+
+
+def pick(queries: list[LoggedQuery], order: str, n: int, seed: int) -> list[LoggedQuery]:
+    if order == "random":
+        return sample(queries, n, seed)
+    if order == "low top score":
+        return sorted(queries, key=lambda q: (q.top_score if q.top_score is not None else 0.0, q.key))[:n]
+    return queries[: n if order == "newest" else max(n * 3, n)]  # drift: replay more, keep the n that moved most
+
+
+def replay_all(ws: Any, queries: list[LoggedQuery], run: Any, k: int) -> list[Replayed]:
+    """Each logged query then vs now vs as of its time; `run(workspace, query)` returns a RetrievalResult."""
+    out = []
+    for q in queries:
+        def ids(as_of, q=q):
+            return run(WorkspaceAsOf(ws, as_of), q).ids
+        out.append(replay(q, ids, lambda t: pin(ws.store, t).version, k))
+    return out
+
+
+def show(rows: list[Replayed]) -> None:
+    """One block per logged query: the numbers, the three lists, and the link to Inspect as of then."""
+    for r in rows:
+        q = r.logged
+        asof = (f"as of then (version {r.asof_version}): overlap@{r.k} {r.overlap_asof:.2f}, RBO {r.rbo_asof:.2f}"
+                if r.asof_ids is not None else f"as of then: {r.note}")
+        st.markdown(f"**{plain(q.query)}** · {plain(str(q.scope) if q.scope else 'every scope')} · "
+                    f"{q.timestamp:%Y-%m-%d %H:%M:%S} UTC")
+        st.caption(plain(f"now: overlap@{r.k} {r.overlap_now:.2f}, RBO {r.rbo_now:.2f}, drift {r.drift:.2f} · "
+                         f"{asof} · feedback {q.feedback if q.feedback is not None else '—'}"))
+        c1, c2, c3, c4 = st.columns([3, 3, 3, 2])
+        c1.caption("agent got: " + plain(", ".join(q.result_ids[:r.k]) or "—"))
+        c2.caption("now: " + plain(", ".join(r.now_ids) or "—"))
+        c3.caption("as of then: " + plain(", ".join(r.asof_ids) if r.asof_ids is not None else "—"))
+        c4.page_link("pages/2_Inspect.py", label="Inspect as of then", icon=":material/history:",
+                     query_params={"i_q": q.query, "i_scope": str(q.scope) if q.scope else ALL_SCOPES_PARAM,
+                                   "asof": q.timestamp.isoformat()})
+
+
+def make_case(judgments: Any, rows: list[Replayed], access: Any, prefix: str) -> None:
+    """"Make a case from these N": every shown logged query joins a case (created if new)."""
+    if not rows or not access.grade:
+        return
+    c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
+    name = c1.text_input("Case name", key=f"{prefix}case", placeholder="e.g. log-drift-2026-03")
+    if c2.button(f"Make a case from these {len(rows)}", key=f"{prefix}make_case", disabled=not name.strip()):
+        try:
+            for r in rows:
+                judgments.add_to_case(name.strip(), r.logged.query, r.logged.scope, note="from the query log",
+                                      access=access)
+        except ValueError as exc:
+            st.error(plain(exc))
+            return
+        st.success(plain(f"Case {name.strip()!r} now holds these {len(rows)} logged queries (Snapshots runs it)."))
