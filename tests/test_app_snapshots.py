@@ -2,6 +2,7 @@
 Inspect) and the grading widget (grade three results, restart, the grades are still there)."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from urllib.parse import parse_qs
 
@@ -67,9 +68,13 @@ def test_import_a_case_run_two_snapshots_diff_and_open_inspect(demo_env):
     listing = frame(at, "rrf_k")
     assert list(listing["label"]) == ["even", "dense-heavy"]
     metrics = frame(at, "metric")
-    assert list(metrics["metric"]) == ["ndcg@10", "recall@10", "mrr", "p@10", "judged@10"]
+    assert list(metrics["metric"]) == ["ndcg@10", "recall@10", "mrr", "p@10", "judged@10", "err@10"]
     assert metrics["Δ"].iloc[0] == pytest.approx(round(snaps[1].metrics["ndcg@10"] - snaps[0].metrics["ndcg@10"], 4),
                                                  abs=1e-4)
+    for delta, cell in zip(metrics["Δ"], metrics["95 % interval"]):  # a paired bootstrap interval beside each delta
+        lo, hi, where = re.fullmatch(r"\[([+-]\d\.\d{4}), ([+-]\d\.\d{4})\] (> 0|< 0|includes 0)", cell).groups()
+        assert float(lo) - 1e-4 <= delta <= float(hi) + 1e-4
+        assert where == ("> 0" if float(lo) > 0 else "< 0" if float(hi) < 0 else "includes 0")
     per_q = frame(at, "Inspect B")
     assert sorted(per_q["qid"]) == ["m01", "m02", "m03", "m04", "m05", "m06"]
     assert "dense_weight 0.5 → 0.9" in texts(at)

@@ -29,11 +29,12 @@ def run(capsys, *argv) -> tuple[int, dict | None, str]:
 def test_build_demo_ships_the_demo_case(db, capsys):
     code, out, _ = run(capsys, "case", "list", "--db", db)
     assert code == 0
-    assert out == {"cases": [{"case": "demo", "queries": 45, "judged_queries": 45, "scale": "graded", "snapshots": 0,
+    assert out == {"cases": [{"case": "demo", "queries": 45, "judged_queries": 45, "scale": "graded", "snapshots": 2,
                               "note": ""}]}
     assert main(["build-demo", "--db", db, "--embedder", "hashing"]) == 0  # reusing the store keeps the case once
     capsys.readouterr()
     assert run(capsys, "case", "list", "--db", db)[1]["cases"][0]["queries"] == 45
+    assert run(capsys, "case", "list", "--db", db)[1]["cases"][0]["snapshots"] == 2  # shipped once, not again
 
 
 def test_import_lists_unknowns_keeps_the_rest_and_round_trips(db, capsys, tmp_path):
@@ -84,7 +85,7 @@ def test_snapshot_run_and_diff(db, capsys):
     code, a, err = run(capsys, "snapshot", "run", "demo", "--embedder", "hashing", "--label", "base", "--db", db)
     assert code == 0 and "query 45/45" in err
     assert set(a) >= {"snapshot", "metrics", "queries"} and a["queries"] == a["judged_queries"] == 45
-    assert set(a["metrics"]) == {"ndcg@10", "recall@10", "mrr", "p@10", "judged@10"}
+    assert set(a["metrics"]) == {"ndcg@10", "recall@10", "mrr", "p@10", "judged@10", "err@10"}
     assert 0 < a["metrics"]["ndcg@10"] <= 1 and "errors" not in a
     code, b, _ = run(capsys, "snapshot", "run", "demo", "--embedder", "hashing", "--dense-weight", "0.9",
                      "--sparse-weight", "0.1", "--db", db)

@@ -127,3 +127,21 @@ def test_grades_cases_and_snapshots_are_audited(tmp_path):
     entries = js.audit.entries()
     assert [(e.action, e.actor, e.scopes) for e in entries[:2]] == [
         ("case", "tomas@example.com", ("user:tomas",)), ("grade", "tomas@example.com", ("user:tomas",))]
+
+
+def test_a_snapshot_run_needs_write_access_even_where_grading_is_open(tmp_path):
+    from retrieval.judgments.model import Snapshot, SnapshotQuery
+    from retrieval.pipeline.config import PipelineConfig
+
+    js = JudgmentStore(str(tmp_path / "db"))
+    snap = Snapshot("s1", "c", 0.0, PipelineConfig(), (SnapshotQuery("q1", "invoice", TOMAS, {}, {}),), {})
+    demo_grader = Access(user="visitor", grade=True, read_only=True)  # RETRIEVAL_MODE=demo with allow_grading
+    for who in (demo_grader, GRADER, VIEWER):
+        with pytest.raises(ReadOnlyError, match="nothing was saved"):
+            js.save_snapshot(snap, access=who)
+    writer = Access(user="priya@example.com", scopes=frozenset({"user:priya"}), write=True, grade=True)
+    with pytest.raises(AccessDenied, match="user:tomas"):
+        js.save_snapshot(snap, access=writer)
+    assert js.snapshots() == []
+    js.save_snapshot(snap, access=Access(user="tomas@example.com", scopes=frozenset({"user:tomas"}), write=True))
+    assert [s.id for s in js.snapshots()] == ["s1"]

@@ -203,7 +203,8 @@ def test_metrics_golden_values():
     assert got["q1"]["ndcg@10"] == pytest.approx((2 / math.log2(3) + 1 / math.log2(4)) / idcg)
     assert (got["q1"]["recall@10"], got["q1"]["mrr"], got["q1"]["p@10"], got["q1"]["judged@10"]) == \
         pytest.approx((1.0, 0.5, 0.2, 0.75))
-    assert got["q2"] == got["q3"] == {"ndcg@10": 0, "recall@10": 0, "mrr": 0, "p@10": 0, "judged@10": 0}
+    assert got["q2"] == got["q3"] == {"ndcg@10": 0, "recall@10": 0, "mrr": 0, "p@10": 0, "judged@10": 0,
+                                      "err@10": 0}
     assert mean_metrics(got)["mrr"] == pytest.approx(0.5 / 3)
 
 
@@ -328,7 +329,7 @@ def test_run_snapshot_keeps_every_stage_list_and_scores_with_human_grades(ws):
     assert [r["id"] for r in js.snapshot_rows("c")] == [s.id, s2.id]
     d = diff_snapshots(stored, js.snapshot(s2.id), js.qrels("c"))
     assert d.config_changes == {"dense_weight": (0.5, 1.0), "sparse_weight": (0.5, 0.0)}
-    assert [m.n for m in d.metrics] == [2] * 5
+    assert [m.n for m in d.metrics] == [2] * 6  # nDCG, R, MRR, P, judged and ERR at 10
     with pytest.raises(ValueError, match="no case named 'zz'"):
         run_snapshot(ws, "zz", cfg, js)
 

@@ -1,11 +1,15 @@
 """Judgments, cases and snapshots (SPEC §14): grade results, keep query sets, compare configurations.
 
-`store` (LanceDB tables beside `traces`), `io` (BEIR / TREC / JSONL), `metrics` (ir-measures),
-`snapshots` (run a config over a case), `diff` (compare two), `machine` (LLM grades, kappa).
+`store` (LanceDB tables beside `traces`; plumbing in `tables`), `io` (BEIR / TREC / JSONL), `metrics`
+(ir-measures, ERR@k), `snapshots` (run a config over a case), `diff` (compare two), `machine` (LLM grades).
+Judging as a team: a grade belongs to a rater and records the graded content's hash; `raters` (a case's
+combination policy and k), `agreement` (kappa, alpha, calibration), `queue` (the blind pooled judging queue),
+`exchange` (ratings per rater out and back in).
 """
-from retrieval.judgments.model import (GRADE_LABELS, SCALES, Case, CaseQuery, Judgment, Snapshot, SnapshotQuery,
-                    check_case_name, check_grade)
+from retrieval.judgments.model import (CANT_RATE, GRADE_LABELS, SCALES, Case, CaseQuery, Judgment, Snapshot,
+                                       SnapshotQuery, check_case_name, check_grade, check_rater, content_hash)
+from retrieval.judgments.raters import CasePolicy
 from retrieval.judgments.store import JudgmentStore
 
-__all__ = ["GRADE_LABELS", "SCALES", "Case", "CaseQuery", "Judgment", "JudgmentStore", "Snapshot", "SnapshotQuery",
-           "check_case_name", "check_grade"]
+__all__ = ["CANT_RATE", "GRADE_LABELS", "SCALES", "Case", "CaseQuery", "CasePolicy", "Judgment", "JudgmentStore",
+           "Snapshot", "SnapshotQuery", "check_case_name", "check_grade", "check_rater", "content_hash"]

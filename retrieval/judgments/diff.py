@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, fields
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from retrieval.pipeline.records import STAGES
-from retrieval.judgments.metrics import measure_names
+from retrieval.judgments.metrics import metric_names
 from retrieval.judgments.model import Snapshot, SnapshotQuery, scope_text
 from retrieval.judgments.snapshots import rescore
 
@@ -55,6 +55,7 @@ class QueryDelta:
     left: tuple[str, ...]
     moved: tuple[Move, ...]
     judged: bool
+    rbo: float | None = None  # how alike A's and B's final lists are, judged or not (`similarity`; RBO p = 0.9)
 
 
 @dataclass(frozen=True)
@@ -74,9 +75,15 @@ class SnapshotDiff:
     def p_value(self) -> float | None:
         return next((m.p_value for m in self.metrics if m.metric == self.metric), None)
 
+    @property
+    def rbo(self) -> float | None:
+        """Mean similarity (rank-biased overlap) of the two final lists over the queries in both (None without)."""
+        vals = [q.rbo for q in self.queries if q.rbo is not None]
+        return sum(vals) / len(vals) if vals else None
+
     def to_dict(self) -> dict:
         return {"a": self.a, "b": self.b, "metric": self.metric, "k": self.k, "test": self.test,
-                "p_value": self.p_value,
+                "p_value": self.p_value, "rbo": self.rbo,
                 "metrics": {m.metric: {"a": m.a, "b": m.b, "delta": m.delta, "p_value": m.p_value, "n": m.n}
                             for m in self.metrics},
                 "config_changes": {f: list(v) for f, v in self.config_changes.items()},
@@ -130,10 +137,12 @@ def config_changes(a: Snapshot, b: Snapshot) -> dict[str, tuple]:
 
 
 def diff_snapshots(a: Snapshot, b: Snapshot, qrels: Mapping[str, Mapping[str, int]] | None = None,
-                   k: int = 10, metric: str | None = None) -> SnapshotDiff:
+                   k: int = 10, metric: str | None = None,
+                   similarity: Callable[[list[str], list[str]], float] | None = None) -> SnapshotDiff:
     """B minus A. `qrels` (e.g. the store's current human grades) rescores both; None uses the grades
-    each snapshot was run with, B's winning where both graded a query."""
-    names = list(measure_names(k))
+    each snapshot was run with, B's winning where both graded a query. `similarity(final A, final B)` (callers
+    pass `retrieval.eval.metrics.rank_biased_overlap`, a package above this one) fills each query's `rbo`."""
+    names = metric_names(k)
     metric = metric or names[0]
     if metric not in names:
         raise ValueError(f"metric {metric!r} is unknown; use one of {', '.join(names)}")
@@ -155,7 +164,8 @@ def diff_snapshots(a: Snapshot, b: Snapshot, qrels: Mapping[str, Mapping[str, in
         sa, sb = x.metrics.get(metric, 0.0), y.metrics.get(metric, 0.0)
         rows.append(QueryDelta(q, x.query, scope_text(x.scope), sa, sb, sb - sa,
                                tuple(i for i in tb if i not in ta), tuple(i for i in ta if i not in tb),
-                               moves(x, y, qrels.get(q, {})), bool(x.metrics and y.metrics)))
+                               moves(x, y, qrels.get(q, {})), bool(x.metrics and y.metrics),
+                               similarity(x.credited("final"), y.credited("final")) if similarity else None))
     rows.sort(key=lambda r: (round(r.delta, 9), r.qid))  # float noise must not reorder ties
     return SnapshotDiff(a.id, b.id, metric, k, TEST_NAME, tuple(deltas), tuple(rows), config_changes(a, b),
                         tuple(q for q in qa if q not in qb), tuple(q for q in qb if q not in qa))

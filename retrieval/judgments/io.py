@@ -208,7 +208,8 @@ def import_files(js: JudgmentStore, name: str, *, queries: str | Path | None = N
 def export_case(js: JudgmentStore, name: str, out: str | Path) -> list[Path]:
     """Write queries.jsonl, qrels/test.tsv (BEIR), qrels.trec (TREC) and NAME.jsonl into `out`.
 
-    Human grades only. BEIR files carry no scope: the JSONL does (re-import it to keep scopes).
+    The grades the case's policy combines (every rater's, apart: `exchange`). BEIR files carry no scope: the JSONL
+    does (re-import it to keep scopes).
     Every file is byte-exact — ids and query texts as stored, nothing neutralised — because they are machine
     formats read by BEIR, trec_eval / ir-measures and `case import`: a quote put before an id starting with
     "-" or "=" would make it another id. These files are not meant for a spreadsheet; for one, use

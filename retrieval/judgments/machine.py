@@ -2,20 +2,24 @@
 
 The prompt is UMBRELA's (Upadhyay et al. 2024, "UMBRELA: UMbrela is the (Bing) Relevance
 Assessor", after Thomas et al. 2023), shortened to ask for the digit only. Machine grades are
-stored with grader "machine" and the generator's name as source: apart from human grades, never
-used by metrics unless asked, and compared with them by Cohen's kappa where both exist.
+stored with grader and rater "machine", the generator's name as source and the prompt's version
+(`prompt_version`: a name plus a digest of the prompt's text, so any edit of it is a new version)
+with each grade: apart from human grades, never used by metrics until a case turns them on after
+their agreement with each human rater was shown (`agreement.calibration`).
 
 Failures: a reply without a grade on the scale is recorded for that trace and grading goes on;
 a backend error (429, 500, timeout, missing key) stops the run, keeping the grades written so far.
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from retrieval.judgments.model import SCALES, Judgment, Snapshot, query_key, scope_text
+from retrieval.judgments import agreement as stats
+from retrieval.judgments.model import SCALES, Judgment, Snapshot, content_hash, query_key, scope_text
 from retrieval.judgments.store import JudgmentStore
 
 if TYPE_CHECKING:
@@ -32,6 +36,12 @@ SCALE_TEXT = {
 }
 WEAK_NOTE = "weak: Gemma 3 270M is a small base model; its grades check the plumbing, they are not judgments"
 PASSAGE_CHARS = 2000
+
+
+def prompt_version(scale: str = "graded") -> str:
+    """The version stored with each machine grade: a name and a digest of the prompt's fixed text."""
+    text = GRADE_SYSTEM + SCALE_TEXT[scale] + grade_prompt("{query}", "{passage}", scale)
+    return "umbrela-digit-v1+" + hashlib.blake2b(text.encode(), digest_size=4).hexdigest()
 
 
 def grade_prompt(query: str, passage: str, scale: str = "graded") -> str:
@@ -81,8 +91,8 @@ def machine_grade(js: JudgmentStore, snap: Snapshot, generator, texts: Callable[
     scale = scale or js.case(snap.case).scale
     todo, skipped = [], 0
     for q in snap.queries:
-        have = js.grades(q.scope, q.query)
-        done = set(have["human"]) | (set() if regrade else set(have.get("machine", {})))
+        have = js.ratings(q.scope, q.query)
+        done = {j.trace_id for j in have if j.grader == "human" or (j.who == "machine" and not regrade)}
         for tid in q.credited("final")[:k]:
             if tid in done:
                 skipped += 1
@@ -90,7 +100,7 @@ def machine_grade(js: JudgmentStore, snap: Snapshot, generator, texts: Callable[
                 todo.append((q, tid))
     content = dict(texts(sorted({t for _, t in todo}))) if todo else {}
     label = getattr(generator, "name", type(generator).__name__)
-    graded, failures = 0, []
+    graded, failures, version = 0, [], prompt_version(scale)
     for n, (q, tid) in enumerate(todo, 1):
         if tid not in content:
             failures.append((q.qid, tid, "trace not in the store"))
@@ -104,7 +114,9 @@ def machine_grade(js: JudgmentStore, snap: Snapshot, generator, texts: Callable[
         except ValueError as exc:
             failures.append((q.qid, tid, str(exc)))
         else:
-            js.add_judgments([Judgment(q.scope, q.query, tid, grade, "machine", label)], scale, audit=False)
+            js.add_judgments([Judgment(q.scope, q.query, tid, grade, "machine", label, rater="machine",
+                                       content_hash=content_hash(content[tid]), prompt_version=version)],
+                             scale, audit=False)
             graded += 1
         if progress:
             progress(n, len(todo))
@@ -116,19 +128,8 @@ def machine_grade(js: JudgmentStore, snap: Snapshot, generator, texts: Callable[
 
 
 def cohen_kappa(a: Sequence[int], b: Sequence[int]) -> float | None:
-    """Unweighted Cohen's kappa of two raters over the same items (None without items; 1.0 when
-    both always agree on one category, where the formula is 0/0)."""
-    if len(a) != len(b):
-        raise ValueError(f"kappa needs paired grades: {len(a)} vs {len(b)}")
-    n = len(a)
-    if n == 0:
-        return None
-    cats = sorted(set(a) | set(b))
-    po = sum(x == y for x, y in zip(a, b)) / n
-    pe = sum((list(a).count(c) / n) * (list(b).count(c) / n) for c in cats)
-    if pe == 1.0:
-        return 1.0 if po == 1.0 else 0.0
-    return (po - pe) / (1 - pe)
+    """Unweighted Cohen's kappa (`agreement.cohen_kappa` has the weighted ones)."""
+    return stats.cohen_kappa(a, b)
 
 
 def agreement(judgments: Iterable[Judgment]) -> dict:

@@ -9,6 +9,10 @@ Conventions (trec_eval): gain = grade; relevant = grade >= 1; P@k divides by k e
 were retrieved; judged@k = share of the retrieved top k (min(k, retrieved)) that has any grade
 (0 included). A query with no
 judgment at all is not scored (it is "unjudged", not 0).
+
+ERR@k (Chapelle et al. 2009, expected reciprocal rank) is ours, pure: trec_eval has no ERR, and gdeval,
+ir-measures' provider for it, is a Perl script. A grade g stops the user with probability (2^g - 1) / 2^gmax,
+gmax the top of the case's scale.
 """
 from __future__ import annotations
 
@@ -22,7 +26,25 @@ def measure_names(k: int = 10) -> dict[str, str]:
             f"judged@{k}": f"Judged@{k}"}
 
 
-METRICS = tuple(measure_names(10))
+def metric_names(k: int = 10) -> list[str]:
+    """Every metric a snapshot carries: ir-measures' and ERR@k."""
+    return [*measure_names(k), f"err@{k}"]
+
+
+METRICS = tuple(metric_names(10))
+
+
+def err_at_k(ranked: Sequence[str], qrels: Mapping[str, int], k: int = 10, max_grade: int = 3) -> float:
+    """Expected reciprocal rank of the top `k` (an id without a grade stops nobody)."""
+    if max_grade < 1:
+        raise ValueError(f"max_grade must be at least 1, got {max_grade}")
+    err, go_on = 0.0, 1.0
+    for r, d in enumerate(list(dict.fromkeys(ranked))[:k], 1):
+        g = max(int(qrels.get(d, 0)), 0)
+        stop = (2 ** g - 1) / 2 ** max_grade
+        err += go_on * stop / r
+        go_on *= 1 - stop
+    return err
 
 
 def _run(ranked: Sequence[str]) -> dict[str, float]:
@@ -32,7 +54,7 @@ def _run(ranked: Sequence[str]) -> dict[str, float]:
 
 
 def evaluate(rankings: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]],
-             k: int = 10) -> dict[str, dict[str, float]]:
+             k: int = 10, max_grade: int = 3) -> dict[str, dict[str, float]]:
     """{qid: {metric: value}} for every query that has a ranking and at least one judgment.
 
     A judged query whose ranking is empty scores 0 everywhere (trec_eval would skip it).
@@ -47,11 +69,13 @@ def evaluate(rankings: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[
     if run:
         for m in ir_measures.iter_calc(list(parsed), judged, run):
             out[m.query_id][parsed[m.measure]] = float(m.value)
+    for q in judged:
+        out[q][f"err@{k}"] = err_at_k(rankings[q], judged[q], k, max_grade)
     return out
 
 
 def mean_metrics(per_query: Mapping[str, Mapping[str, float]], k: int = 10) -> dict[str, float]:
     """Mean of each metric over the scored queries (0.0 when none was scored)."""
-    names = measure_names(k)
+    names = metric_names(k)
     vals = list(per_query.values())
-    return {n: (sum(v[n] for v in vals) / len(vals) if vals else 0.0) for n in names}
+    return {n: (sum(v.get(n, 0.0) for v in vals) / len(vals) if vals else 0.0) for n in names}

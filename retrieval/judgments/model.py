@@ -6,6 +6,7 @@ machine grades are separate rows (`grader`) and never mix: metrics read the huma
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -18,7 +19,10 @@ from retrieval.types import Scope
 
 SCALES: dict[str, tuple[int, ...]] = {"graded": (0, 1, 2, 3), "binary": (0, 1)}
 GRADE_LABELS = {0: "not relevant", 1: "related", 2: "relevant", 3: "perfect"}
-GRADERS = ("human", "machine")
+GRADERS = ("human", "machine", "implicit")  # implicit: feedback in an agent's retrieval log (retrieval.replay)
+CANT_RATE = -1  # a rater's "can't rate" (with an optional reason in `note`): stored, never a grade in metrics
+RATER_RULE = "letters, digits, '.', '_', '-', '+' or '@', starting with a letter or digit, at most 80 characters"
+_RATER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]{0,79}")
 CASE_NAME_RULE = "letters, digits, '-', '_' or '.', starting with a letter or digit, at most 64 characters"
 _CASE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
@@ -56,6 +60,18 @@ def check_grade(grade: object, scale: str = "graded") -> int:
     return int(value)
 
 
+def check_rater(name: object) -> str:
+    """A rater's name (a sign-in identity such as maya@example.com, or a chosen name), or ValueError with the rule."""
+    if not isinstance(name, str) or not _RATER.fullmatch(name):
+        raise ValueError(f"rater name {name!r} is not usable; use {RATER_RULE}, e.g. 'maya'")
+    return name
+
+
+def content_hash(text: str) -> str:
+    """What a grade records of the trace it graded: 16 hex digits of the content's BLAKE2b."""
+    return hashlib.blake2b(str(text).encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
 def check_grader(grader: str) -> str:
     if grader not in GRADERS:
         raise ValueError(f"grader {grader!r} is unknown; use one of {', '.join(GRADERS)}")
@@ -91,13 +107,33 @@ class LabelledQuery:
 
 @dataclass(frozen=True)
 class Judgment:
+    """One rater's grade. `grader` is the kind ("human" or "machine"); `rater` the name ("human" for grades made
+    before raters had names, "machine" for the LLM judge). `content_hash` is the graded content's hash ("" =
+    unknown, never stale); `grade == CANT_RATE` is "can't rate" with the reason in `note`."""
     scope: Scope | None
     query: str
     trace_id: str
     grade: int
     grader: str = "human"
-    source: str = ""  # "inspect", "import:FILE", or the generator that graded it
+    source: str = ""  # "inspect", "judge", "import:FILE", or the generator that graded it
     updated_at: float = 0.0
+    rater: str = ""  # "" = the grader's kind ("human" / "machine")
+    content_hash: str = ""
+    note: str = ""
+    prompt_version: str = ""  # machine grades: the prompt that produced it
+    created_at: float = 0.0
+
+    @property
+    def who(self) -> str:
+        return self.rater or self.grader
+
+    @property
+    def cant_rate(self) -> bool:
+        return self.grade == CANT_RATE
+
+    def stale(self, current_hash: str | None) -> bool:
+        """Graded content that has changed since (unknown on either side: not stale)."""
+        return bool(self.content_hash and current_hash and self.content_hash != current_hash)
 
 
 @dataclass(frozen=True)
@@ -167,6 +203,7 @@ class Snapshot:
     label: str = ""
     elapsed_ms: float = 0.0
     embedder: str = ""
+    store_version: int | None = None  # the traces table version it ran against (SPEC §16: re-run as of it)
 
     @property
     def judged_queries(self) -> int:
@@ -174,7 +211,8 @@ class Snapshot:
 
     def payload(self) -> str:
         return json.dumps({"queries": [q.to_dict() for q in self.queries], "qrels": self.qrels,
-                           "stage_metrics": self.stage_metrics, "embedder": self.embedder})
+                           "stage_metrics": self.stage_metrics, "embedder": self.embedder,
+                           "store_version": self.store_version})
 
     def summary(self) -> dict:
         cfg = self.config
@@ -194,5 +232,6 @@ class Snapshot:
         return cls(row["id"], row["case_name"], float(row["created_at"]), PipelineConfig.from_json(row["config"]),
                    tuple(SnapshotQuery.from_dict(q) for q in p["queries"]), json.loads(row["metrics"]),
                    p.get("stage_metrics", {}), {q: {t: int(g) for t, g in r.items()} for q, r in p["qrels"].items()},
-                   row.get("label") or "", float(row.get("elapsed_ms") or 0.0), p.get("embedder", ""))
+                   row.get("label") or "", float(row.get("elapsed_ms") or 0.0), p.get("embedder", ""),
+                   p.get("store_version"))
 

@@ -12,11 +12,12 @@ from datetime import datetime, UTC
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from retrieval.history.view import WorkspaceAsOf
 from retrieval.pipeline.config import PipelineConfig
 from retrieval.pipeline.records import STAGES
 from retrieval.types import Mood
 from retrieval.judgments.metrics import evaluate, mean_metrics
-from retrieval.judgments.model import Case, Snapshot, SnapshotQuery
+from retrieval.judgments.model import SCALES, Case, Snapshot, SnapshotQuery, content_hash
 from retrieval.judgments.store import JudgmentStore
 
 if TYPE_CHECKING:
@@ -42,10 +43,11 @@ def snapshot_query(q, result) -> SnapshotQuery:
     return SnapshotQuery(q.qid, q.query, q.scope, ids, scores, credit)
 
 
-def score_queries(queries: tuple[SnapshotQuery, ...], qrels, k: int = 10, stages: tuple[str, ...] = STAGES):
+def score_queries(queries: tuple[SnapshotQuery, ...], qrels, k: int = 10, stages: tuple[str, ...] = STAGES,
+                  max_grade: int = 3):
     """(queries with their final-list metrics, mean metrics per stage in `stages`). Pure."""
     stages = tuple(dict.fromkeys(stages + ("final",)))
-    per_stage = {s: evaluate({q.qid: q.credited(s) for q in queries}, qrels, k) for s in stages}
+    per_stage = {s: evaluate({q.qid: q.credited(s) for q in queries}, qrels, k, max_grade) for s in stages}
     scored = tuple(SnapshotQuery(q.qid, q.query, q.scope, q.stage_ids, q.stage_scores, q.credit,
                                  per_stage["final"].get(q.qid, {}), q.error) for q in queries)
     stage_means = {s: mean_metrics(per_stage[s], k) for s in stages
@@ -54,9 +56,12 @@ def score_queries(queries: tuple[SnapshotQuery, ...], qrels, k: int = 10, stages
 
 
 def run_snapshot(ws, case: Case | str, cfg: PipelineConfig, js: JudgmentStore | None = None, models=None,
-                 progress: Progress | None = None, label: str = "", save: bool = True, k: int = 10, *,
-                 access: Access | None = None) -> Snapshot:
-    """Search every query of `case` with `cfg` over workspace `ws`; score with the human grades; store it.
+                 progress: Progress | None = None, label: str = "", save: bool = True, k: int | None = None, *,
+                 access: Access | None = None, as_of=None) -> Snapshot:
+    """Search every query of `case` with `cfg` over workspace `ws`; score with the grades the case's policy
+    combines (stale grades left out) at the case's k (or `k`); store it. It records the store version it ran
+    against; `as_of` (a version, tag or aware time) runs on the store as it was then (SPEC §16) — a snapshot
+    re-run at its `store_version` reproduces its lists.
 
     `progress(done, total)` is called after each query. Raises ValueError for an unknown case or a
     config the factory rejects (before any search).
@@ -66,7 +71,8 @@ def run_snapshot(ws, case: Case | str, cfg: PipelineConfig, js: JudgmentStore | 
     js = js or JudgmentStore(ws.uri)
     case = js.case(case) if isinstance(case, str) else case
     cfg = cfg.validate()
-    retriever = build_retriever(ws, cfg, models)
+    retriever = build_retriever(ws if as_of is None else WorkspaceAsOf(ws, as_of), cfg, models)
+    version = ws.store.version() if as_of is None else retriever.as_of_state.pinned.version
     mood = Mood(cfg.valence, cfg.arousal, cfg.dominance)
     t0 = time.perf_counter()
     rows = []
@@ -80,12 +86,16 @@ def run_snapshot(ws, case: Case | str, cfg: PipelineConfig, js: JudgmentStore | 
                                       error=f"{type(exc).__name__}: {exc}"))
         if progress:
             progress(n, len(case.queries))
-    qrels = js.qrels(case)
-    queries, stage_means = score_queries(tuple(rows), qrels, k)
+    policy = js.policy(case.name)
+    k = k or policy.k
+    hashed = sorted({j.trace_id for j in js.case_judgments(case) if j.content_hash})
+    hashes = {t.id: content_hash(t.content) for t in retriever.memory_store.get(hashed)} if hashed else {}
+    qrels = js.qrels(case, policy=policy, hashes=hashes)
+    queries, stage_means = score_queries(tuple(rows), qrels, k, max_grade=max(SCALES[case.scale]))
     now = time.time()
     snap = Snapshot(new_snapshot_id(now), case.name, now, cfg, queries, stage_means.get("final", mean_metrics({}, k)),
                     stage_means, qrels, label, (time.perf_counter() - t0) * 1000,
-                    getattr(ws.store.embedder, "name", type(ws.store.embedder).__name__))
+                    getattr(ws.store.embedder, "name", type(ws.store.embedder).__name__), store_version=version)
     return js.save_snapshot(snap, access=access) if save else snap
 
 

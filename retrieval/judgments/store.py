@@ -1,34 +1,27 @@
 """`JudgmentStore`: judgments, cases and snapshots as LanceDB tables beside `traces` (one store URI).
 
 They travel with the store and survive restarts. Every read sees the latest commit (another process,
-the CLI while the app runs, may have written). Writes are upserts by a key column.
+the CLI while the app runs, may have written). Writes are upserts by a key column (plumbing: `tables`).
+A grade belongs to a rater; metrics read the grades a case's `CasePolicy` combines (`raters`).
 """
 from __future__ import annotations
 
 import hashlib
-import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from retrieval.store.remote import open_db, redact_uri, storage_options_from_env
 from retrieval.store.rows import sql_quote
 from retrieval.types import Scope
-from retrieval.judgments.model import (LabelledQuery, Case, CaseQuery, Judgment, Snapshot, check_case_name,
-                                       check_grade, check_grader, parse_scope,
-                    query_key, scope_text)
+from retrieval.judgments.model import (CANT_RATE, LabelledQuery, Case, CaseQuery, Judgment, Snapshot, check_case_name,
+                                       check_grade, check_grader, check_rater, parse_scope, query_key, scope_text)
+from retrieval.judgments.raters import CasePolicy, combined_grades
+from retrieval.judgments.tables import LOCK as _LOCK, JudgmentStoreError, Tables
 
 if TYPE_CHECKING:
-    from lancedb.db import DBConnection
-
     from retrieval.access import Access
-    from retrieval.workspace.audit import AuditLog
 
-_LOCK = threading.RLock()
-
-
-class JudgmentStoreError(RuntimeError):
-    """A judgments, cases or snapshots table exists but cannot be read or written."""
+__all__ = ["JudgmentStore", "JudgmentStoreError", "check_grading", "judgment_key", "to_judgment"]
 
 
 def check_grading(access: Access | None, scopes: Iterable[Scope | None]) -> None:
@@ -46,167 +39,150 @@ def check_grading(access: Access | None, scopes: Iterable[Scope | None]) -> None
                            "grade and build cases in your own scopes")
 
 
-def _schemas():
-    import pyarrow as pa
-
-    s, i, f = pa.string(), pa.int64(), pa.float64()
-    return {
-        "judgments": pa.schema([("key", s), ("scope", s), ("query", s), ("query_key", s), ("trace_id", s),
-                                ("grade", i), ("grader", s), ("source", s), ("updated_at", f)]),
-        "cases": pa.schema([("key", s), ("case_name", s), ("qid", s), ("query", s), ("scope", s), ("note", s),
-                            ("position", i), ("scale", s), ("case_note", s), ("created_at", f)]),
-        "snapshots": pa.schema([("id", s), ("case_name", s), ("created_at", f), ("label", s), ("config", s),
-                                ("metrics", s), ("payload", s), ("elapsed_ms", f)]),
-    }
+def judgment_key(scope: Scope | None, query: str, trace_id: str, grader: str, rater: str = "") -> str:
+    """One row per (scope, query, trace, rater); a rater named like its kind keeps the key older versions wrote."""
+    parts = [scope_text(scope), query_key(query), trace_id, grader]
+    return "\x1f".join(parts + ([rater] if rater and rater != grader else []))
 
 
-def judgment_key(scope: Scope | None, query: str, trace_id: str, grader: str) -> str:
-    return "\x1f".join((scope_text(scope), query_key(query), trace_id, grader))
+def to_judgment(r: Mapping) -> Judgment:
+    """A row, old (no rater, no hash) or new, as a `Judgment`."""
+    return Judgment(parse_scope(r["scope"]), r["query"], r["trace_id"], int(r["grade"]), r["grader"],
+                    r["source"], r["updated_at"], r.get("rater") or r["grader"], r.get("content_hash") or "",
+                    r.get("note") or "", r.get("prompt_version") or "", r.get("created_at") or r["updated_at"])
 
 
-class JudgmentStore:
-    def __init__(self, uri: str = "data/lancedb", *, storage_options: Mapping[str, str] | None = None,
-                 audit: AuditLog | None = None):
-        self.uri = str(uri)
-        self.display_uri = redact_uri(self.uri)
-        self.storage_options = (dict(storage_options) if storage_options is not None
-                                else storage_options_from_env(self.uri))
-        self._db: DBConnection | None = None
-        self._tables: dict[str, object] = {}
-        self._audit = audit
+def _row(j: Judgment, scale: str, now: float) -> dict:
+    check_grader(j.grader)
+    rater = check_rater(j.who)
+    if not j.trace_id or not str(j.query).strip():
+        raise ValueError(f"a judgment needs a query and a trace id, got {j.query!r} / {j.trace_id!r}")
+    grade = CANT_RATE if j.grade == CANT_RATE else check_grade(j.grade, scale)
+    return {"key": judgment_key(j.scope, j.query, j.trace_id, j.grader, rater), "scope": scope_text(j.scope),
+            "query": j.query, "query_key": query_key(j.query), "trace_id": j.trace_id, "grade": grade,
+            "grader": j.grader, "source": j.source, "updated_at": j.updated_at or now, "rater": rater,
+            "content_hash": j.content_hash, "note": j.note if grade == CANT_RATE else j.note[:2000],
+            "prompt_version": j.prompt_version, "created_at": j.created_at or j.updated_at or now}
 
-    @property
-    def audit(self) -> AuditLog:
-        """The store's audit log (grades, cases and snapshots are writes too)."""
-        if self._audit is None:
-            from retrieval.workspace.audit import AuditLog
 
-            self._audit = AuditLog(self.uri, storage_options=self.storage_options)
-        return self._audit
-
-    def _record(self, access: Access | None, action: str, count: int, scopes: Iterable[Scope | None],
-                detail: str = "") -> None:
-        actor = access.user if access is not None else "local"
-        self.audit.record(actor, action, count, sorted({scope_text(s) for s in scopes}), [], detail=detail)
-
-    def _broken(self, name: str, exc: BaseException) -> JudgmentStoreError:
-        why = (str(exc).strip().splitlines() or [""])[0][:240]
-        return JudgmentStoreError(
-            f"the {name} table of {self.display_uri} is unreadable ({type(exc).__name__}: {why}); grades, cases "
-            f"and snapshots are off until it is repaired: move {name}.lance aside (the traces are not affected)")
-
+class JudgmentStore(Tables):
     def __repr__(self) -> str:
         return f"JudgmentStore(uri={self.display_uri!r})"
-
-    # ------------------------------------------------------------------ plumbing
-    def _table(self, name: str, create: bool = False):
-        with _LOCK:
-            if name not in self._tables:
-                try:
-                    if self._db is None:
-                        self._db = open_db(self.uri, self.storage_options, consistent=True)
-                    if name in self._db.list_tables().tables:
-                        self._tables[name] = self._db.open_table(name)
-                    elif create:
-                        self._tables[name] = self._db.create_table(name, schema=_schemas()[name], exist_ok=True)
-                    else:
-                        return None
-                except Exception as exc:  # a damaged table: one clear error, never LanceDB's raw one
-                    raise self._broken(name, exc) from exc
-            return self._tables[name]
-
-    def _run(self, name: str, op, create: bool = False):
-        """`op(table)`, with any LanceDB failure on a damaged table made a `JudgmentStoreError`."""
-        tbl = self._table(name, create)
-        if tbl is None:
-            return None
-        try:
-            return op(tbl)
-        except (ValueError, KeyError, TypeError):
-            raise
-        except Exception as exc:
-            raise self._broken(name, exc) from exc
-
-    def _rows(self, name: str, where: str | None = None) -> list[dict]:
-        def read(tbl):
-            q = tbl.search()
-            return (q.where(where) if where else q).limit(None).to_arrow().to_pylist()
-
-        return self._run(name, read) or []
-
-    def _upsert(self, name: str, key: str, rows: list[dict]) -> int:
-        if not rows:
-            return 0
-        rows = list({r[key]: r for r in rows}.values())  # the last row of a key wins
-        with _LOCK:
-            self._run(name, lambda tbl: tbl.merge_insert(key).when_matched_update_all()
-                      .when_not_matched_insert_all().execute(rows), create=True)
-        return len(rows)
-
-    def _delete(self, name: str, where: str) -> None:
-        with _LOCK:
-            self._run(name, lambda tbl: tbl.delete(where))
 
     # ------------------------------------------------------------------ judgments
     def add_judgments(self, judgments: Iterable[Judgment], scale: str = "graded", *, access: Access | None = None,
                       audit: bool = True) -> int:
         """Upsert grades (validated first: one bad grade, or one in a scope `access` may not grade, writes
-        nothing); audited."""
+        nothing); audited. A grade's `rater` ("" = its kind) and content hash are kept with it."""
         now = time.time()
         judgments = list(judgments)
         check_grading(access, [j.scope for j in judgments])
-        rows = []
-        for j in judgments:
-            check_grader(j.grader)
-            if not j.trace_id or not str(j.query).strip():
-                raise ValueError(f"a judgment needs a query and a trace id, got {j.query!r} / {j.trace_id!r}")
-            rows.append({"key": judgment_key(j.scope, j.query, j.trace_id, j.grader), "scope": scope_text(j.scope),
-                         "query": j.query, "query_key": query_key(j.query), "trace_id": j.trace_id,
-                         "grade": check_grade(j.grade, scale), "grader": j.grader, "source": j.source,
-                         "updated_at": j.updated_at or now})
+        rows = [_row(j, scale, now) for j in judgments]
         n = self._upsert("judgments", "key", rows)
         if audit and n:
             self._record(access, "grade", n, [j.scope for j in judgments], detail=judgments[0].source)
         return n
 
     def set_grade(self, scope: Scope | None, query: str, trace_id: str, grade: int, grader: str = "human",
-                  source: str = "inspect", scale: str = "graded", *, access: Access | None = None) -> Judgment:
-        j = Judgment(scope, query, trace_id, check_grade(grade, scale), grader, source, time.time())
+                  source: str = "inspect", scale: str = "graded", *, access: Access | None = None, rater: str = "",
+                  content_hash: str = "", note: str = "", prompt_version: str = "",
+                  created_at: float | None = None) -> Judgment:
+        """One rater's grade (`CANT_RATE` with `note` for "can't rate"); a re-grade keeps when it was first made
+        (looked up unless the caller knows it: `created_at`, 0 for a first grade)."""
+        grade = CANT_RATE if grade == CANT_RATE else check_grade(grade, scale)
+        now = time.time()
+        if created_at is None:
+            key = judgment_key(scope, query, trace_id, grader, check_rater(rater or grader))
+            col = "created_at" if self._has_column("created_at") else "updated_at"
+            old = self._rows_columns("judgments", [col], f"key = {sql_quote(key)}")
+            created_at = float(old[0][col]) if old else 0.0
+        created = created_at or now
+        j = Judgment(scope, query, trace_id, grade, grader, source, now, rater or grader, content_hash, note,
+                     prompt_version, created)
         self.add_judgments([j], scale, access=access)
         return j
 
+    def _has_column(self, column: str) -> bool:
+        tbl = self._table("judgments")
+        return tbl is not None and column in tbl.schema.names
+
     def clear_grade(self, scope: Scope | None, query: str, trace_id: str, grader: str = "human", *,
-                    access: Access | None = None) -> None:
+                    access: Access | None = None, rater: str = "") -> None:
         check_grading(access, [scope])
-        self._delete("judgments", f"key = {sql_quote(judgment_key(scope, query, trace_id, grader))}")
+        self._delete("judgments", f"key = {sql_quote(judgment_key(scope, query, trace_id, grader, rater))}")
         self._record(access, "grade", 1, [scope], detail="cleared")
 
-    def grades(self, scope: Scope | None, query: str) -> dict[str, dict[str, int]]:
-        """{grader: {trace id: grade}} for one query in one scope (both graders, kept apart)."""
+    def clear_judgments(self, judgments: Iterable[Judgment], *, access: Access | None = None) -> int:
+        """Delete these grades (bulk clear: by rater, by query, stale only — the caller picks them); nothing is
+        deleted when any lies in a scope `access` may not grade."""
+        judgments = list(judgments)
+        check_grading(access, [j.scope for j in judgments])
+        keys = [judgment_key(j.scope, j.query, j.trace_id, j.grader, j.who) for j in judgments]
+        for n in range(0, len(keys), 500):
+            self._delete("judgments", "key IN (" + ", ".join(sql_quote(k) for k in keys[n:n + 500]) + ")")
+        if keys:
+            self._record(access, "grade", len(keys), [j.scope for j in judgments], detail="cleared")
+        return len(keys)
+
+    def grades(self, scope: Scope | None, query: str, rater: str = "human") -> dict[str, dict[str, int]]:
+        """{"human": {trace id: grade} of human rater `rater`, "machine": the machine's} for one query in one
+        scope; "can't rate" is left out (see `ratings` for every rater, notes and hashes)."""
         out: dict[str, dict[str, int]] = {"human": {}, "machine": {}}
-        where = f"scope = {sql_quote(scope_text(scope))} AND query_key = {sql_quote(query_key(query))}"
-        for r in self._rows("judgments", where):
-            out.setdefault(r["grader"], {})[r["trace_id"]] = int(r["grade"])
+        for j in self.ratings(scope, query):
+            if not j.cant_rate and j.who in (rater, "machine"):
+                out["machine" if j.who == "machine" else "human"][j.trace_id] = j.grade
         return out
+
+    def ratings(self, scope: Scope | None, query: str) -> list[Judgment]:
+        """Every rater's grades for one query in one scope."""
+        where = f"scope = {sql_quote(scope_text(scope))} AND query_key = {sql_quote(query_key(query))}"
+        return [to_judgment(r) for r in self._rows("judgments", where)]
 
     def judgments(self, grader: str | None = None) -> list[Judgment]:
         where = f"grader = {sql_quote(check_grader(grader))}" if grader else None
         rows = sorted(self._rows("judgments", where), key=lambda r: (r["scope"], r["query_key"], r["trace_id"]))
-        return [Judgment(parse_scope(r["scope"]), r["query"], r["trace_id"], int(r["grade"]), r["grader"],
-                         r["source"], r["updated_at"]) for r in rows]
+        return [to_judgment(r) for r in rows]
 
-    def qrels(self, case: Case | str, grader: str = "human") -> dict[str, dict[str, int]]:
-        """{qid: {trace id: grade}} for the case's queries (queries without a grade are absent)."""
+    def case_judgments(self, case: Case | str) -> list[Judgment]:
+        """Every rater's grades (and "can't rate") for the queries of `case`."""
         case = self.case(case) if isinstance(case, str) else case
+        keys = {(scope_text(q.scope), query_key(q.query)) for q in case.queries}
+        return [j for j in self.judgments() if (scope_text(j.scope), query_key(j.query)) in keys]
+
+    def qrels(self, case: Case | str, grader: str = "human", policy: CasePolicy | None = None,
+              hashes: Mapping[str, str] | None = None) -> dict[str, dict[str, int]]:
+        """{qid: {trace id: grade}} for the case's queries as its policy (or `policy`) combines the raters
+        (queries without a grade are absent). `grader="machine"`: the machine's grades alone. With `hashes`
+        (trace id -> content hash now) a stale grade is not a grade."""
+        case = self.case(case) if isinstance(case, str) else case
+        check_grader(grader)
+        if grader == "machine":
+            policy = CasePolicy("rater", "machine", calibration={"grader": "machine"})
+        policy = policy or self.policy(case.name)
+        combined = combined_grades(self.case_judgments(case), policy, hashes)
         by_query: dict[tuple[str, str], dict[str, int]] = {}
-        for r in self._rows("judgments", f"grader = {sql_quote(check_grader(grader))}"):
-            by_query.setdefault((r["scope"], r["query_key"]), {})[r["trace_id"]] = int(r["grade"])
+        for (scope, qk, tid), g in combined.items():
+            by_query.setdefault((scope, qk), {})[tid] = g
         out = {}
         for q in case.queries:
             got = by_query.get((scope_text(q.scope), query_key(q.query)))
             if got:
                 out[q.qid] = dict(sorted(got.items()))
         return out
+
+    # ------------------------------------------------------------------ case policy
+    def policy(self, name: str) -> CasePolicy:
+        """The case's combination policy and k (mean of human raters, k = 10, until set)."""
+        rows = self._rows("case_settings", f"case_name = {sql_quote(check_case_name(name))}")
+        return CasePolicy.from_json(rows[0]["settings"]) if rows else CasePolicy()
+
+    def set_policy(self, name: str, policy: CasePolicy, *, access: Access | None = None) -> CasePolicy:
+        case = self.case(name)
+        check_grading(access, [q.scope for q in case.queries])
+        self._upsert("case_settings", "case_name", [{"case_name": name, "settings": policy.to_json(),
+                                                     "updated_at": time.time()}])
+        self._record(access, "case", 0, [q.scope for q in case.queries], detail=f"{name}: {policy.describe()}")
+        return policy
 
     # ------------------------------------------------------------------ cases
     def save_case(self, case: Case, replace: bool = False, *, access: Access | None = None) -> Case:
@@ -273,10 +249,10 @@ class JudgmentStore:
                              "(import one with `python -m retrieval case import`)")
         return found
 
-    def labelled(self, case: Case | str, grader: str = "human") -> list:
+    def labelled(self, case: Case | str, grader: str = "human", hashes: Mapping[str, str] | None = None) -> list:
         """The case's graded queries as `LabelledQuery`s (what Compare, Tune and evaluation read)."""
         case = self.case(case) if isinstance(case, str) else case
-        qrels = self.qrels(case, grader)
+        qrels = self.qrels(case, grader, hashes=hashes)
         return [LabelledQuery(q.qid, q.query, {i: float(g) for i, g in qrels[q.qid].items()}, q.scope, note=q.note)
                 for q in case.queries if q.qid in qrels]
 
@@ -299,14 +275,14 @@ class JudgmentStore:
         self._delete("cases", f"case_name = {sql_quote(check_case_name(name))}")
 
     # ------------------------------------------------------------------ snapshots
-    def _rows_columns(self, name: str, columns: Sequence[str], where: str | None = None) -> list[dict]:
-        def read(tbl):
-            q = tbl.search().select(list(columns))
-            return (q.where(where) if where else q).limit(None).to_arrow().to_pylist()
-
-        return self._run(name, read) or []
-
     def save_snapshot(self, snap: Snapshot, *, access: Access | None = None) -> Snapshot:
+        """Store a snapshot run. Unlike a grade it needs write access: a read-only demo that lets visitors
+        grade still stores no run (`ReadOnlyError`); a limited writer only over queries in their scopes."""
+        if access is not None and (access.denied or access.read_only or not access.write):
+            from retrieval.access import ReadOnlyError
+
+            raise ReadOnlyError(f"nothing was saved: {access.denied or 'storing a snapshot run needs write access'}")
+        check_grading(access, [q.scope for q in snap.queries])
         self._upsert("snapshots", "id", [snap.to_row()])
         self._record(access, "snapshot", len(snap.queries), [q.scope for q in snap.queries], detail=snap.case)
         return snap

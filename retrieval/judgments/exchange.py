@@ -1,0 +1,152 @@
+"""A case's ratings out and back in, every rater kept apart: TREC qrels (one rater, or combined by the case's
+policy), CSV and JSONL (rater, grade, "can't rate" and its note, content hash, prompt version, timestamps).
+
+JSONL and TREC are byte-exact machine formats. CSV is for spreadsheets: its cells are neutralised
+(`io.spreadsheet_cell`), and importing it removes that quote again. Import maps each row back to its rater
+(`rename` maps names across stores, e.g. a local name to a sign-in identity); a bad row is reported with its
+line and reason and the others are kept; nothing is written when the visitor may not grade in a row's scope.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from retrieval.judgments.io import FORMULA_START, LineError, spreadsheet_csv
+from retrieval.judgments.model import (CANT_RATE, GRADERS, Case, Judgment, check_grade, check_rater, query_key,
+                                       scope_text)
+from retrieval.judgments.raters import combined_grades
+from retrieval.judgments.store import JudgmentStore
+
+if TYPE_CHECKING:
+    from retrieval.access import Access
+
+FORMATS = ("trec", "csv", "jsonl")
+COLUMNS = ("case", "qid", "query", "scope", "trace_id", "rater", "grader", "grade", "cant_rate", "note",
+           "content_hash", "prompt_version", "source", "created_at", "updated_at")
+
+
+def _iso(t: float) -> str:
+    return datetime.fromtimestamp(t, tz=UTC).isoformat(timespec="seconds") if t else ""
+
+
+def _epoch(text: object) -> float:
+    if text in (None, ""):
+        return 0.0
+    if isinstance(text, (int, float)):
+        return float(text)
+    return datetime.fromisoformat(str(text)).timestamp()
+
+
+def rating_rows(case: Case, judgments: Iterable[Judgment], rater: str | None = None) -> list[dict]:
+    """One row per rating of the case's queries (all raters, or `rater`), in case order."""
+    qid = {(scope_text(q.scope), query_key(q.query)): q.qid for q in case.queries}
+    rows = []
+    for j in judgments:
+        q = qid.get((scope_text(j.scope), query_key(j.query)))
+        if q is None or (rater and j.who != rater):
+            continue
+        rows.append({"case": case.name, "qid": q, "query": j.query, "scope": scope_text(j.scope),
+                     "trace_id": j.trace_id, "rater": j.who, "grader": j.grader,
+                     "grade": None if j.cant_rate else j.grade, "cant_rate": j.cant_rate, "note": j.note,
+                     "content_hash": j.content_hash, "prompt_version": j.prompt_version, "source": j.source,
+                     "created_at": _iso(j.created_at), "updated_at": _iso(j.updated_at)})
+    order = {q.qid: n for n, q in enumerate(case.queries)}
+    return sorted(rows, key=lambda r: (order[r["qid"]], r["trace_id"], r["rater"]))
+
+
+def export_ratings(js: JudgmentStore, case: Case | str, fmt: str, rater: str | None = None) -> str:
+    """The case's ratings as text. `trec`: one rater's grades (`rater`), or with `rater=None` the grades the
+    case's policy combines; `csv` / `jsonl`: every rater's rows (or `rater`'s)."""
+    case = js.case(case) if isinstance(case, str) else case
+    if fmt not in FORMATS:
+        raise ValueError(f"export format {fmt!r} is unknown; use one of {', '.join(FORMATS)}")
+    judgments = js.case_judgments(case)
+    if fmt == "trec":
+        if rater:
+            mine = [j for j in judgments if j.who == rater and not j.cant_rate]
+            grades = {(scope_text(j.scope), query_key(j.query), j.trace_id): j.grade for j in mine}
+        else:
+            grades = combined_grades(judgments, js.policy(case.name))
+        return "".join(f"{q.qid} 0 {t} {g}\n" for q in case.queries for (s, qk, t), g in sorted(grades.items())
+                       if (s, qk) == (scope_text(q.scope), query_key(q.query)))
+    rows = rating_rows(case, judgments, rater)
+    if fmt == "jsonl":
+        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    return spreadsheet_csv(rows or [dict.fromkeys(COLUMNS)])
+
+
+@dataclass(frozen=True)
+class RatingsReport:
+    imported: int
+    raters: tuple[str, ...]
+    errors: tuple[LineError, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {"imported": self.imported, "raters": list(self.raters), "errors": [str(e) for e in self.errors]}
+
+
+def _unquote(v: object) -> object:
+    text = str(v) if v is not None else ""
+    return text[1:] if text.startswith("'") and text[1:2] in FORMULA_START and text[1:2] else v
+
+
+def parse_ratings(data: bytes | str, name: str = "ratings.jsonl") -> list[tuple[int, dict]]:
+    """(line number, row) pairs from JSONL or (by the name's ending) CSV."""
+    text = data.decode("utf-8-sig") if isinstance(data, bytes) else data
+    if name.lower().endswith(".csv"):
+        reader = csv.DictReader(io.StringIO(text))
+        return [(n, {k: _unquote(v) for k, v in r.items() if k}) for n, r in enumerate(reader, 2)]
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                out.append((n, json.loads(line)))
+            except ValueError:
+                out.append((n, {"_bad": "not JSON"}))
+    return out
+
+
+def _judgment(case: Case, r: Mapping, rename: Mapping[str, str]) -> Judgment:
+    if "_bad" in r:
+        raise ValueError(r["_bad"])
+    q = next((x for x in case.queries if x.qid == str(r.get("qid", ""))), None)
+    if q is None:
+        raise ValueError(f"query id {r.get('qid')!r} is not in case {case.name}")
+    who = str(r.get("rater") or "human")
+    rater = check_rater(rename.get(who, who))
+    grader = str(r.get("grader")) if str(r.get("grader")) in GRADERS else "human"
+    cant = str(r.get("cant_rate")).lower() in ("true", "1")
+    grade = CANT_RATE if cant else check_grade(r.get("grade"), case.scale)
+    if not str(r.get("trace_id") or "").strip():
+        raise ValueError("trace_id is empty")
+    return Judgment(q.scope, q.query, str(r["trace_id"]), grade, grader, str(r.get("source") or "import"),
+                    _epoch(r.get("updated_at")), rater, str(r.get("content_hash") or ""), str(r.get("note") or ""),
+                    str(r.get("prompt_version") or ""), _epoch(r.get("created_at")))
+
+
+def import_ratings(js: JudgmentStore, case: Case | str, data: bytes | str, name: str = "ratings.jsonl", *,
+                   rename: Mapping[str, str] | None = None,
+                   known_ids: Callable[[list[str]], Iterable[str]] | None = None,
+                   access: Access | None = None) -> RatingsReport:
+    """Write the ratings of an export back, each to its rater (renamed by `rename`)."""
+    case = js.case(case) if isinstance(case, str) else case
+    good: list[Judgment] = []
+    errors: list[LineError] = []
+    for n, r in parse_ratings(data, name):
+        try:
+            good.append(_judgment(case, r, rename or {}))
+        except (ValueError, TypeError, KeyError) as exc:
+            errors.append(LineError(name, n, f"{exc}; each row needs qid, trace_id, rater and grade "
+                                    "(or cant_rate true)"))
+    if known_ids is not None and good:
+        known = set(known_ids(sorted({j.trace_id for j in good})))
+        errors += [LineError(name, 0, f"trace {j.trace_id!r} is not in the store; skipped")
+                   for j in good if j.trace_id not in known]
+        good = [j for j in good if j.trace_id in known]
+    n = js.add_judgments(good, case.scale, access=access) if good else 0
+    return RatingsReport(n, tuple(sorted({j.who for j in good})), tuple(errors))
