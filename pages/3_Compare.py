@@ -8,9 +8,11 @@ from __future__ import annotations
 import streamlit as st
 
 from retrieval.eval.compare import compare_rankings
+from retrieval.eval.metrics import paired_bootstrap
 from retrieval.eval.runner import credited_ids, run_queries, score_ranking, summarize
 from retrieval.judgments.store import JudgmentStoreError
 from ui.cache import ensure_model, get_generator, get_reranker, judgments, workspace
+from ui.grading import UNRATED, query_grades, unrated_ids
 from ui.sets import pick_labelled_set
 from ui.state import PipelineConfig, build_retriever, cache_key, run_config
 from ui import view
@@ -47,14 +49,17 @@ def render_lists(res_a, res_b, qrels: dict | None) -> list:
     c[1].metric("Jaccard", f"{cmp.jaccard:.2f}")
     if qrels:
         ma, mb = score_ranking(credited_ids(res_a, "final"), qrels), score_ranking(credited_ids(res_b, "final"), qrels)
-        c[2].metric("nDCG@10 B", f"{mb['ndcg@10']:.3f}", f"{mb['ndcg@10'] - ma['ndcg@10']:+.3f} vs A")
-        c[3].metric("Recall@10 B", f"{mb['recall@10']:.3f}", f"{mb['recall@10'] - ma['recall@10']:+.3f} vs A")
+        one = "One query: no interval (run on a labelled set for a paired 95 % interval)."
+        c[2].metric("nDCG@10 B", f"{mb['ndcg@10']:.3f}", f"{mb['ndcg@10'] - ma['ndcg@10']:+.3f} vs A", help=one)
+        c[3].metric("Recall@10 B", f"{mb['recall@10']:.3f}", f"{mb['recall@10'] - ma['recall@10']:+.3f} vs A",
+                    help=one)
     left, right = st.columns(2)
     # The stored (whole) text: a split half is an Inspect detail, not what the trace says.
     texts = {t.id: t.content for t in res_a.traces + res_b.traces}
     for res in (res_a, res_b):
         texts.update(view.whole_texts(res.diagnostics, ws.store.get, res.ids))
-    grade = (lambda t: "—" if not qrels or t not in qrels else f"{qrels[t]:g}")
+    unrated = set(unrated_ids(cmp.a, qrels or {}) + unrated_ids([d.id for d in cmp.deltas], qrels or {}))
+    grade = (lambda t: UNRATED if t in unrated else "—" if not qrels or t not in qrels else f"{qrels[t]:g}")
     with left:
         st.markdown(f"**A** · {cfg_a.preset}")
         ev_a = st.dataframe([{"rank": i + 1, "id": t, "left top-k": "✗" if t in cmp.left else "", "grade": grade(t),
@@ -72,6 +77,19 @@ def render_lists(res_a, res_b, qrels: dict | None) -> list:
                " · click a row to explain it in Inspect with that side's settings")
     return [(cfg_a, cmp.a[n]) for n in [selected_row(ev_a)] if n is not None] + \
         [(cfg_b, cmp.deltas[n].id) for n in [selected_row(ev_b)] if n is not None]
+
+
+def set_intervals(ra, rb) -> dict:
+    """Paired bootstrap 95 % intervals of B − A per final metric over the set's queries."""
+    return {m: paired_bootstrap([x.per_stage.get("final", {}).get(m, 0.0) for x in ra],
+                                [y.per_stage.get("final", {}).get(m, 0.0) for y in rb])
+            for m in ("ndcg@10", "recall@10", "mrr")}
+
+
+def interval_caption(iv) -> str:
+    where = ("above zero: B is better" if iv.above_zero else "below zero: B is worse" if iv.below_zero
+             else "includes zero: no difference shown")
+    return f"Δ 95 % interval [{iv.lo:+.3f}, {iv.hi:+.3f}] over {iv.n} queries (paired bootstrap), {where}"
 
 
 ensure_model()
@@ -98,7 +116,7 @@ try:
             st.session_state[f"{P}ra"] = (cache_key(query, scope, cfg_a), res_a)
             st.session_state[f"{P}rb"] = (cache_key(query, scope, cfg_b), res_b)
             try:
-                graded = judgments(ws.uri).grades(scope, query).get("human", {})  # given in Inspect or imported
+                graded = query_grades(judgments(ws.uri), scope, query)  # every rater's, combined (mean)
             except JudgmentStoreError as exc:  # a damaged judgments table: no grades, the lists still compare
                 st.warning(f"Grading is off: {plain(exc)}")
                 graded = {}
@@ -131,14 +149,16 @@ try:
             bar.empty()
             st.session_state[f"{P}set"] = (summarize(ra), summarize(rb), [
                 {"qid": x.q.qid, "query": x.q.query, "A ndcg@10": x.per_stage.get("final", {}).get("ndcg@10", 0),
-                 "B ndcg@10": y.per_stage.get("final", {}).get("ndcg@10", 0)} for x, y in zip(ra, rb)])
+                 "B ndcg@10": y.per_stage.get("final", {}).get("ndcg@10", 0)} for x, y in zip(ra, rb)],
+                set_intervals(ra, rb))
         if f"{P}set" in st.session_state:
-            sa, sb, per_q = st.session_state[f"{P}set"]
+            sa, sb, per_q, intervals = st.session_state[f"{P}set"]
             fa = next(r for r in sa if r["stage"] == "final")
             fb = next(r for r in sb if r["stage"] == "final")
             c = st.columns(3)
             for col, m in zip(c, ("ndcg@10", "recall@10", "mrr")):
                 col.metric(f"{m} (B)", f"{fb[m]:.3f}", f"{fb[m] - fa[m]:+.3f} vs A")
+                col.caption(interval_caption(intervals[m]))
             for row in per_q:
                 row["Δ"] = row["B ndcg@10"] - row["A ndcg@10"]
             rows = sorted(per_q, key=lambda r: r["Δ"])

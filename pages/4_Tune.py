@@ -1,26 +1,29 @@
-"""Tune: labelled queries → Recall@k, nDCG@10, MRR per stage; a dense-weight × RRF-k sweep; per-query wins/losses.
+"""Tune: calibrate the store without labels; on labelled queries, Recall@k, nDCG@10, MRR per stage, one fusion
+search (every fusion function × normalisation × weight, × k for RRF) with one best, its held-out interval
+against the current setting, and per-query wins and losses.
 
-"Apply best" sets this page's and Inspect's fusion sliders to the best cell; clicking a per-query
-row opens that query in Inspect with this configuration.
+The heatmap is the RRF part of the same search the lab table summarises, so its starred cell is the lab's best
+RRF setting. "Apply" sets this page's and Inspect's fusion sliders to the best and says when the held-out
+interval includes zero; clicking a per-query row opens that query in Inspect with this configuration.
 """
 from __future__ import annotations
 
 import streamlit as st
 
 from retrieval.eval.lab import fusion_grid, search_fusions
-from retrieval.eval.runner import METRICS, per_query_deltas, run_queries, summarize, sweep
+from retrieval.eval.runner import METRICS, per_query_deltas, run_queries, summarize
+from retrieval.pipeline.records import ESC_SPARSE_EMPTY
 from ui.cache import ensure_model, get_generator, get_reranker, workspace
+from ui.calibration import calibrate_section, set_sliders, store_defaults
 from ui.sets import pick_labelled_set
 from ui.charts import heatmap_figure, metrics_figure
 from ui.state import PipelineConfig, build_retriever
-from ui.links import fmt
 from ui.access import page_guard
 from ui.panel import config_panel, usable_config
+from ui.text import plain
 from ui.widgets import nav, open_in_inspect, selected_row
 
 P = "t_"
-DENSE_WEIGHTS = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
-KS = [1, 5, 10, 20, 40, 60, 100]
 
 st.set_page_config(page_title="Tune · Hybrid retrieval inspector", page_icon="🎛️", layout="wide")
 nav()
@@ -30,8 +33,13 @@ st.title("Tune")
 
 with st.sidebar:
     st.header("Configuration")
-    cfg = config_panel(P, PipelineConfig(), bind=False, compact=True)
+    cfg = config_panel(P, store_defaults(ws), bind=False, compact=True)
 
+if ws.store.count() > 0:
+    calibrate_section(ws, access)
+    st.divider()
+
+st.subheader("Evaluate on labelled queries")
 queries = pick_labelled_set(ws, P)
 if not queries:
     st.info("No labelled queries yet.")
@@ -44,102 +52,126 @@ if not present:
 st.caption(f"{len(queries)} labelled queries · {len(present)}/{len(judged)} judged traces present in the store")
 
 
-
-def apply_best(bp: dict) -> None:
-    """Set Tune's and Inspect's fusion sliders to the best cell (a callback: before the widgets are drawn)."""
-    best = {"dense_weight": float(bp["dense_weight"]), "sparse_weight": float(bp["sparse_weight"]),
-            "rrf_k": int(bp["rrf_k"]), "fusion": bp.get("fusion", "rrf")}
-    if bp.get("fusion") == "convex":
-        best["normalization"] = bp["normalization"]
-    for prefix in (P, "i_"):
-        for name, value in best.items():
-            st.session_state[f"{prefix}{name}"] = value
-    last = st.session_state.get("i_link")
-    if last is not None:  # Inspect restores its last view on arrival: make that view the best cell
-        st.session_state["i_link"] = {**last, **{f"i_{n}": fmt(v) for n, v in best.items()}}
-    st.session_state[f"{P}applied"] = bp
+def apply_best(knobs: dict) -> None:
+    """Set Tune's and Inspect's fusion sliders to the best (a callback: before the widgets are drawn)."""
+    set_sliders(knobs)
+    st.session_state[f"{P}applied"] = knobs
 
 
-def lab_view(lab) -> None:
-    """The fusion lab: each function's best on the tune half, its held-out score, and "apply"."""
-    st.subheader("Fusion lab: which fusion suits these queries?")
-    st.caption("Every fusion function × normalisation × dense weight (× k for RRF), re-fused from the cached lists. "
-               "Each row is that function's best on the tune half; trust the held-out column.")
-    rows = [{"fusion": "current configuration", "setting": lab.baseline.candidate.label,
-             "tune": lab.baseline.tune, "held-out": lab.baseline.held_out, "all queries": lab.baseline.all}]
+def stage_note(rows: list[dict], runs) -> str:
+    """Why a stage ran for fewer queries than the set holds (e.g. "merged: 42 of 45")."""
+    total, notes = len(runs), []
+    empty = sum(1 for r in runs if any(e.startswith(ESC_SPARSE_EMPTY) for e in r.result.diagnostics.escalations))
+    for r in rows:
+        if r["queries"] < total and r["stage"] == "merged":
+            notes.append(f"merged ran for {r['queries']} of {total} queries: for {empty}, BM25 matched no word of the "
+                         "query (escalation hybrid-retriever:sparse-empty), so nothing was fused and the dense list "
+                         "went straight to final")
+        elif r["queries"] < total:
+            notes.append(f"{r['stage']} ran for {r['queries']} of {total} queries")
+    if not any(r["stage"] == "reranked" for r in rows):
+        notes.append("reranked is absent: no reranker is set")
+    return "; ".join(notes) + "." if notes else f"Every stage ran for all {total} queries."
+
+
+def interval_text(iv) -> str:
+    return f"{iv.delta:+.4f}, 95 % interval [{iv.lo:+.4f}, {iv.hi:+.4f}] over {iv.n} held-out queries"
+
+
+def lab_table(lab) -> None:
+    """Each fusion function's best on the tune half, its held-out score and interval against the current setting."""
+    rows = [{"fusion": "current configuration", "setting": lab.baseline.candidate.label, "tune": lab.baseline.tune,
+             "held-out": lab.baseline.held_out, "Δ held-out vs current": "—", "95 % interval": "—"}]
+    present = {(s.candidate.fusion, s.candidate.normalization if s.candidate.fusion == "convex" else None)
+               for s in lab.scores}
     for fusion, norm in (("rrf", None), ("convex", "minmax"), ("convex", "theoretical"), ("convex", "zscore")):
+        if (fusion, norm) not in present:
+            continue
         b = lab.best_of(fusion, norm)
+        iv = lab.interval(b)
         rows.append({"fusion": "RRF" if fusion == "rrf" else f"convex · {norm}", "setting": b.candidate.label,
-                     "tune": b.tune, "held-out": b.held_out, "all queries": b.all})
+                     "tune": b.tune, "held-out": b.held_out, "Δ held-out vs current": f"{iv.delta:+.4f}",
+                     "95 % interval": f"[{iv.lo:+.4f}, {iv.hi:+.4f}]"})
     st.dataframe([{k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()} for r in rows],
                  hide_index=True, width="stretch")
-    best = lab.best.candidate
-    knobs = {**best.knobs(), "tune": lab.best.tune, "held_out": lab.best.held_out}
-    wins = sum(1 for r in lab.per_query if r["delta"] > 1e-9)
-    losses = sum(1 for r in lab.per_query if r["delta"] < -1e-9)
-    st.caption(f"Best on the tune half: {best.label} → tune {lab.best.tune:.4f}, held-out "
-               f"**{lab.best.held_out:.4f}** (current: {lab.baseline.held_out:.4f}); against the current configuration "
-               f"it wins {wins} queries and loses {losses}.")
-    st.button(f"Apply: {best.label}", key=f"{P}apply_lab", on_click=apply_best, args=(knobs,),
+
+
+def best_view(lab) -> None:
+    """The one best of the search, judged on the held-out half, and "Apply" with what the interval says."""
+    best, iv = lab.best, lab.interval()
+    verdict = ("better than the current setting (interval above zero)" if iv.above_zero else
+               "worse than the current setting (interval below zero)" if iv.below_zero else
+               "not shown to be better than the current setting (the interval includes zero)")
+    st.markdown(f"**Best of the search** (chosen on the tune half): {plain(best.candidate.label)} → tune "
+                f"{best.tune:.4f}, held-out **{best.held_out:.4f}** vs current {lab.baseline.held_out:.4f}: "
+                f"{verdict}.")
+    st.caption(f"Held-out gain {interval_text(iv)} (paired bootstrap).")
+    if not iv.above_zero:
+        st.warning(f"Applying {best.candidate.label} is not shown to help: held-out gain {interval_text(iv)}. "
+                   "Keep the current setting, or label more queries to narrow the interval.")
+    knobs = {**best.candidate.knobs(), "tune": best.tune, "held_out": best.held_out}
+    zero = "" if iv.above_zero else " (interval includes zero)" if not iv.below_zero else " (worse held-out)"
+    st.button(f"Apply: {best.candidate.label}{zero}", key=f"{P}apply_best", on_click=apply_best, args=(knobs,),
+              type="primary" if iv.above_zero else "secondary",
               help="Sets the fusion selector and sliders here and on Inspect (the other settings stay).")
+    if st.session_state.get(f"{P}applied") == knobs:
+        st.success(f"Applied: the sliders here and on Inspect now read {best.candidate.label}.")
+
+
+def search_view(lab) -> None:
+    st.subheader(f"Fusion search: {len(lab.scores)} settings, one best ({lab.metric})")
+    st.caption("Every fusion function × normalisation × dense weight (sparse = 1 − dense), × k for RRF, re-fused from "
+               "the cached lists (no new search). Settings are chosen on the tune half and judged on the held-out "
+               "half.")
+    ws_, ks, cells = lab.rrf_cells()
+    if ws_:
+        rrf_best = lab.best_of("rrf")
+        mark = (ws_.index(rrf_best.candidate.dense_weight), ks.index(rrf_best.candidate.rrf_k))
+        st.plotly_chart(heatmap_figure(cells, [f"{k:g}" for k in ks], ws_, mark, "RRF k", "dense weight",
+                                       f"{lab.metric} (tune half)"), key=f"{P}heat", config={"displayModeBar": False})
+        st.caption(f"The RRF part of the search; ★ = the best RRF setting ({rrf_best.candidate.label}), the RRF row "
+                   "of the table below.")
+    lab_table(lab)
+    best_view(lab)
+
+
+def evaluate(cfg: PipelineConfig) -> None:
+    ensure_model()
+    cfg, notes = usable_config(cfg, get_reranker, get_generator)
+    for note in notes:
+        st.warning(note)
+    bar = st.progress(0.0, text=f"Evaluating the configuration ({cfg.preset}) on {len(queries)} queries…")
+    retr = build_retriever(ws, cfg, get_reranker, get_generator)
+    runs = run_queries(retr, queries, progress=lambda d, t: bar.progress(d / t * 0.5,
+                                                                         text=f"configuration: query {d} of {t}"),
+                       recall_top_k=cfg.recall_top_k, over_fetch_multiplier=cfg.over_fetch_multiplier)
+    base_cfg = PipelineConfig.for_preset("agentos")
+    base = run_queries(build_retriever(ws, base_cfg, get_reranker, get_generator), queries,
+                       progress=lambda d, t: bar.progress(0.5 + d / t * 0.4,
+                                                          text=f"agentos baseline: query {d} of {t}"),
+                       recall_top_k=base_cfg.recall_top_k, over_fetch_multiplier=base_cfg.over_fetch_multiplier)
+    lab = search_fusions(runs, fusion_grid(), progress=lambda d, t: bar.progress(
+        0.9 + d / t * 0.1, text=f"Fusion search: setting {d} of {t} (re-fusing cached lists)"))
+    bar.empty()
+    st.session_state[f"{P}out"] = (summarize(runs), stage_note(summarize(runs), runs), per_query_deltas(base, runs))
+    st.session_state[f"{P}lab"] = lab
+    st.session_state[f"{P}cfg"] = cfg
 
 
 if st.button("Evaluate", type="primary", key=f"{P}run"):
-    ensure_model()
     try:
-        cfg, notes = usable_config(cfg, get_reranker, get_generator)
-        for note in notes:
-            st.warning(note)
-        bar = st.progress(0.0, text=f"Evaluating the configuration ({cfg.preset}) on {len(queries)} queries…")
-        retr = build_retriever(ws, cfg, get_reranker, get_generator)
-        runs = run_queries(retr, queries, progress=lambda d, t: bar.progress(d / t * 0.5,
-                                                                             text=f"configuration: query {d} of {t}"),
-                           recall_top_k=cfg.recall_top_k, over_fetch_multiplier=cfg.over_fetch_multiplier)
-        base_cfg = PipelineConfig.for_preset("agentos")
-        base = run_queries(build_retriever(ws, base_cfg, get_reranker, get_generator), queries,
-                           progress=lambda d, t: bar.progress(0.5 + d / t * 0.4,
-                                                              text=f"agentos baseline: query {d} of {t}"),
-                           recall_top_k=base_cfg.recall_top_k, over_fetch_multiplier=base_cfg.over_fetch_multiplier)
-        bar.progress(0.95,
-                     text=f"Sweeping {len(DENSE_WEIGHTS)} dense weights × {len(KS)} RRF k values (re-fusing cached "
-                          f"lists, no search)…")
-        sw = sweep(retr, runs, DENSE_WEIGHTS, KS, rerank_weight=cfg.rerank_weight)
-        lab = None
-        if cfg.preset != "agentos":
-            bar.progress(0.97, text="Fusion lab: every fusion function × normalisation × weight (re-fusing)…")
-            lab = search_fusions(runs, fusion_grid())
-        bar.empty()
-        st.session_state[f"{P}out"] = (summarize(runs), sw, per_query_deltas(base, runs), summarize(base))
-        st.session_state[f"{P}lab"] = lab
-        st.session_state[f"{P}cfg"] = cfg
+        evaluate(cfg)
     except (ValueError, ImportError) as exc:
-        st.error(str(exc))
+        st.error(plain(exc))
 
 if f"{P}out" in st.session_state:
-    rows, sw, deltas, base_rows = st.session_state[f"{P}out"]
+    rows, note, deltas = st.session_state[f"{P}out"]
     st.subheader("Per stage (current configuration)")
     c1, c2 = st.columns([2, 3])
     c1.dataframe([{**r, **{m: round(r[m], 4) for m in METRICS}} for r in rows], hide_index=True, width="stretch")
+    c1.caption(plain(note))
     c2.plotly_chart(metrics_figure(rows, METRICS), key=f"{P}stages", config={"displayModeBar": False})
-    st.subheader("Sweep: dense weight × RRF k (sparse = 1 − dense), final nDCG@10")
-    bp = sw.best_params
-    st.caption(f"Best on the tune half: dense {bp['dense_weight']}, sparse {bp['sparse_weight']}, k {bp['rrf_k']} → "
-               f"{bp['tune']:.4f}; the same cell on the held-out half: **{bp['held_out']:.4f}**. "
-               "Choose on one half, trust the other.")
-    if getattr(st.session_state.get(f"{P}cfg"), "fusion", "rrf") != "rrf":
-        st.caption("The grid re-fuses with RRF (k is an RRF knob); applying a cell switches the fusion to RRF. "
-                   "The fusion lab below compares it with the convex functions.")
-    st.plotly_chart(heatmap_figure(sw.tune, sw.ks, sw.dense_weights, sw.best, "RRF k", "dense weight",
-                                   "nDCG@10 (tune half)"), key=f"{P}heat", config={"displayModeBar": False})
-    st.button(f"Apply best: dense {bp['dense_weight']:g}, sparse {bp['sparse_weight']:g}, k {bp['rrf_k']}",
-              key=f"{P}apply_best", on_click=apply_best, args=(bp,), type="primary",
-              help="Sets the fusion sliders here and on Inspect to the best cell (the other settings stay).")
-    if st.session_state.get(f"{P}applied") == bp:
-        st.success(f"Applied: the sliders here and on Inspect now read dense {bp['dense_weight']:g}, sparse "
-                   f"{bp['sparse_weight']:g}, k {bp['rrf_k']}.")
-    lab = st.session_state.get(f"{P}lab")
-    if lab is not None:
-        lab_view(lab)
+    search_view(st.session_state[f"{P}lab"])
     st.subheader("Per query vs the agentos baseline (final nDCG@10)")
     wins = sum(1 for d in deltas if d["delta"] > 1e-9)
     losses = sum(1 for d in deltas if d["delta"] < -1e-9)

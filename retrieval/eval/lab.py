@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from retrieval.pipeline.assemble import reweight
 from retrieval.fusion import NORMALIZATIONS
-from retrieval.eval.metrics import mean
+from retrieval.eval.metrics import PairedInterval, mean, paired_bootstrap
 from retrieval.eval.runner import QueryRun, credited_ids, held_out_split, score_ranking
 
 DENSE_WEIGHTS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
@@ -65,6 +65,30 @@ class LabResult:
     baseline: CandidateScore  # the runs' own configuration
     per_query: tuple[dict[str, Any], ...]  # best vs baseline, every query (qid, query, half, baseline, best, delta)
     clock: Mapping[str, Any] | None = None  # the evaluation clock the runs were scored at (retrieval.eval.clock)
+    values: tuple[tuple[float, ...], ...] = ()  # per candidate (grid order), per query (run order)
+    base_values: tuple[float, ...] = ()  # the baseline's per-query scores (run order)
+    halves: tuple[str, ...] = ()  # each query's half, "tune" or "held-out" (run order)
+
+    def interval(self, score: CandidateScore | None = None, half: str | None = "held-out", resamples: int = 10_000,
+                 seed: int = 0) -> PairedInterval:
+        """Paired bootstrap 95 % interval of `score`'s candidate (default: the best) − the baseline, over the
+        queries of `half` (None: every query). ValueError when that half holds no query."""
+        i = self.scores.index(score or self.best)
+        keep = [n for n, h in enumerate(self.halves) if half is None or h == half]
+        if not keep:
+            raise ValueError(f"no query in the {half} half: label more queries for an interval")
+        return paired_bootstrap([self.base_values[n] for n in keep], [self.values[i][n] for n in keep],
+                                resamples=resamples, seed=seed)
+
+    def rrf_cells(self) -> tuple[list[float], list[float], list[list[float | None]]]:
+        """The RRF candidates as a dense weight × k grid of tune-half scores (for a heatmap): weights, ks, cells."""
+        rrf = [s for s in self.scores if s.candidate.fusion == "rrf"]
+        ws = sorted({s.candidate.dense_weight for s in rrf})
+        ks = sorted({s.candidate.rrf_k for s in rrf})
+        cells: list[list[float | None]] = [[None] * len(ks) for _ in ws]
+        for s in rrf:
+            cells[ws.index(s.candidate.dense_weight)][ks.index(s.candidate.rrf_k)] = s.tune
+        return ws, ks, cells
 
     def best_of(self, fusion: str, normalization: str | None = None) -> CandidateScore:
         """The tune-best candidate of one fusion function (and normalisation)."""
@@ -136,4 +160,5 @@ def search_fusions(runs: Sequence[QueryRun], candidates: Sequence[Candidate], me
                        "baseline": bv, "best": v, "delta": v - bv}
                       for r, h, bv, v in zip(runs, half, base_vals, per_candidate[b]))
     return LabResult(metric, tuple(scores), scores[b], summary(None, base_vals), per_query,
-                     dict(clock) if clock is not None else runs_clock(runs))
+                     dict(clock) if clock is not None else runs_clock(runs), tuple(map(tuple, per_candidate)),
+                     tuple(base_vals), tuple(half))

@@ -1,0 +1,188 @@
+"""A store's calibrated fusion defaults: the record `python -m retrieval calibrate` writes (and undo removes).
+
+Kept where the store keeps what built it (`retrieval.store.identity`): the metadata map of the vector field,
+one JSON value under `retrieval.calibration`, beside the analyser. A new record keeps the one it replaces under
+`retrieval.calibration.previous`, so one undo restores it (or, with none, removes the calibration). Each change
+is one metadata-only commit (a new table version; no row is rewritten).
+
+The record is read back as untrusted data: a value that does not parse, names an unknown fusion or holds a
+weight out of range is ignored (with a warning), never applied. It applies to the `hybrid` preset only
+(`agentos` stays exact); a setting a caller gives explicitly always wins over it.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from retrieval.fusion import FUSIONS, NORMALIZATIONS
+
+log = logging.getLogger(__name__)
+
+KEY_CALIBRATION = "retrieval.calibration"
+KEY_PREVIOUS = "retrieval.calibration.previous"
+CALIBRATED_PRESET = "hybrid"
+KNOB_NAMES = ("fusion", "normalization", "dense_weight", "sparse_weight", "rrf_k")
+MAX_RECORD_CHARS = 20_000  # a metadata value larger than this was not written by us
+# The ranges `retrieval.pipeline.settings.KNOBS` allows (the store sits below the pipeline; a test checks they agree).
+RANGES = {"dense_weight": (0.0, 1.0), "sparse_weight": (0.0, 1.0), "rrf_k": (0.0, 1000.0)}
+
+
+def _check_number(name: str, value: Any) -> float:
+    lo, hi = RANGES[name]
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value < lo or value > hi or (name == "rrf_k" and value == lo):
+        raise ValueError(f"calibration {name}={value!r} is out of range [{lo:g}, {hi:g}]")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class CalibrationRecord:
+    """What a calibration chose and the evidence: `interval` is the paired bootstrap of winner − default."""
+
+    fusion: str
+    normalization: str
+    dense_weight: float
+    sparse_weight: float
+    rrf_k: float
+    label: str  # e.g. "RRF k=10, dense 0.4"
+    by: str  # who ran it
+    at: str  # ISO time it was recorded
+    metric: str  # e.g. "ndcg@10" on pseudo-queries
+    default_score: float  # held-out mean of the fixed default
+    score: float  # held-out mean of the winner
+    interval: dict[str, float] = field(default_factory=dict)  # delta, lo, hi, n, confidence
+    sample: dict[str, Any] = field(default_factory=dict)  # queries, seed, scopes, method, clock
+    preset: str = CALIBRATED_PRESET
+
+    def __post_init__(self) -> None:
+        if self.fusion not in FUSIONS or self.normalization not in NORMALIZATIONS:
+            raise ValueError(f"calibration fusion {self.fusion!r} / normalization {self.normalization!r} is not one "
+                             f"of {', '.join(FUSIONS)} / {', '.join(NORMALIZATIONS)}")
+        for name in RANGES:
+            object.__setattr__(self, name, _check_number(name, getattr(self, name)))
+        if self.dense_weight == 0 and self.sparse_weight == 0:
+            raise ValueError("calibration weights are both 0")
+        if self.preset != CALIBRATED_PRESET:
+            raise ValueError(f"a calibration applies to the {CALIBRATED_PRESET} preset, not {self.preset!r}")
+
+    def knobs(self) -> dict[str, Any]:
+        """The fusion defaults this record gives the store."""
+        return {"fusion": self.fusion, "normalization": self.normalization, "dense_weight": self.dense_weight,
+                "sparse_weight": self.sparse_weight, "rrf_k": self.rrf_k}
+
+    def describe(self) -> str:
+        """One line for Home, Inspect and the CLI: the settings and the date."""
+        return f"{self.label} ({self.at[:10]})"
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> CalibrationRecord:
+        """Parse a stored record; ValueError naming what is wrong."""
+        if len(text) > MAX_RECORD_CHARS:
+            raise ValueError(f"calibration record of {len(text)} characters is too large")
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError("calibration record is not a JSON object")
+        names = {f for f in cls.__dataclass_fields__}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ValueError(f"calibration record has unknown field(s) {', '.join(unknown)}")
+        if not isinstance(data.get("interval", {}), dict) or not isinstance(data.get("sample", {}), dict):
+            raise ValueError("calibration record's interval and sample must be objects")
+        for name in ("label", "by", "at", "metric"):
+            if not isinstance(data.get(name), str):
+                raise ValueError(f"calibration record field {name!r} must be text")
+        return cls(**data)
+
+
+def _field_metadata(store: Any) -> dict[str, str]:
+    """The vector field's metadata map as text (what `identity.read_identity` reads)."""
+    tbl = store.table()
+    if tbl is None:
+        return {}
+    tbl.checkout_latest()
+    meta = tbl.schema.field(store.columns.vector).metadata or {}
+    return {(k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
+            for k, v in meta.items()}
+
+
+def _parse(text: str | None, where: str) -> CalibrationRecord | None:
+    if not text:
+        return None
+    try:
+        return CalibrationRecord.from_json(text)
+    except (ValueError, TypeError) as exc:
+        log.warning("ignoring the store's %s: %s", where, exc)
+        return None
+
+
+def read_calibration(store: Any) -> CalibrationRecord | None:
+    """The store's calibration, or None (none recorded, no table yet, or a record that does not validate)."""
+    return _parse(_field_metadata(store).get(KEY_CALIBRATION), "calibration")
+
+
+def read_previous(store: Any) -> CalibrationRecord | None:
+    """The calibration the current one replaced (what undo restores), or None."""
+    return _parse(_field_metadata(store).get(KEY_PREVIOUS), "previous calibration")
+
+
+def write_calibration(store: Any, record: CalibrationRecord) -> None:
+    """Record `record` as the store's calibration, keeping the current one as the previous (one commit)."""
+    store.check_writable()
+    with store.write_lock():
+        meta = _field_metadata(store)
+        if store.table() is None:
+            raise ValueError(f"store {store.display_uri!r} has no table yet: ingest traces before calibrating")
+        current = meta.get(KEY_CALIBRATION) or None
+        store.table().update_field_metadata({"path": store.columns.vector,
+                                             "metadata": {KEY_CALIBRATION: record.to_json(), KEY_PREVIOUS: current}})
+
+
+def undo_calibration(store: Any) -> CalibrationRecord | None:
+    """Restore the previous calibration (or remove the calibration when there is none); returns what is now
+    in force. ValueError when the store has no calibration to undo."""
+    store.check_writable()
+    with store.write_lock():
+        meta = _field_metadata(store)
+        if not meta.get(KEY_CALIBRATION):
+            raise ValueError(f"store {store.display_uri!r} has no calibration to undo")
+        previous = meta.get(KEY_PREVIOUS) or None
+        store.table().update_field_metadata({"path": store.columns.vector,
+                                             "metadata": {KEY_CALIBRATION: previous, KEY_PREVIOUS: None}})
+    return _parse(previous, "previous calibration")
+
+
+def calibrated_knobs(store: Any, preset: Any = CALIBRATED_PRESET) -> dict[str, Any]:
+    """The fusion defaults a recorded calibration gives `preset` on this store ({} for none, or another preset)."""
+    name = getattr(preset, "name", preset)
+    if name != CALIBRATED_PRESET:
+        return {}
+    try:
+        record = read_calibration(store)
+    except Exception as exc:  # an unreadable table: the preset's defaults, as before calibration existed
+        log.warning("could not read the store's calibration: %s", exc)
+        return {}
+    return record.knobs() if record is not None else {}
+
+
+# HybridRetriever's constructor names for the knobs a calibration sets.
+RETRIEVER_ARGS = {"default_dense_weight": "dense_weight", "default_sparse_weight": "sparse_weight",
+                  "default_rrf_k": "rrf_k", "fusion": "fusion", "normalization": "normalization"}
+
+
+def with_calibration(store: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """`HybridRetriever` keyword arguments with the store's calibrated fusion defaults filled in — only when the
+    caller names none of the fusion knobs (explicit settings win as a whole, never mixed with calibrated ones)."""
+    if any(kwargs.get(name) is not None for name in RETRIEVER_ARGS):
+        return kwargs
+    knobs = calibrated_knobs(store, kwargs.get("preset") or CALIBRATED_PRESET)
+    return {**kwargs, **{arg: knobs[k] for arg, k in RETRIEVER_ARGS.items()}} if knobs else kwargs
+
+
+__all__ = ["CALIBRATED_PRESET", "KEY_CALIBRATION", "KEY_PREVIOUS", "CalibrationRecord", "calibrated_knobs",
+           "read_calibration", "read_previous", "undo_calibration", "with_calibration", "write_calibration"]
