@@ -44,7 +44,8 @@ rows = [{"key": f.key, "timestamp": f.timestamp, "subject": f.subject or MISSING
          "span": f.source_span or MISSING} for f in shown]
 st.plotly_chart(facts_timeline_figure(rows, sorted(injected)), key=f"{P}timeline", config={"displayModeBar": False})
 st.dataframe([{k: v for k, v in r.items() if k != "key"} | {"injected": r["key"] in injected} for r in rows],
-             hide_index=True, width="stretch")
+             hide_index=True, width="stretch",
+             column_config={"timestamp": st.column_config.DatetimeColumn("as of", format="D MMM YYYY HH:mm")})
 
 st.subheader("Injected by the last query")
 if last and last.get("facts"):

@@ -162,6 +162,7 @@ def test_a_limited_user_cannot_reach_another_scope_by_url_or_typed_id(proxy):
     at.text_input(key="i_typed").input("priya-lens-repair").run()
     assert "not visible from this query" in texts(at)
     assert "Priya" not in texts(at) and "lens" not in " ".join(str(d.value) for d in at.dataframe).lower()
+    assert "priya" not in " ".join(h.value for h in at.get("html")).lower()  # nor in the stage table
 
 
 @pytest.mark.parametrize("path, key", [("pages/5_Facts.py", "f_scope"), ("pages/1_Corpus.py", "c_bscope")])

@@ -14,7 +14,6 @@ from retrieval.ingest.demo import build_demo_index
 from retrieval.models import HashingEmbedder
 
 TIMEOUT = 90
-STAGE_KEYS = ["i_col_dense", "i_col_sparse", "i_col_merged", "i_col_final"]
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +52,7 @@ def test_inspect_turns_grading_off_and_keeps_its_stage_lists(damaged):
     at = open_page("pages/2_Inspect.py", TIMEOUT, i_q="washing machine error E-4102", i_scope="user:maya")
     assert not at.exception, at.exception
     assert off(at) and off(at)[0].startswith("Grading is off: the judgments table of")
-    keys = [d.key for d in at.dataframe]
-    assert all(k in keys for k in STAGE_KEYS), keys
+    assert any("class='rt-stages'" in h.value and "data-pick=" in h.value for h in at.get("html"))  # the stages
     assert "Why is it here?" in page_texts(at, headings=True)  # the explanation still works
     assert not [b for b in at.button_group if b.proto.label.startswith("#")]  # no grade control without grades
 

@@ -80,7 +80,7 @@ def test_split_summary_escapes_the_replaced_ids():
 WIDGETS = f"""
 from types import SimpleNamespace
 from retrieval.pipeline.explain import Explanation
-from ui.widgets import escalation_view, explanation_details, explanation_summary, stage_column
+from ui.widgets import escalation_view, explanation_details, explanation_summary, stage_table
 
 HID, CONTENT = {HOSTILE_ID!r}, {CONTENT!r}
 stages = {{"dense": (1, 0.5), "sparse": None, "merged": (1, 0.1), "reranked": None, "final": (1, 0.9)}}
@@ -97,10 +97,12 @@ for n, ex in enumerate((found, dropped, hidden)):
 escalation_view(["reranker:error: TimeoutError quoting " + HID,
                  "odd `code` ![e](http://127.0.0.1:9/e.png): " + CONTENT])
 split = SimpleNamespace(replaced=True, chosen="a", half_scores=(0.6, 0.4), whole=0.3)
+settings = SimpleNamespace(fusion="rrf", normalization="minmax", preset=SimpleNamespace(blend_base="fused"))
 diag = SimpleNamespace(stage_ids={{"dense": [HID], "sparse": [], "final": [HID]}},
-                       stage_scores={{"final": {{HID: 0.9}}}}, fact_ids=[], splits={{HID: split}},
-                       pool={{HID: SimpleNamespace(content="half a " + CONTENT)}})
-stage_column("final", diag, {{HID: "whole " + CONTENT + "\\n\\n" + CONTENT}}, "zanzibarquux", 10, "col", "target")
+                       stage_scores={{"dense": {{HID: 0.5}}, "final": {{HID: 0.9}}}}, fact_ids=[],
+                       splits={{HID: split}}, pool={{HID: SimpleNamespace(content="half a " + CONTENT)}},
+                       settings=settings)
+stage_table(diag, {{HID: "whole " + CONTENT + "\\n\\n" + CONTENT}}, "zanzibarquux", 10, "tbl", "target")
 """
 
 
@@ -115,6 +117,9 @@ def test_explanation_escalation_and_split_box_show_hostile_text_as_text():
     assert html.unescape(out.split("<code>")[1].split("</code>")[0]) == \
         "user` " + HOSTILE_ID + " lives_in ![o](http://127.0.0.1:9/o.png)"
     assert any(c.value.startswith("code `reranker:error`") for c in at.caption)
+    table = next(h.value for h in at.get("html") if "rt-stages" in h.value)  # st.html: HTML, not Markdown
+    assert "<b>" not in table and "<img" not in table and "<a " not in table and "&lt;b&gt;" in table
+    assert f"data-pick='{html.escape(HOSTILE_ID, quote=True)}'" in table
 
 
 # ------------------------------------------------------------------ pages

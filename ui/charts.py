@@ -21,15 +21,34 @@ def short_id(tid: str, limit: int = 22) -> str:
     return tid if len(tid) <= limit else tid[: limit - 1] + "…"
 
 
+def flow_label(tid: str, in_band: bool, move: str = "") -> str:
+    """A rank-flow line's label: its (short, escaped) id and move; none below the band, where lines share a row."""
+    if not in_band:
+        return ""
+    return plotly_plain(short_id(tid)) + (f" {move}" if move else "")
+
+
+def hover_move(move: str) -> str:
+    words = {"new": "entered the final list", "left": "left the final list"}
+    if not move:
+        return ""
+    return "<br>" + words.get(move, ("up " if move[0] == "▲" else "down ") + move[1:]) + " against the previous setting"
+
+
 def rank_flow_figure(stage_ids: Mapping[str, Sequence[str]], fact_ids: Sequence[str] = (), top: int = TOP_N,
-                     highlight: str | None = None, stages: Sequence[str] = tuple(STAGE_LABELS)) -> go.Figure:
+                     highlight: str | None = None, stages: Sequence[str] = tuple(STAGE_LABELS),
+                     moved: Mapping[str, str] | None = None) -> go.Figure:
     """Each trace a line across the stages, rank on y in a fixed band 1..`top` (best at the top).
 
     Every trace in the top `top` of any stage is drawn; a rank deeper than `top` sits on one row
     below the band ("deeper"), so one deep rank never squeezes the top. A trace is labelled at its
-    last point; each point carries its id (`customdata`) for click-to-explain. Ids are escaped in the
-    label and the hover text (`plotly_plain`): plotly would read `%{…}` and HTML tags in them.
+    last point when that point is inside the band (the "> top" row would pile labels on one spot; hover
+    names them), with its move against the previous setting (`moved`: "▲3", "new", "left") after the id;
+    each point carries its id (`customdata`) for click-to-explain. Ids are escaped in the label and the
+    hover text (`plotly_plain`): plotly would read `%{…}` and HTML tags in them. A trace that left the
+    final list says so in its hover text (its last point is usually on the shared "> top" row).
     """
+    moved = moved or {}
     shown = [s for s in stages if stage_ids.get(s)]
     deeper = top + 1
     ids: list[str] = []
@@ -46,24 +65,27 @@ def rank_flow_figure(stage_ids: Mapping[str, Sequence[str]], fact_ids: Sequence[
         fig.add_trace(go.Scatter(
             x=[p[0] for p in pts], y=[p[1] for p in pts], mode="lines+markers+text", name=ORIGIN_LABELS[o],
             legendgroup=o, showlegend=o not in seen, customdata=[tid] * len(pts),
-            text=[""] * (len(pts) - 1) + [plotly_plain(short_id(tid))], textposition="middle right",
+            text=[""] * (len(pts) - 1) + [flow_label(tid, pts[-1][1] <= top, moved.get(tid, ""))],
+            textposition="middle right", cliponaxis=False,
             textfont={"size": FONT - 1 if not hot else FONT, "color": ORIGIN_COLORS[o]},
             line={"color": ORIGIN_COLORS[o], "width": 5 if hot else (2.5 if in_final else 1.2)},
             opacity=1.0 if (in_final or hot) else 0.5,
             marker={"color": ORIGIN_COLORS[o], "size": 13 if hot else (9 if in_final else 7),
                     "symbol": "circle" if in_final else "circle-open"},
-            hovertemplate=[f"<b>{plotly_plain(tid)}</b><br>{x}: rank {r}<extra></extra>" for x, _, r in pts]))
+            hovertemplate=[f"<b>{plotly_plain(tid)}</b><br>{x}: rank {r}{hover_move(moved.get(tid, ''))}<extra></extra>"
+                           for x, _, r in pts]))
         seen.add(o)
     ticks = list(range(1, top + 1)) + [deeper]
     fig.update_yaxes(range=[deeper + 0.6, 0.4], tickvals=ticks, ticktext=[str(t) for t in ticks[:-1]] + [f"> {top}"],
                      title="rank", zeroline=False, tickfont={"size": FONT}, fixedrange=True)
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=[STAGE_LABELS[s] for s in shown],
-                     tickfont={"size": FONT}, range=[-0.3, len(shown) - 0.2], fixedrange=True)
-    fig.update_layout(height=160 + 30 * (top + 1), margin={"l": 50, "r": 10, "t": 40, "b": 30},
+                     tickfont={"size": FONT}, range=[-0.3, len(shown) - 1 + 0.3], fixedrange=True)
+    # The labels at the last stage stand right of the plot: the right margin keeps room for them.
+    fig.update_layout(height=160 + 30 * (top + 1), margin={"l": 50, "r": 190, "t": 40, "b": 30},
                       legend={"title": {"text": "found by"}, "orientation": "h", "y": -0.08, "font": {"size": FONT}},
                       clickmode="event+select", dragmode=False,
-                      title={"text": f"Rank flow (top {top}) — filled dots reach the final list; click a point to "
-                                     "explain it", "font": {"size": FONT + 1}})
+                      title={"text": f"Rank flow (top {top}) — filled dots reach the final list; ▲▼ moved; click a "
+                                     "point to explain it", "font": {"size": FONT + 1}})
     return fig
 
 
@@ -137,20 +159,39 @@ def metrics_figure(rows: Sequence[Mapping[str, float]], metric_names: Sequence[s
     return fig
 
 
+def clip(text: str, limit: int = 28) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def when(ts) -> str:
+    """A timestamp as people write it: "3 Jun 2024 08:02" (no seconds, no "+00:00")."""
+    return f"{ts.day} {ts:%b %Y %H:%M}" if hasattr(ts, "strftime") else str(ts)
+
+
 def facts_timeline_figure(rows: Sequence[Mapping], highlight_keys: Sequence[str] = ()) -> go.Figure:
-    """Facts over time: x = timestamp, y = predicate, label = object; injected facts ringed. Subjects,
-    predicates and objects are escaped (`plotly_plain`): the subject goes into the hover template."""
+    """Facts over time: x = timestamp, y = predicate, label = object; injected facts ringed. Labels alternate
+    above and below their dot (neighbours on one row do not overprint) and are never clipped by the plot
+    area; the x range is padded so the first and last labels fit. Subjects, predicates and objects are
+    escaped (`plotly_plain`): the subject goes into the hover template."""
     fig = go.Figure()
     for subject in sorted({r["subject"] for r in rows}):
-        sub = [r for r in rows if r["subject"] == subject]
+        sub = sorted((r for r in rows if r["subject"] == subject), key=lambda r: r["timestamp"])
         fig.add_trace(go.Scatter(
             x=[r["timestamp"] for r in sub], y=[plotly_plain(r["predicate"]) for r in sub], mode="markers+text",
-            name=plotly_plain(subject), text=[plotly_plain(r["object"][:28]) for r in sub], textposition="top center",
+            name=plotly_plain(subject), text=[plotly_plain(clip(r["object"])) for r in sub],
+            textposition=["top center" if n % 2 == 0 else "bottom center" for n in range(len(sub))],
+            cliponaxis=False, customdata=[when(r["timestamp"]) for r in sub], textfont={"size": FONT - 1},
             marker={"size": [16 if r.get("key") in highlight_keys else 10 for r in sub],
                     "line": {"width": [3 if r.get("key") in highlight_keys else 0 for r in sub], "color": "#e4572e"}},
-            hovertemplate="%{y}: %{text}<br>%{x|%Y-%m-%d}<extra>" + plotly_plain(subject) + "</extra>"))
-    fig.update_layout(height=max(300, 40 * len({r["predicate"] for r in rows}) + 120),
-                      margin={"l": 10, "r": 10, "t": 30, "b": 30}, legend_title_text="subject")
+            hovertemplate="%{y}: %{text}<br>%{customdata}<extra>" + plotly_plain(subject) + "</extra>"))
+    times = [r["timestamp"] for r in rows if hasattr(r["timestamp"], "strftime")]
+    if len(times) > 1:
+        pad = (max(times) - min(times)) * 0.08
+        fig.update_xaxes(range=[min(times) - pad, max(times) + pad])
+    fig.update_xaxes(tickformat="%-d %b %Y", tickfont={"size": FONT})
+    fig.update_yaxes(tickfont={"size": FONT})
+    fig.update_layout(height=max(300, 60 * len({r["predicate"] for r in rows}) + 120),
+                      margin={"l": 10, "r": 30, "t": 40, "b": 30}, legend_title_text="subject")
     return fig
 
 

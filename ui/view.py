@@ -17,9 +17,6 @@ from .text import plain
 DASH = "—"
 STAGE_NAMES = {"dense": "Dense", "sparse": "Sparse (BM25)", "merged": "Merged", "reranked": "Reranked",
                "final": "Final"}
-ORIGIN_MARKS = {"both": "both", "dense": "dense", "sparse": "BM25", "fact": "fact"}
-ORIGIN_LEGEND = ("by: dense = found by the embedding only · BM25 = by BM25 only · both = by both · fact = the fact "
-                 "graph · ✂ = split (a half replaced the text; the whole is in the box under the column)")
 # Recorded timings, in pipeline order; any other recorded stage follows in its own order.
 TIMING_ORDER = ("facts", "hyde", "multi_query", "embed", "dense", "sparse", "hydrate", "rerank", "split",
                 "assemble", "refusion")
@@ -42,7 +39,9 @@ def num(x: Any, digits: int = 4) -> str:
     if isinstance(x, int):
         return str(x)
     if isinstance(x, float):
-        return f"{x:.{digits}g}" if abs(x) >= 1e-4 or x == 0 else f"{x:.2e}"
+        if 0 < abs(x) < 1e-4:  # float noise such as a recency of 2.1e-226 reads as what it means
+            return "< 0.0001" if x > 0 else "> −0.0001"
+        return f"{x:.{digits}g}"
     return str(x)
 
 
@@ -93,26 +92,6 @@ def split_mark(outcome) -> str:
     return f"✂ half {outcome.chosen}: {outcome.half_scores[i]:.3f} vs whole {outcome.whole:.3f}"
 
 
-def column_rows(stage: str, diag, whole: Mapping[str, str], query: str, rows: int) -> list[dict[str, str]]:
-    """One stage column as table rows. Dense, Sparse and Merged show the stored (whole) text; in
-    Reranked and Final a trace a split replaced shows its half, marked with both scores."""
-    ids = list(diag.stage_ids.get(stage, []))[:rows]
-    scores = diag.stage_scores.get(stage, {})
-    out = []
-    for rank, tid in enumerate(ids, start=1):
-        mark = ORIGIN_MARKS[origin(tid, diag.stage_ids, diag.fact_ids)]
-        text = whole.get(tid, "")
-        note = ""
-        if stage in ("reranked", "final"):
-            sp = diag.splits.get(tid)
-            note = split_mark(sp)
-            if note:
-                text = diag.pool[tid].content
-        out.append({"#": str(rank), "id": tid, "score": num(scores.get(tid)), "by": mark + (" ✂" if note else ""),
-                    "text": (f"[{note}] " if note else "") + snippet(text or "(not in the store)", query)})
-    return out
-
-
 def split_summary(diag) -> str | None:
     """What split-on-ambiguous did, in one sentence for a Markdown-reading element (the ids escaped; None when
     it was off)."""
@@ -129,12 +108,13 @@ def split_summary(diag) -> str | None:
             f"(the lowest-scoring of the {pool} in the pool{short}), replaced {len(replaced)}")
     if replaced:
         return head + (f" whose better half outscored the whole: {plain(', '.join(replaced))}. "
-                       "Look for ✂ in Reranked and Final.")
+                       "Look for ✂ in the stage table.")
     return head + ": no half beat its whole, so every trace kept its text."
 
 
-def stage_rows(ex) -> list[dict[str, str]]:
-    """Rank and score per stage; a completed (estimated) fusion rank is named, never shown as a bare None."""
+def stage_rows(ex, final_how: str = "") -> list[dict[str, str]]:
+    """Rank and score per stage; a completed (estimated) fusion rank is named, never shown as a bare None;
+    `final_how` (how the final score was made, `ui.derive.final_how`) is the Final row's note."""
     imputed = (ex.rrf or {}).get("imputed")
     ranks = (ex.rrf or {}).get("ranks", {})
     rows = []
@@ -145,6 +125,8 @@ def stage_rows(ex) -> list[dict[str, str]]:
                     "its real score (rank completion)")
         elif v is None:
             note = "not in this list"
+        elif stage == "final":
+            note = final_how
         rows.append({"stage": STAGE_NAMES.get(stage, stage), "rank": num(v[0]) if v else DASH,
                      "score": num(v[1], 5) if v else DASH, "note": note})
     return rows
