@@ -1,0 +1,256 @@
+"""Presenter mode: the story helpers (ui/present.py) on real search results, and the page on the demo store."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from retrieval.ingest.demo import load_examples
+from retrieval.pipeline.config import PipelineConfig
+from retrieval.pipeline.factory import run_config
+from retrieval.types import Scope
+from tests.apphelpers import demo_app_env, open_page
+from ui import present
+
+TIMEOUT = 120
+EXAMPLES = load_examples()
+STEPS = present.steps(EXAMPLES)
+BY_ID = {s.id: s for s in STEPS}
+JARGON = ("bm25", "rrf", "dense", "sparse", "normalis", "rerank", "hyde", "fusion", "threshold", "valence")
+
+
+@pytest.fixture(scope="module")
+def demo_env(tmp_path_factory):
+    yield from demo_app_env(tmp_path_factory, "present")
+
+
+@pytest.fixture(scope="module")
+def ws(demo_env):
+    from retrieval.models import HashingEmbedder
+    from retrieval.workspace.core import Workspace
+
+    return Workspace(demo_env, embedder=HashingEmbedder(384))
+
+
+def search(ws, step):
+    cfg = present.step_config(step, [step.scope])
+    return run_config(ws, cfg, step.query, Scope.parse(step.scope))[0]
+
+
+# ---------------------------------------------------------------- pure helpers
+def test_one_step_per_example_in_order_each_with_a_story():
+    assert [s.id for s in STEPS] == [e["id"] for e in EXAMPLES] and len(STEPS) >= 5
+    assert [s.number for s in STEPS] == list(range(1, len(STEPS) + 1))
+    assert {s.total for s in STEPS} == {len(STEPS)}
+    assert all(s.story is present.STORIES[s.id] for s in STEPS)  # every shipped example has plain words
+
+
+def test_the_stories_and_setup_words_use_no_jargon():
+    for step in STEPS:
+        words = " ".join([step.story.headline, step.story.ask, step.story.claim, step.story.why,
+                          *present.setup_words(present.step_config(step, [step.scope]))]).lower()
+        assert not [j for j in JARGON if j in words], step.id
+
+
+def test_an_example_without_a_story_uses_its_own_title():
+    ex = {"id": "new", "title": "A new one", "query": "q", "scope": "user:x", "look_for": "look", "params": {}}
+    (step,) = present.steps([ex])
+    assert step.story.headline == "A new one" and step.story.claim == "look" and step.target is None
+
+
+def test_step_config_reads_the_example_link_like_inspect():
+    assert present.step_config(BY_ID["identifier"], ["user:priya"]) == PipelineConfig()
+    split = present.step_config(BY_ID["split"], ["user:maya"])
+    assert (split.reranker, split.split_threshold, split.rerank_weight) == ("embedding", 1.0, 0.6)
+    assert present.step_config(BY_ID["hyde"], ["user:maya"]).hyde is True
+    base = PipelineConfig(recall_top_k=7)
+    assert present.step_config(BY_ID["mood"], ["user:maya"], base).recall_top_k == 7  # on top of the page's start
+    assert present.step_config(BY_ID["mood"], ["user:maya"]).valence == 0.9
+    words = present.setup_words(present.step_config(BY_ID["split"], ["user:maya"]))
+    assert any("second look" in w for w in words) and any("splits long notes" in w for w in words)
+
+
+def test_plain_words_for_facts_and_jargon():
+    assert present.fact_words("user livesIn Berlin (as of 2025-08-20).") == "Lives in Berlin (as of 2025-08-20)."
+    assert present.fact_words("user worksAt Northwind") == "Works at Northwind"
+    out = present.plainer("convex with theoretical normalisation; BM25 and dense; BM25s stays")
+    assert "scores put on the same 0–1 scale" in out and "keyword search and meaning search" in out
+    assert "BM25s" in out  # only whole terms are replaced
+    assert present.rank_in(["a", "b"], "b") == 2 and present.rank_in(["a"], "z") is None
+    assert present.rank_in(["a"], None) is None
+
+
+def fake_result(final, dense, sparse, merged=(), **diag):
+    d = SimpleNamespace(stage_ids={"final": final, "dense": dense, "sparse": sparse, "merged": list(merged)},
+                        splits=diag.pop("splits", {}), hyde=None, facts=[], fact_ids=[], **diag)
+    traces = [SimpleNamespace(id=t, content=f"text of {t}") for t in final]
+    return SimpleNamespace(traces=traces, diagnostics=d)
+
+
+def test_the_identifier_claim_needs_keyword_search_alone_and_a_top_three_place():
+    step = BY_ID["identifier"]
+    only_keywords = present.check(step, fake_result(["x", "priya-lens-repair"], ["x"], ["priya-lens-repair"]))
+    assert only_keywords.holds and (only_keywords.final_rank, only_keywords.sparse_rank) == (2, 1)
+    assert only_keywords.dense_rank is None and "does not have it in its top 1" in only_keywords.evidence
+    both = present.check(step, fake_result(["priya-lens-repair"], ["priya-lens-repair"], ["priya-lens-repair"]))
+    assert not both.holds and "meaning search ranks it #1" in both.evidence
+    low = present.check(step, fake_result(["a", "b", "c", "priya-lens-repair"], [], ["priya-lens-repair"]))
+    assert not low.holds and low.final_rank == 4
+
+
+def test_the_split_claim_needs_a_replaced_note_that_moved_up():
+    from retrieval.pipeline.records import SplitOutcome
+
+    step, t = BY_ID["split"], BY_ID["split"].target
+    half = SplitOutcome(("a", "b"), (0.2, 0.6), 0.3, True, "b")
+    up = present.check(step, fake_result(["a", "b", "c", t], [], [], merged=["a", "b", "c", "d", t],
+                                         splits={t: half}))
+    assert up.holds and "#4, up from #5" in up.evidence and "2.0 times the whole note" in up.evidence
+    kept = SplitOutcome(("a", "b"), (0.2, 0.3), 0.4, False)
+    assert not present.check(step, fake_result([t], [], [], merged=["a", t], splits={t: kept})).holds
+    assert not present.check(step, fake_result(["a", t], [], [], merged=[t, "a"], splits={t: half})).holds
+
+
+# ---------------------------------------------------------------- on real results (hashing embedder)
+@pytest.mark.parametrize("step_id", ["identifier", "split", "mood"])
+def test_check_reports_the_ranks_of_the_real_result(ws, step_id):
+    step = BY_ID[step_id]
+    result = search(ws, step)
+    v = present.check(step, result)
+    ids = result.diagnostics.stage_ids
+    for stage, got in (("final", v.final_rank), ("dense", v.dense_rank), ("sparse", v.sparse_rank)):
+        want = list(ids[stage]).index(step.target) + 1 if step.target in ids[stage] else None
+        assert got == want, stage
+    if step_id == "mood":
+        assert v.holds == (v.final_rank is not None and v.final_rank <= present.TOP)
+    if step_id == "identifier":  # the hashing embedder also finds the ticket note by meaning: said, not claimed
+        assert v.holds == (v.dense_rank is None and v.final_rank is not None and v.final_rank <= present.TOP)
+
+
+def test_fact_and_history_claims_hold_on_the_demo_store(ws):
+    fact = present.check(BY_ID["fact"], search(ws, BY_ID["fact"]))
+    assert fact.holds and fact.final_rank == 1
+    history = present.check(BY_ID["temporal"], search(ws, BY_ID["temporal"]))
+    assert history.holds and "Lisbon, then Porto, then Berlin" in history.evidence
+
+
+def test_final_items_say_how_each_result_was_found(ws):
+    step = BY_ID["fact"]
+    result = search(ws, step)
+    items = present.final_items(result, step.query, step.target)
+    assert [i.rank for i in items] == list(range(1, min(present.SHOWN, len(result.traces)) + 1))
+    assert [i.id for i in items] == result.ids[:len(items)]
+    assert {i.found_by for i in items} <= set(present.FOUND_BY.values())
+    first = items[0]
+    assert first.found_by == "fact graph" and first.is_target and first.text.startswith("Lives in Berlin")
+    assert not any(i.is_target for i in items[1:])
+    split = present.final_items(search(ws, BY_ID["split"]), BY_ID["split"].query, BY_ID["split"].target)
+    assert any(i.split for i in split)  # a half of a longer note is marked
+
+
+# ---------------------------------------------------------------- the page
+def everything(at) -> str:
+    """Every rendered element's content (markdown, captions, html, titles, alerts, labels)."""
+    out = []
+
+    def walk(node):
+        proto = getattr(node, "proto", None)
+        if proto is not None:
+            out.append(str(proto))
+        for child in getattr(node, "children", {}).values():
+            walk(child)
+
+    walk(at._tree)
+    return "\n".join(out)
+
+
+@pytest.fixture
+def no_llm(monkeypatch):
+    """The local language model is unavailable: the HyDE step must say so in a sentence."""
+    import ui.cache
+
+    def unavailable(spec):
+        raise RuntimeError("no local model here")
+
+    monkeypatch.setattr(ui.cache, "get_generator", unavailable)
+
+
+def test_present_walks_every_step_next_and_back_read_only_without_ids(demo_env, no_llm):
+    at = open_page("pages/9_Present.py", TIMEOUT)
+    seen = []
+    for step in STEPS:
+        assert not at.exception, step.id
+        assert [t.value for t in at.title] == [step.story.headline]
+        page = everything(at)
+        assert f"Step {step.number} of {step.total}" in page and step.query in page
+        assert not at.slider and not at.number_input and not at.selectbox and not at.text_input
+        assert not at.get("file_uploader") and not at.get("download_button")
+        assert not [t for t in STEPS if t.target and t.target in page], "an id is shown without Show ids"
+        seen.append(page)
+        at = at.button(key="present_next").click().run()
+    assert not at.exception and [t.value for t in at.title] == [STEPS[0].story.headline]  # "Start again"
+    assert any(step.story.claim in page for step, page in zip(STEPS, seen))
+    hyde = seen[[s.id for s in STEPS].index("hyde")]
+    assert "not available on this computer" in hyde and "Traceback" not in hyde
+    at.session_state["present_step"] = len(STEPS)
+    at.run()
+    for step in reversed(STEPS[:-1]):
+        at = at.button(key="present_back").click().run()
+        assert not at.exception and [t.value for t in at.title] == [step.story.headline]
+    assert at.button(key="present_back").disabled
+
+
+def test_show_ids_reveals_the_ids(demo_env, no_llm):
+    at = open_page("pages/9_Present.py", TIMEOUT)
+    assert "priya-lens-repair" not in everything(at)
+    at = at.toggle(key="present_ids").set_value(True).run()
+    assert not at.exception and "priya-lens-repair" in everything(at)
+    assert "found by" in everything(at)
+
+
+def test_home_with_present_1_switches_to_presenter_mode(demo_env, no_llm):
+    at = open_page(None, TIMEOUT, present="1")
+    assert not at.exception
+    assert [t.value for t in at.title] == [STEPS[0].story.headline]
+    home = open_page(None, TIMEOUT)  # Home without it stays Home
+    assert not home.exception and [t.value for t in home.title] == ["Hybrid retrieval inspector"]
+
+
+# ---------------------------------------------------------------- in a browser
+@pytest.mark.browser
+@pytest.mark.slow
+def test_step_one_at_a_laptop_width(browser, artifacts, tmp_path_factory):
+    """Step 1 on the real MiniLM store: the claim, the question and the list read at 1366 × 768."""
+    import re
+    import shutil
+
+    from retrieval.ingest.demo import build_demo_index
+    from retrieval.models.registry import make_embedder
+    from ui.serve import start_app
+
+    db = tmp_path_factory.mktemp("present-browser") / "db"
+    build_demo_index(str(db), log=lambda m: None, embedder=make_embedder("minilm"))
+    proc, url = start_app(db)
+    try:
+        page = browser.new_page(viewport={"width": 1366, "height": 768})
+        page.set_default_timeout(120_000)
+        page.goto(url + "/?present=1")
+        page.get_by_text(STEPS[0].story.claim).wait_for()
+        page.get_by_text("found by").first.wait_for()
+        shot = artifacts / "present-1366.png"
+        page.wait_for_timeout(500)
+        page.screenshot(path=str(shot))
+        assert page.locator("[data-testid=stException]").count() == 0
+        assert not page.locator("[data-testid=stSidebar]").is_visible()
+        nxt = page.get_by_role("button", name=re.compile("Next"))
+        box = nxt.bounding_box()
+        assert box is not None and box["y"] + box["height"] <= 768  # next is on screen without scrolling
+        shots = os.environ.get("RETRIEVAL_SHOTS_DIR")  # `make screenshots` points it at docs/screenshots
+        if shots:
+            Path(shots).mkdir(parents=True, exist_ok=True)
+            shutil.copy(shot, Path(shots) / "present-1366.png")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
