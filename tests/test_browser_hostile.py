@@ -151,6 +151,10 @@ def test_no_page_renders_trace_markup_as_an_image_or_a_link(browser, hostile_app
         if name == "corpus":
             page.get_by_role("tab", name="Browse").click()
             wait_text(page, "trace(s) in")
+            page.locator("[data-testid=stDataFrame]").first.hover()  # its toolbar: no unneutralised CSV download
+            page.wait_for_timeout(1000)
+            csv = page.locator("[data-testid=stElementToolbar] button[aria-label='Download as CSV']")
+            assert csv.count() >= 1 and not any(csv.nth(i).is_visible() for i in range(csv.count()))
         if name == "inspect":
             page.get_by_text("Grade the final list").first.click()  # the grade labels quote ids and content
             wait_text(page, QUERY)

@@ -120,8 +120,9 @@ def test_snapshots_in_a_real_browser(browser, tmp_path, artifacts):
     try:
         page = browser.new_page(viewport={"width": 1600, "height": 3200})
         page.goto(f"{url}/Snapshots")
-        wait_text(page, "No snapshot of this case yet")  # the default case, demo, has none
+        wait_text(page, "AgentOS (the seed)")  # the default case, demo, opens on the two snapshots build-demo ships
         pick_case(page, "mini")
+        wait_text(page, "dense_weight 0.5 → 1")
         wait_text(page, "Judged traces that moved")
         open_grading(page)
         # the three grades survived the restart, shown on their widgets

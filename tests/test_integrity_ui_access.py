@@ -180,7 +180,9 @@ def test_a_grade_from_inspect_is_written_as_the_signed_in_visitor(as_user):
     tid = at.session_state["i_result"][1].traces[0].id
     at.button_group(key=grade_key(query, tid)).set_value(2).run()
     assert not at.exception, at.exception
-    assert JudgmentStore(db).grades(TOMAS, query)["human"] == {tid: 2}
+    # the grade is the signed-in visitor's, as a named rater
+    assert JudgmentStore(db).grades(TOMAS, query, rater="writer@example.com")["human"] == {tid: 2}
+    assert [(j.who, j.grade) for j in JudgmentStore(db).ratings(TOMAS, query)] == [("writer@example.com", 2)]
     entry = next(e for e in Workspace(db, embedder=HashingEmbedder(384)).audit.entries(limit=20)
                  if e.action == "grade")
     assert (entry.actor, entry.scopes) == ("writer@example.com", ("user:tomas",))

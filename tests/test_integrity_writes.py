@@ -147,7 +147,7 @@ def test_side_tables_open_with_the_stores_storage_options(tmp_path, monkeypatch)
     real = remote.open_db
     monkeypatch.setattr(remote, "open_db", lambda uri, opts=None, **kw: opened.append((uri, opts)) or real(uri, opts,
                                                                                                            **kw))
-    for mod in ("retrieval.facts.store", "retrieval.judgments.store", "retrieval.workspace.audit",
+    for mod in ("retrieval.facts.store", "retrieval.judgments.tables", "retrieval.workspace.audit",
                 "retrieval.store.handle"):
         monkeypatch.setattr(f"{mod}.open_db", remote.open_db)
     opts = {"region": "test-1"}

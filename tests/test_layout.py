@@ -161,7 +161,7 @@ print("ok")
 
 def test_no_module_is_a_god_file():
     sizes = {str(p.relative_to(ROOT)): len(p.read_text().splitlines())
-             for folder in ("retrieval",) for p in (ROOT / folder).rglob("*.py")}
+             for folder in ("retrieval", "ui", "pages") for p in (ROOT / folder).rglob("*.py")}
     sizes[str(ROOT / "app.py")] = len((ROOT / "app.py").read_text().splitlines())
     assert {p: n for p, n in sizes.items() if n > 360} == {}
 

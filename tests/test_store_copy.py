@@ -143,7 +143,7 @@ def test_another_writers_commit_makes_the_copy_rebuild(copied, tmp_path, monkeyp
 
 
 def test_a_large_overlay_falls_back_to_a_rebuild(copied, monkeypatch):
-    monkeypatch.setattr("retrieval.store.row_copy.OVERLAY_MAX", 5)
+    monkeypatch.setattr("retrieval.store.row_cache.OVERLAY_MAX", 5)
     base = copied.row_copy.current().data
     copied.add([make_trace(f"new{i}", f"bulk w{i} note", "u1") for i in range(6)])
     assert copied.row_copy.held is None  # released before the rebuild, not held beside it
@@ -204,7 +204,7 @@ def test_large_scopes_search_lancedb_and_rescore_on_the_spill_file(copied, monke
 
 
 def test_a_large_deactivation_drops_the_copy_instead_of_keeping_stale_rows(copied, monkeypatch):
-    monkeypatch.setattr("retrieval.store.row_copy.OVERLAY_MAX", 2)
+    monkeypatch.setattr("retrieval.store.row_cache.OVERLAY_MAX", 2)
     monkeypatch.setattr("retrieval.store.writes.OVERLAY_MAX", 2)
     copied.set_active(["t1", "t2", "t3"], False)
     assert copied.row_copy.held is None

@@ -149,6 +149,6 @@ def test_cli_reembed_analyzer_and_status_default_to_the_recorded_embedder(built,
     assert '"id": "inv"' in capsys.readouterr().out
 
 
-def test_cli_refuses_a_mismatched_embedder(built):
-    with pytest.raises(ValueError, match="built with embedder hashing"):
-        main(["status", "--db", built, "--embedder", "hashing"])  # 384-d hashing vs the stored 64-d
+def test_cli_refuses_a_mismatched_embedder(built, capsys):
+    assert main(["status", "--db", built, "--embedder", "hashing"]) == 2  # 384-d hashing vs the stored 64-d
+    assert "built with embedder hashing (64-d) but is opened with hashing (384-d)" in capsys.readouterr().err

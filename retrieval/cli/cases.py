@@ -102,11 +102,25 @@ def cmd_snapshot_run(args) -> int:
     def progress(done: int, total: int) -> None:
         print(f"\r  query {done}/{total}", end="" if done < total else "\n", file=sys.stderr, flush=True)
 
-    snap = run_snapshot(ws, args.case, cfg, JudgmentStore(args.db), progress=progress, label=args.label)
+    js = JudgmentStore(args.db)
+    snap = run_snapshot(ws, args.case, cfg, js, progress=progress, label=args.label, as_of=_as_of(js, args.as_of))
     errors = {q.qid: q.error for q in snap.queries if q.error}
     return _print({"snapshot": snap.id, "case": snap.case, "metrics": snap.metrics, "queries": len(snap.queries),
                    "judged_queries": snap.judged_queries, "elapsed_ms": round(snap.elapsed_ms, 1),
                    "stage_metrics": snap.stage_metrics, **({"errors": errors} if errors else {})})
+
+
+def _as_of(js, text: str | None):
+    """`--as-of`: a snapshot id means the store version that snapshot ran against; else a version, tag or time."""
+    from retrieval.store.versions import parse_as_of
+
+    if text and text.strip() in {r["id"] for r in js.snapshot_rows()}:
+        version = js.snapshot(text.strip()).store_version
+        if version is None:
+            raise ValueError(f"snapshot {text.strip()} was run before snapshots recorded their store version; "
+                             "give a version, tag or time instead")
+        return version
+    return parse_as_of(text)
 
 
 def cmd_snapshot_list(args) -> int:
@@ -120,12 +134,13 @@ def cmd_snapshot_list(args) -> int:
 
 def cmd_snapshot_diff(args) -> int:
     from retrieval.judgments import JudgmentStore
+    from retrieval.eval.metrics import rank_biased_overlap
     from retrieval.judgments.diff import diff_snapshots
 
     js = JudgmentStore(args.db)
     a, b = js.snapshot(args.a), js.snapshot(args.b)
     qrels = None if args.stored_grades else js.qrels(js.case(b.case)) if js.find_case(b.case) else None
-    return _print(diff_snapshots(a, b, qrels, k=args.k, metric=args.metric).to_dict())
+    return _print(diff_snapshots(a, b, qrels, k=args.k, metric=args.metric, similarity=rank_biased_overlap).to_dict())
 
 
 def cmd_snapshot_grade(args) -> int:
@@ -207,6 +222,9 @@ def _add_snapshot_run(ss) -> None:
     sp.add_argument("--over-fetch-multiplier", "--over-fetch", dest="over_fetch_multiplier", type=int)
     sp.add_argument("--no-facts", action="store_true")
     sp.add_argument("--label", default="")
+    sp.add_argument("--as-of", dest="as_of", default=None,
+                    help="run on the store as it was: a table version, a tag, or an ISO time with a zone; "
+                         "`--as-of SNAPSHOT_ID` re-runs at the version that snapshot recorded")
     _db(sp, embedder=True)
     sp.set_defaults(func=_guard(cmd_snapshot_run))
 

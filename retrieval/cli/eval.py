@@ -52,11 +52,15 @@ def open_eval_workspace(name: str, traces, cache_dir: str, embedder=None, log=pr
 
 
 def _as_new_store(ws, log) -> None:
-    """An evaluation measures what a new store does: a cache made before the store recorded BM25 statistics
-    (or with the other setting) is switched to what a new store records (metadata only, no re-embedding)."""
-    from retrieval.store.identity import NEW_STORE_STATISTICS
+    """An evaluation measures what a new store does: a cache made before today's defaults (or with other settings)
+    is switched to the BM25 analyser and statistics a new store records (no re-embedding)."""
+    from retrieval.store.identity import NEW_STORE_ANALYZER, NEW_STORE_STATISTICS
 
-    if ws.store.identity().statistics != NEW_STORE_STATISTICS:
+    ident = ws.store.identity()
+    if ident.analyzer != NEW_STORE_ANALYZER:
+        log(f"  cached store: BM25 analyser set to {NEW_STORE_ANALYZER!r}, as a new store records (rebuilding BM25)")
+        ws.set_analyzer(NEW_STORE_ANALYZER)
+    if ident.statistics != NEW_STORE_STATISTICS:
         log(f"  cached store: BM25 statistics set to {NEW_STORE_STATISTICS!r}, as a new store records")
         ws.set_bm25_statistics(NEW_STORE_STATISTICS)
 

@@ -21,7 +21,8 @@ from retrieval.store.columns import ColumnMap
 from retrieval.store.dense import cosine_distances, index_and_tail
 from retrieval.store.handle import TableHandle
 from retrieval.store.reads import SCAN_BATCH, StoreReads
-from retrieval.store.row_copy import RowCache, RowCopy
+from retrieval.store.row_cache import RowCache
+from retrieval.store.row_copy import RowCopy
 from retrieval.store.rows import from_row
 from retrieval.store.writes import ADD_BATCH, AddReport, Progress, StoreWrites
 from retrieval.types import MemoryTrace, Mood, Scope, ScoredMemoryTrace, utcnow

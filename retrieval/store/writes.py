@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from retrieval.store.ann import ANN_MIN_ROWS, AnnIndex
-from retrieval.store.row_copy import OVERLAY_MAX
+from retrieval.store.row_cache import OVERLAY_MAX
 from retrieval.store.identity import StoreIdentity, check_embedder, read_identity, write_identity
 from retrieval.store.rows import ids_filter, to_row
 from retrieval.types import MemoryTrace
