@@ -62,6 +62,8 @@ test: lint chromium
 # Regenerate the README's pictures (docs/screenshots/) from a running app; tests never write tracked files.
 screenshots: $(VENV)/.installed-test chromium
 	RETRIEVAL_SHOTS_DIR=$(CURDIR)/docs/screenshots $(PY) -m pytest tests/test_browser.py -q -k click_to_explain
+	RETRIEVAL_SHOTS_DIR=$(CURDIR)/docs/screenshots $(PY) -m pytest tests/test_browser_inspector.py -q
+	RETRIEVAL_SHOTS_DIR=$(CURDIR)/docs/screenshots $(PY) -m pytest tests/test_present.py -q -k laptop_width
 
 # Benchmarks write docs/*.json and docs/eval/*.json, then docs/BENCHMARKS.md is rendered from them.
 # EVAL points at the evaluation data (never copied into this repository).
@@ -74,6 +76,7 @@ bench: $(VENV)/.installed-test chromium $(DB)/traces.lance
 	$(PY) scripts/bench_ann.py
 	$(PY) scripts/bench_app_start.py
 	$(PY) scripts/bench_snapshot.py
+	$(PY) scripts/bench_judge_browser.py
 	$(PY) scripts/choose_hybrid_defaults.py --locomo $(EVAL)/locomo-dev/locomo-dev.json
 	$(PY) -m retrieval eval --dataset beir:$(EVAL)/scifact --sweep --lab --out docs/eval/scifact.json
 	$(PY) -m retrieval eval --dataset beir:$(EVAL)/scifact --reranker embedding --out docs/eval/scifact-rerank.json

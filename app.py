@@ -8,8 +8,11 @@ from retrieval.types import Scope
 from ui.cache import db_uri, workspace
 from ui.access import page_guard
 from ui.text import code, plain
+from ui.calibration import caption as calibration_caption
 from ui.widgets import nav
 
+if st.query_params.get("present") == "1":  # presenter mode: the Home examples as a guided story
+    st.switch_page("pages/9_Present.py")
 st.set_page_config(page_title="Hybrid retrieval inspector", page_icon="🔎", layout="wide")
 nav()
 access = page_guard(home=True)  # sign-in, scopes, read-only
@@ -67,6 +70,7 @@ if status.get("dim"):
     st.caption(f"Built with embedder **{plain(status.get('embedder') or 'unrecorded')}** ({status['dim']}-d) · BM25 "
                f"analyzer **{plain(status.get('analyzer', 'plain'))}** · sparse search: {sparse}"
                + (f" · table `{status['table']}` inspected in place (read-only)" if status.get("in_place") else ""))
+    calibration_caption(ws)  # "calibrated: <settings> (date)", or that the preset's fixed defaults apply
 
 if status["traces"] == 0:
     st.info("The store is empty. Load the bundled demo corpus (or your own file) on the **Corpus** page.")

@@ -1,6 +1,7 @@
-"""Inspect: one query through the pipeline — five stage columns, the rank flow, and why each trace is where it is.
+"""Inspect: one query through the pipeline — the five stages in one aligned table, the rank flow, and why each trace
+is where it is.
 
-Click a row in any column, or a point in the rank flow, to explain that trace (or type any id).
+Click a row of the stage table, or a point in the rank flow, to explain that trace (or type any id).
 The address holds the whole view — query, scope, every setting (defaults too), the explained id and
 the store's version — so a copied link reproduces it, and says so when it cannot.
 """
@@ -11,20 +12,25 @@ import time
 import streamlit as st
 
 from retrieval.hybrid import STAGES
+from retrieval.judgments.model import content_hash
 from retrieval.judgments.store import JudgmentStoreError
 from retrieval.pipeline.explain import explain
 from ui import view
+from ui import asof as asof_ui  # As of: picker, banner, Changes (ui/asof.py)
 from ui.access import session_access
 from ui.cache import ensure_model, get_generator, get_reranker, judgments, workspace
+from ui.derive import final_how, final_rule, normalisations
+from ui.stages import legend, remember_final
 from ui.charts import TOP_N, rank_flow_figure, timings_figure
-from ui.grading import add_to_case_widget, grade_widget
+from ui.grading import add_to_case_widget, current_rater, grade_widget, query_grades, unrated_ids
 from ui.links import DEPTHS, write_link
 from ui.state import cache_key, run_config
 from ui.access import page_guard
 from ui.panel import config_io, config_panel, usable_config
+from ui.calibration import caption as calibration_caption, store_defaults
 from ui.text import plain
 from ui.widgets import (escalation_view, explanation_details, explanation_summary, link_popover, nav, plotly_pick,
-                        scope_picker, seed_from_link, share_link, stage_column, write_params)
+                        scope_picker, seed_from_link, share_link, stage_table, write_params)
 
 P = "i_"  # widget key (and URL parameter) prefix for this page
 TARGET = f"{P}typed"  # the explained id: typed, or set by a click
@@ -43,13 +49,17 @@ version = ws.store.version()
 seed_from_link(P, scopes, version, {"q": f"{P}q", "scope": f"{P}scope", "id": TARGET, "depth": f"{P}depth"},
                allow_all=access.sees(None))
 
+as_of = asof_ui.picker(ws, P)  # As of (sidebar): a version, tag or time; `?asof=` carries it
+rws = asof_ui.workspace_for(ws, as_of)  # what searches read: the live store, or the store as of then
 with st.sidebar:
     st.header("Settings")
-    cfg = config_panel(P)
+    cfg = config_panel(P, store_defaults(ws))  # the store's calibrated defaults, when it records some
     st.divider()
     config_io(P, cfg)
 
 st.title("Inspect")
+asof_ui.banner(ws, as_of)  # which state is shown, when not the newest
+calibration_caption(ws, always=False)  # one line when the store is calibrated (ui/calibration.py)
 if ws.store.count() == 0:
     st.info("The store is empty: load the demo corpus on the Corpus page first.")
     st.page_link("pages/1_Corpus.py", label="Go to Corpus", icon="📚")
@@ -62,6 +72,7 @@ with c2:
 target_typed = (st.session_state.get(TARGET) or "").strip()
 depth = st.session_state.get(f"{P}depth", TOP_N)
 params = write_link(P, cfg, query, st.session_state.get(f"{P}scope"), target_typed or None, depth, version)
+params.update(asof_ui.link_params(as_of))
 write_params(P, params)
 with c3:
     link_popover(share_link(params))
@@ -86,11 +97,11 @@ try:
     if cached is None or cached[0] != cache_key(query, scope, run_cfg):
         steps = view.run_steps(run_cfg)
         with st.status("Searching: " + " → ".join(steps) + "…", expanded=False) as status:
-            result, refusion = run_config(ws, run_cfg, query, scope, get_reranker, get_generator, cached)
+            result, refusion = run_config(rws, run_cfg, query, scope, get_reranker, get_generator, cached)
             status.update(label=f"Searched in {(time.perf_counter() - t0) * 1000:.0f} ms: " + " → ".join(steps),
                           state="complete")
     else:
-        result, refusion = run_config(ws, run_cfg, query, scope, get_reranker, get_generator, cached)
+        result, refusion = run_config(rws, run_cfg, query, scope, get_reranker, get_generator, cached)
 except (ValueError, ImportError) as exc:
     st.error(plain(exc))  # it may quote the query or an id
     st.stop()
@@ -100,8 +111,10 @@ st.session_state["last_injected_facts"] = {
     "scope": str(scope), "query": query, "facts": [f.__dict__ for f in result.diagnostics.facts]}
 d = result.diagnostics
 
-if refusion:
-    st.caption(f"⚡ Re-fused from cached stage lists in {d.timings_ms.get('refuse', 0):.2f} ms — "
+changed, moved = remember_final(st.session_state.setdefault(f"{P}finals", {}), query, scope, run_cfg,
+                                d.stage_ids["final"])
+if refusion and changed:  # only when this run re-fused for a new setting (not after a click or a grade)
+    st.caption(f"⚡ Re-fused from cached stage lists in {d.timings_ms.get('refusion', 0):.2f} ms — "
                "no embedding, search or reranker call.")
 else:
     st.caption(f"{d.candidates_scanned} candidates in the pool")
@@ -114,24 +127,24 @@ split = view.split_summary(d)
 if split:
     st.info(split, icon=":material/content_cut:")
 
-shown = [i for s in STAGES for i in d.stage_ids[s][:ROWS]]
-whole = view.whole_texts(d, ws.store.get, shown)
-fusion = "RRF" if d.settings.fusion == "rrf" else f"convex, {d.settings.normalization}"
-labels = {"merged": f"Merged ({fusion})"}
-for col, stage in zip(st.columns(5), STAGES):
-    with col:
-        stage_column(stage, d, whole, d.searched_query or query, ROWS, f"{P}col_{stage}", TARGET, labels.get(stage))
-st.caption(view.ORIGIN_LEGEND + ". Click a row to explain it.")
+shown = [i for s in STAGES for i in d.stage_ids[s][:ROWS]] + list(moved)
+whole = view.whole_texts(d, asof_ui.store_get(ws, as_of), shown)
+js = judgments(ws.uri)
+rater = current_rater(access)
+try:
+    grades = js.grades(scope, query, rater=rater)
+    unrated = unrated_ids(d.stage_ids["final"], query_grades(js, scope, query), k=ROWS)
+except JudgmentStoreError as exc:  # a damaged judgments table: grading is off, the rest of the page works
+    grades, unrated, grading_off = None, [], str(exc)
+stage_table(d, whole, d.searched_query or query, ROWS, f"{P}stages", TARGET, moved, unrated)
+st.caption(legend(bool(moved)) + " " + (final_rule(d) or "")
+           + (f" {len(unrated)} of the final top {ROWS} are ○ unrated by anyone." if unrated else ""))
 
-with st.expander(f"Grade the final list ({len(result.traces)} results) · add this query to a case",
+with st.expander(f"Grade the final list ({len(result.traces)} results) as {rater} · add this query to a case",
                  expanded=bool(st.session_state.get(f"{P}grading"))):
     st.toggle("Keep this open", key=f"{P}grading", help="Grades save at once, in the store beside the traces.")
-    js = judgments(ws.uri)
-    try:
-        grades = js.grades(scope, query)
-    except JudgmentStoreError as exc:  # a damaged judgments table: grading is off, the rest of the page works
-        st.warning(f"Grading is off: {plain(exc)}")
-        grades = None
+    if grades is None:
+        st.warning(f"Grading is off: {plain(grading_off)}")
     if grades is not None:
         n_graded = sum(1 for t in result.traces if t.id in grades.get("human", {}))
         st.caption(f"{n_graded} of {len(result.traces)} graded (0 not relevant … 3 highly relevant; click a grade "
@@ -139,7 +152,8 @@ with st.expander(f"Grade the final list ({len(result.traces)} results) · add th
         for rank, t in enumerate(result.traces, 1):
             grade_widget(js, scope, query, t.id, key_prefix=f"{P}g_", grades=grades, disabled=not access.grade,
                          label=f"#{rank} {t.id} — {t.content[:90]}",
-                         shortcuts=t.id == (st.session_state.get(TARGET) or ""), access=access)
+                         shortcuts=t.id == (st.session_state.get(TARGET) or ""), access=access, rater=rater,
+                         content_hash=content_hash(t.content))
         if access.write:
             add_to_case_widget(js, scope, query, key_prefix=f"{P}g_", access=access)
 
@@ -154,13 +168,17 @@ with right:
         st.caption("Showing the final #1. Click any row or rank-flow point, or type an id.")
     # A limited visitor gets one answer for "in a scope you may not see" and "no such id" (no existence oracle).
     ex = explain(d, target, d.lookup, sees=access.sees if access.limited else None) if target else None
-    shown_ex = ex is not None and explanation_summary(ex, query, f"{P}x")
+    shown_ex = ex is not None and explanation_summary(ex, query, f"{P}x", final_how(d, target))
 with left:
     depth = st.select_slider("Ranks shown in the rank flow", DEPTHS, value=TOP_N, key=f"{P}depth",
                              help="Ranks deeper than this sit on one row at the bottom.")
-    plotly_pick(rank_flow_figure(d.stage_ids, d.fact_ids, top=depth, highlight=target or None), f"{P}flow", TARGET)
+    plotly_pick(rank_flow_figure(d.stage_ids, d.fact_ids, top=depth, highlight=target or None, moved=moved),
+                f"{P}flow", TARGET)
 if shown_ex:
-    explanation_details(ex, f"{P}x")
+    explanation_details(ex, f"{P}x", normalisations(d, target))
+
+asof_ui.changes(ws, as_of, P, query, scope,  # Changes: this query at two versions (ui/asof.py)
+                lambda w: run_config(w, run_cfg, query, scope, get_reranker, get_generator)[0], d.facts)
 
 with st.expander("Timings and settings"):
     if d.timings_ms:

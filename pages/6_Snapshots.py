@@ -11,17 +11,19 @@ import streamlit as st
 from retrieval.access import AccessDenied
 from retrieval.pipeline.config import PipelineConfig
 from retrieval.judgments import JudgmentStore
+from retrieval.eval.metrics import rank_biased_overlap
 from retrieval.judgments.diff import diff_snapshots
 from retrieval.judgments.io import (import_case, parse_jsonl, parse_qrels, parse_queries, spreadsheet_csv,
                                     suggest_case_name)
 from retrieval.judgments.machine import WEAK_NOTE, agreement, machine_grade
-from retrieval.judgments.metrics import METRICS
+from retrieval.judgments.metrics import metric_names
 from retrieval.judgments.model import CaseQuery, query_key, scope_text
-from retrieval.judgments.snapshots import run_snapshot
+from retrieval.judgments.snapshots import rescore, run_snapshot
+from retrieval.eval.metrics import paired_bootstrap
 from retrieval.judgments.store import JudgmentStoreError, check_grading
 from ui.cache import ensure_model, get_generator, get_reranker, workspace
 from ui.charts import snapshot_trend_figure
-from ui.grading import REFUSALS, grade_widget, inspect_query_params, visible_case_names
+from ui.grading import REFUSALS, case_qrels, grade_widget, inspect_query_params, visible_case_names
 from ui.state import CachedModels
 from ui.access import page_guard
 from ui.text import code, plain
@@ -114,7 +116,8 @@ def case_section():
         st.session_state[f"{P}case"] = "demo" if "demo" in names else names[0]
     case_name = st.selectbox("Case", names, key=f"{P}case")
     case = js.case(case_name)
-    qrels = js.qrels(case)
+    qrels, pol = case_qrels(js, ws.store.get, case)
+    st.caption(f"Metrics use {plain(pol.describe())}, k = {pol.k} (set on the Judge page).")
     st.caption(f"{len(case.queries)} queries, {len(qrels)} with human grades · scale {case.scale}. Grade results on "
                "the Inspect page; every snapshot is scored with today's human grades in the diff.")
     run_panel(case)
@@ -124,8 +127,9 @@ def case_section():
 def run_panel(case) -> None:
     label = st.text_input("Label for the next snapshot", key=f"{P}label", placeholder="e.g. dense 0.7")
     if not st.button(f"Run a snapshot of {len(case.queries)} queries with the sidebar configuration", key=f"{P}run",
-                     type="primary", disabled=not (acc.write or acc.grade),
-                     help=None if acc.write or acc.grade else "Running snapshots stores them: it needs write access"):
+                     type="primary", disabled=not acc.write,
+                     help=None if acc.write else "Running a snapshot stores it: it needs write access (a read-only "
+                     "demo ships its snapshots; grading stays open where it is allowed)"):
         return
     ensure_model()
     bar = st.progress(0.0, text="searching…")
@@ -141,7 +145,8 @@ def run_panel(case) -> None:
     st.session_state[f"{P}b"] = snap.id  # diff the new run against the one before it
     if prev:
         st.session_state[f"{P}a"] = prev[-1]
-    st.success(f"Snapshot {snap.id}: nDCG@10 {snap.metrics['ndcg@10']:.3f} over {snap.judged_queries} judged "
+    head, value = next(iter(snap.metrics.items()), ("ndcg@10", 0.0))  # nDCG at the case's k
+    st.success(f"Snapshot {snap.id}: {head.replace('ndcg', 'nDCG')} {value:.3f} over {snap.judged_queries} judged "
                f"queries in {snap.elapsed_ms / 1000:.1f} s")
 
 
@@ -165,7 +170,8 @@ def snapshots_section(case_name: str) -> tuple[str, str]:
     c1, c2 = st.columns(2)
     a_id = c1.selectbox("A (baseline)", ids, index=max(0, len(ids) - 2), key=f"{P}a")
     b_id = c2.selectbox("B", ids, index=len(ids) - 1, key=f"{P}b")
-    st.plotly_chart(snapshot_trend_figure(table, METRICS, highlight=(a_id, b_id)), key=f"{P}trend",
+    names = metric_names(js.policy(case_name).k)
+    st.plotly_chart(snapshot_trend_figure(table, names, highlight=(a_id, b_id)), key=f"{P}trend",
                     config={"displayModeBar": False})
     st.dataframe(table, hide_index=True, width="stretch", key=f"{P}list")
     if a_id == b_id:
@@ -174,23 +180,49 @@ def snapshots_section(case_name: str) -> tuple[str, str]:
     return a_id, b_id
 
 
+def metric_intervals(sa, sb, qrels, k: int) -> dict:
+    """Paired bootstrap 95 % intervals of B − A per metric, over the queries both snapshots scored (paired as the
+    diff pairs them: the same grades rescore both)."""
+    if qrels is None:
+        qrels = {q: {**sa.qrels.get(q, {}), **sb.qrels.get(q, {})} for q in {*sa.qrels, *sb.qrels}}
+    a, b = rescore(sa, qrels, k, stages=("final",)), rescore(sb, qrels, k, stages=("final",))
+    qa, qb = {q.qid: q for q in a.queries}, {q.qid: q for q in b.queries}
+    paired = [q for q in qa if q in qb and qa[q].metrics and qb[q].metrics]
+    if not paired:
+        return {}
+    return {m: paired_bootstrap([qa[q].metrics[m] for q in paired], [qb[q].metrics[m] for q in paired])
+            for m in qa[paired[0]].metrics}
+
+
+def interval_cell(iv) -> str:
+    if iv is None:
+        return "—"
+    where = "> 0" if iv.above_zero else "< 0" if iv.below_zero else "includes 0"
+    return f"[{iv.lo:+.4f}, {iv.hi:+.4f}] {where}"
+
+
 def diff_section(case_name: str, a_id: str, b_id: str, qrels):
     """B − A: metric deltas, per query (with a spreadsheet download), and the judged traces that moved."""
     sa, sb = js.snapshot(a_id), js.snapshot(b_id)
-    diff = diff_snapshots(sa, sb, qrels)
+    diff = diff_snapshots(sa, sb, qrels, similarity=rank_biased_overlap)
     st.subheader(f"B − A · {diff.test}")
     if diff.config_changes:
         st.caption("Config changes: " + ", ".join(code(f"{f} {a} → {b}") for f, (a, b) in diff.config_changes.items()))
+    ivs = metric_intervals(sa, sb, qrels, diff.k)
     st.dataframe([{"metric": m.metric, "A": round(m.a, 4), "B": round(m.b, 4), "Δ": round(m.delta, 4),
+                   "95 % interval": interval_cell(ivs.get(m.metric)),
                    "p": None if m.p_value is None else round(m.p_value, 4), "queries": m.n} for m in diff.metrics],
                  hide_index=True, width="stretch", key=f"{P}metrics")
+    st.caption("95 % interval: paired bootstrap of B − A over the queries scored in both (10,000 resamples); "
+               "an interval that includes zero shows no difference.")
 
     def link(q, cfg_) -> str:
         scope = next((x.scope for x in sb.queries if x.qid == q.qid), None)
         return f"{INSPECT_URL}?{urlencode(inspect_query_params(cfg_, q.query, scope))}"
 
     per_query = [{"qid": q.qid, "query": q.query, "scope": q.scope, f"A {diff.metric}": round(q.a, 4),
-                  f"B {diff.metric}": round(q.b, 4), "Δ": round(q.delta, 4), "entered top 10": ", ".join(q.entered),
+                  f"B {diff.metric}": round(q.b, 4), "Δ": round(q.delta, 4),
+                  "RBO": None if q.rbo is None else round(q.rbo, 3), "entered top 10": ", ".join(q.entered),
                   "left top 10": ", ".join(q.left), "moved": len(q.moved), "Inspect A": link(q, sa.config),
                   "Inspect B": link(q, sb.config)} for q in diff.queries]
     st.markdown(f"**Per query** (worst first) · {sum(q.delta < 0 for q in diff.queries)} worse, "
@@ -246,7 +278,9 @@ def grade_section(case, sa, sb, diff) -> None:
 
 def machine_section(case, sb) -> None:
     st.caption("A text generator grades the ungraded top 10 of snapshot B with the UMBRELA prompt "
-               "(retrieval/judgments/machine.py). Machine grades are stored apart and never used by the metrics.")
+               "(retrieval/judgments/machine.py). Machine grades are stored apart (with their prompt's version) and "
+               "count in a case's metrics only once the case turns them on after their agreement with each human "
+               "rater is shown (Judge page).")
     gen = st.selectbox("Generator", ["cohere", "openai", "gemma"], key=f"{P}gen",
                        format_func=lambda g: {"gemma": "local Gemma (weak)", "openai": "OpenAI-compatible server",
                                               "cohere": "Cohere"}[g])

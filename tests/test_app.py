@@ -1,12 +1,14 @@
 """Every page in streamlit.testing AppTest, on the demo corpus with the model-free hashing embedder."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from apphelpers import demo_app_env, open_page, page_texts
+from ui.text import plain
 from datetime import UTC
 
 
@@ -68,31 +70,74 @@ def inspect(**params) -> AppTest:
 
 
 def column_ids(at, stage: str) -> list[str]:
+    """A stage's ids (its top 10) as the page lists them for tests and screen readers."""
     import html
     import re
 
-    block = next((m.value for m in at.markdown if f"data-stage='{stage}'" in m.value), "")
-    found = re.search(r"data-ids='([^']*)'", block)
+    block = next((h.value for h in at.get("html") if f"data-stage='{stage}' data-ids=" in h.value), "")
+    found = re.search(rf"data-stage='{stage}' data-ids='([^']*)'", block)
     return [i for i in html.unescape(found.group(1)).split(",") if i] if found else []
 
 
-def column_table(at, stage: str):
-    """The stage column's table (the dataframe just before its id list)."""
-    ids = column_ids(at, stage)
-    return next(d.value for d in at.dataframe if "by" in d.value.columns and list(d.value["id"]) == ids)
+def stage_table(at) -> str:
+    """The aligned stage table's HTML."""
+    return next(h.value for h in at.get("html") if "class='rt-stages'" in h.value)
+
+
+def table_rows(at) -> dict[str, dict[str, str]]:
+    """The stage table's rows: id → the text of each cell part (by, split, text, each stage's rank and score)."""
+    from html.parser import HTMLParser
+
+    rows: dict[str, dict[str, str]] = {}
+
+    class Rows(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.row, self.part = None, None
+
+        def handle_starttag(self, tag, attrs):
+            a = dict(attrs)
+            if tag == "tr" and a.get("data-pick") is not None:
+                self.row = rows.setdefault(a["data-pick"], {})
+            elif self.row is not None and tag == "td" and a.get("data-stage"):
+                self.stage = a["data-stage"]
+            cls = (a.get("class") or "").split()
+            for name in ("rt-by", "rt-split", "rt-text", "rt-move", "rt-rank", "rt-score"):
+                if self.row is not None and name in cls:
+                    self.part = name[3:] if name not in ("rt-rank", "rt-score") else f"{self.stage} {name[3:]}"
+
+        def handle_endtag(self, tag):
+            if tag in ("span", "div", "td"):
+                self.part = None
+
+        def handle_data(self, data):
+            if self.row is not None and self.part is not None:
+                self.row[self.part] = self.row.get(self.part, "") + data
+
+    Rows().feed(stage_table(at))
+    return rows
 
 
 def test_inspect_shows_five_stages_and_an_explanation(demo_env):
     at = inspect(i_q="status of ticket FX-209847", i_scope="user:priya")
     assert not at.exception
-    heads = [m.value for m in at.markdown if m.value.startswith("**") and " · " in m.value]
-    assert [h.split("**")[1] for h in heads[:5]] == ["Dense", "Sparse (BM25)", "Merged (convex, theoretical)",
-                                                     "Reranked",
-                                                     "Final"]
+    import re
+
+    table = stage_table(at)
+    assert re.findall(r"data-sort-stage='(\w+)'", table) == ["dense", "sparse", "merged", "reranked", "final"]
+    assert "convex, theoretical" in table and "Merged ÷ top" in table  # how Merged and Final were made
     assert column_ids(at, "sparse")[0] == "priya-lens-repair"
     assert column_ids(at, "final")[0] == "priya-lens-repair"
-    row = column_table(at, "final").iloc[0].to_dict()
-    assert row["#"] == "1" and row["by"] == "both" and "FX-209847" in row["text"]  # hashing: dense finds it too
+    rows = table_rows(at)
+    assert list(rows)[0] == "priya-lens-repair"  # sorted by the final rank
+    row = rows["priya-lens-repair"]
+    assert row["final rank"] == "1" and row["by"] == "both" and "FX-209847" in row["text"]  # hashing: dense too
+    assert "<mark>FX</mark>" in table  # query terms marked in the table
+    d = at.session_state["i_result"][1].diagnostics
+    assert row["sparse score"] == f"{d.stage_scores['sparse']['priya-lens-repair']:.4g}"
+    rule = next(c.value for c in at.caption if "Final = Merged ÷ the top Merged score" in c.value)
+    ex = d.stage_ids["final"][1]
+    assert f"{d.fused[ex].score:.5g} ÷ {d.fused[d.stage_ids['merged'][0]].score:.5g}" in rule
     assert any("Rank 1 of 10" in s.value for s in at.success)  # explanation of the final #1 by default
     assert any("<mark>FX</mark>" in m.value for m in at.markdown)  # its text, query terms highlighted
     stages = next(d.value for d in at.dataframe if list(d.value.columns) == ["stage", "rank", "score", "note"])
@@ -112,6 +157,13 @@ def test_moving_a_fusion_slider_refuses_from_cache(demo_env):
     assert after != before
     sparse = column_ids(at, "sparse")
     assert after[: len(sparse)] == sparse  # dense weight 0: BM25 order decides
+    from ui.stages import moves
+
+    marks = {i: r["move"] for i, r in table_rows(at).items() if r.get("move")}
+    assert marks and marks == moves(before, after)  # what moved against the previous setting, in the table
+    at.text_input(key="i_typed").input(after[1]).run()  # a click (or a typed id) re-fuses nothing new
+    assert not any("Re-fused from cached stage lists" in c.value for c in at.caption)
+    assert {i: r["move"] for i, r in table_rows(at).items() if r.get("move")} == marks  # the marks stay
 
 
 def test_typed_id_and_agentos_preset_explain_why_not(demo_env):
@@ -120,7 +172,7 @@ def test_typed_id_and_agentos_preset_explain_why_not(demo_env):
     import json
 
     assert json.loads(at.json[0].value)["rrf_k"] == 60  # the settings the result was made with
-    columns = ["i_col_dense", "i_col_sparse", "i_col_merged", "i_col_final"]  # agentos: no reranker
+    columns: list[str] = []  # the stages are one HTML table: no dataframe unless an explanation is shown
     at.text_input(key="i_typed").input("maya-intro").run()
     assert not at.exception
     assert [w.value for w in at.warning if "maya-intro" in w.value] == [
@@ -138,7 +190,9 @@ def test_typed_id_and_agentos_preset_explain_why_not(demo_env):
 def test_fact_query_injects_the_fact_first(demo_env):
     at = inspect(i_q="where do I live now?", i_scope="user:maya")
     assert column_ids(at, "final")[0].startswith("fact-graph:user:livesIn")
-    assert "fact" in next(m.value for m in at.markdown if "data-stage='final'" in m.value)
+    fact = column_ids(at, "final")[0]
+    assert table_rows(at)[fact]["by"] == "fact"
+    assert "Fact-graph traces come first with score 1" in texts(at)
 
 
 def test_selecting_cohere_without_a_key_is_a_clear_error(demo_env, monkeypatch):
@@ -164,15 +218,15 @@ def test_empty_query_and_reranker_path(demo_env):
     replaced = d.split_on_ambiguous["replaced_ids"]
     assert f"split {len(d.record.rerank.split_halves)} of {d.split_on_ambiguous['candidate_count']} candidates" in split
     assert f"replaced {len(replaced)} " in split and replaced
-    final = column_table(at, "final")
-    marked = final[final["by"].str.contains("✂")]
-    assert list(marked["id"]) == [i for i in d.stage_ids["final"] if i in replaced]
-    first = marked.iloc[0]
-    sp = d.splits[first["id"]]
-    assert first["text"].startswith(f"[✂ half {sp.chosen}: {max(sp.half_scores):.3f} vs whole {sp.whole:.3f}]")
-    merged = column_table(at, "merged")  # the merged column shows the stored (whole) text
-    assert not merged["text"].str.startswith("[✂").any()
-    assert any(e.label.startswith("✂ whole text of") for e in at.expander)
+    rows = table_rows(at)
+    marked = [i for i, r in rows.items() if r.get("split")]
+    assert marked == [i for i in d.stage_ids["final"] if i in replaced]
+    sp = d.splits[marked[0]]
+    assert rows[marked[0]]["split"] == f"✂ half {sp.chosen}: {max(sp.half_scores):.3f} vs whole {sp.whole:.3f}"
+    half = " ".join(d.pool[marked[0]].content.split())  # the text the final list ranks: the chosen half
+    assert rows[marked[0]]["text"].strip("…") in half
+    assert any(e.label.startswith(f"✂ whole text of the {len(marked)} split trace") for e in at.expander)
+    assert "Final = Reranked = (1 − " in texts(at)
 
 
 def test_config_json_round_trips_and_bad_files_are_named():
@@ -204,16 +258,24 @@ def test_compare_labelled_set(demo_env):
     at.button(key="cmp_run").click().run()
     assert not at.exception
     assert {m.label for m in at.metric} >= {"ndcg@10 (B)", "recall@10 (B)", "mrr (B)"}
+    ivs = [c.value for c in at.caption if c.value.startswith("Δ 95 % interval [")]
+    assert len(ivs) == 3 and all("(paired bootstrap)" in c for c in ivs)  # one interval per metric delta
 
 
 def test_tune_evaluates_and_sweeps(demo_env):
     at = page("pages/4_Tune.py")
     at.button(key="t_run").click().run(timeout=180)
     assert not at.exception
-    assert any("Best on the tune half" in c.value for c in at.caption)
+    assert any("Best of the search" in m.value and "chosen on the tune half" in m.value for m in at.markdown)
     assert any("wins" in c.value and "losses" in c.value for c in at.caption)
     stages = [d.value for d in at.dataframe if "stage" in d.value.columns][0]
     assert list(stages["stage"]) == ["dense", "sparse", "merged", "final"]
+    rows, note, _ = at.session_state["t_out"]
+    n = len(at.session_state["t_out"][2])
+    merged = next(r for r in rows if r["stage"] == "merged")
+    # the per-stage count is explained: fewer merged queries than the set holds says why (sparse-empty)
+    assert (f"merged ran for {merged['queries']} of {n}" in note) == (merged["queries"] < n)
+    assert any(plain(note) in c.value for c in at.caption)
 
 
 def test_facts_page_and_last_injected(demo_env):
@@ -304,11 +366,12 @@ def test_escalation_is_a_sentence_with_the_code_in_small_print(demo_env):
 
 def test_switching_fusion_is_a_refusion(demo_env):
     at = inspect(i_q="status of ticket FX-209847", i_scope="user:priya")
-    assert any(m.value.startswith("**Merged (convex, theoretical)**") for m in at.markdown)  # the hybrid default
+    merged = "data-sort-stage='merged' title='Sort by Merged rank'>Merged<span class='rt-note'>{}</span>"
+    assert merged.format("convex, theoretical") in stage_table(at)  # the hybrid default
     at.radio(key="i_fusion").set_value("rrf").run()
     assert not at.exception
     assert any("Re-fused from cached stage lists" in c.value for c in at.caption)
-    assert any(m.value.startswith("**Merged (RRF)**") for m in at.markdown)
+    assert merged.format("RRF") in stage_table(at)
     assert at.query_params["i_fusion"] == "rrf"
     at.radio(key="i_preset").set_value("agentos").run()  # agentos is always RRF
     assert at.radio(key="i_fusion").value == "rrf" and at.radio(key="i_fusion").disabled
@@ -339,15 +402,29 @@ def test_compare_puts_rrf_and_convex_side_by_side(demo_env):
 
 
 def test_tune_apply_best_sets_the_sliders_here_and_on_inspect(demo_env):
+    """One search, one best: the heatmap's starred cell is the lab's best RRF setting; Apply sets that best."""
     at = page("pages/4_Tune.py")
     at.button(key="t_run").click().run(timeout=180)
-    bp = at.session_state["t_out"][1].best_params
-    heat = [c for c in at.get("plotly_chart")]
-    assert heat
+    lab = at.session_state["t_lab"]
+    heat = [c for c in at.get("plotly_chart") if json.loads(c.proto.spec)["data"][0]["type"] == "heatmap"]
+    assert len(heat) == 1
+    cells = json.loads(heat[0].proto.spec)["data"][0]["text"]
+    assert sum(v.startswith("★") for row in cells for v in row) == 1  # one starred cell
+    spec = json.loads(heat[0].proto.spec)["data"][0]
+    r, c = next((i, j) for i, row in enumerate(cells) for j, v in enumerate(row) if v.startswith("★"))
+    assert (float(spec["y"][r]), float(spec["x"][c])) == (lab.best_of("rrf").candidate.dense_weight,
+                                                          lab.best_of("rrf").candidate.rrf_k)
+    rrf = lab.best_of("rrf").candidate
+    assert f"★ = the best RRF setting ({rrf.label})" in texts(at)
+    best = lab.best.candidate
+    iv = lab.interval()
+    label = at.button(key="t_apply_best").proto.label
+    assert label.startswith(f"Apply: {best.label}")
+    assert ("interval includes zero" in label) == (not iv.above_zero and not iv.below_zero)
     at.button(key="t_apply_best").click().run()
     assert not at.exception
-    assert (at.slider(key="t_dense_weight").value, at.slider(key="t_rrf_k").value) == (bp["dense_weight"], bp["rrf_k"])
-    assert at.session_state["i_dense_weight"] == bp["dense_weight"] and at.session_state["i_rrf_k"] == bp["rrf_k"]
+    assert at.session_state["t_dense_weight"] == best.dense_weight and at.session_state["t_fusion"] == best.fusion
+    assert at.session_state["i_dense_weight"] == best.dense_weight and at.session_state["i_fusion"] == best.fusion
     assert any(s.value.startswith("Applied: the sliders here and on Inspect") for s in at.success)
 
 
@@ -362,29 +439,31 @@ def test_grade_final_results_in_inspect_and_they_survive_a_restart(demo_env):
     groups = [b for b in at.button_group if b.proto.label.startswith("#")]
     assert [b.proto.label.split(" ")[1] for b in groups] == final  # one control per final result, in rank order
     assert all("○ ungraded" in b.proto.label for b in groups)
+    assert stage_table(at).count("○ unrated") == len(final)  # the stage table marks unrated results too
     groups[0].set_value(3).run()
     [b for b in at.button_group if b.proto.label.startswith("#2 ")][0].set_value(1).run()
     assert JudgmentStore(demo_env).grades(scope, q)["human"] == {final[0]: 3, final[1]: 1}
     again = inspect(i_q=q, i_scope="user:priya")  # a new session: the grades come from the store
     labels = [b.proto.label for b in again.button_group if b.proto.label.startswith("#")]
     assert "● 3" in labels[0] and "● 1" in labels[1] and "○ ungraded" in labels[2]
+    assert stage_table(again).count("○ unrated") == len(final) - 2
 
 
-def test_tune_reads_the_demo_case_and_its_fusion_lab_applies_the_best(demo_env):
+def test_tune_reads_the_demo_case_and_its_fusion_lab_shows_intervals(demo_env):
     at = page("pages/4_Tune.py")
     assert at.selectbox(key="t_case").value == "demo"  # the demo case ships with the demo corpus
     at.button(key="t_run").click().run(timeout=240)
     assert not at.exception
     lab = at.session_state["t_lab"]
-    table = [d.value for d in at.dataframe if "held-out" in d.value.columns][0]
+    table = [d.value for d in at.dataframe if "held-out" in d.value.columns and "fusion" in d.value.columns][0]
     assert list(table["fusion"]) == ["current configuration", "RRF", "convex · minmax", "convex · theoretical",
                                      "convex · zscore"]
     assert table["tune"].iloc[1:].max() == pytest.approx(round(lab.best.tune, 4))
-    at.button(key="t_apply_lab").click().run()
-    best = lab.best.candidate
-    assert at.session_state["i_fusion"] == best.fusion and at.session_state["t_dense_weight"] == best.dense_weight
-    if best.fusion == "convex":
-        assert at.session_state["t_normalization"] == best.normalization
+    rrf = lab.best_of("rrf")
+    iv = lab.interval(rrf)
+    assert table["95 % interval"].iloc[1] == f"[{iv.lo:+.4f}, {iv.hi:+.4f}]"
+    assert table["Δ held-out vs current"].iloc[1] == f"{iv.delta:+.4f}"
+    assert iv.delta == pytest.approx(rrf.held_out - lab.baseline.held_out)
 
 
 def test_home_names_the_vector_index_a_store_has(tmp_path, monkeypatch):

@@ -2,8 +2,10 @@
 (the settings panel is `ui.panel`)."""
 from __future__ import annotations
 
+import functools
 import html
 import re
+from collections.abc import Collection
 from urllib.parse import urlencode
 
 import streamlit as st
@@ -12,8 +14,8 @@ from retrieval.bm25.index import default_tokenizer
 from retrieval.pipeline.escalations import describe
 from retrieval.types import Scope
 
-from . import view
-from .charts import STAGE_LABELS, bm25_figure, dense_terms_figure
+from . import derive, stages, view
+from .charts import bm25_figure, dense_terms_figure
 from .links import ALL_SCOPES, ignored_sentence, read_link, store_changed, write_link
 from .state import PipelineConfig
 from .text import code, plain
@@ -48,34 +50,76 @@ def _pick(key: str, target_key: str) -> None:
         st.session_state[target_key] = tid
 
 
-def stage_column(stage: str, diag, whole: dict, query: str, rows: int, key: str, target_key: str,
-                 label: str | None = None) -> None:
-    """One of the five side-by-side columns as a selectable table; clicking a row explains it."""
-    ids = list(diag.stage_ids.get(stage, []))
-    st.markdown(f"**{label or STAGE_LABELS[stage]}** · {len(ids)}")
-    if not ids:
-        reason = {"reranked": "no reranker selected (or it failed)",
-                  "merged": "fusion skipped (see the warning above)"}.get(stage, "no hits")
-        st.caption(f"— {reason}")
-        return
-    data = view.column_rows(stage, diag, whole, query, rows)
-    st.session_state[f"{key}_ids"] = [r["id"] for r in data]
-    st.dataframe(data, hide_index=True, width="stretch", height=36 + 35 * len(data), key=key,
-                 on_select=lambda: _pick(key, target_key), selection_mode="single-row",
-                 column_config={"#": st.column_config.TextColumn(width=28), "by": st.column_config.TextColumn(width=52),
-                                "id": st.column_config.TextColumn(width=118),
-                                "score": st.column_config.TextColumn(width=56),
-                                "text": st.column_config.TextColumn(width="large")})
-    # For tests and screen readers: the ids in this column, in order.
-    ids_attr = html.escape(",".join(r["id"] for r in data)).replace("\n", "&#10;").replace("\r", "&#13;")
-    st.markdown(f"<div class='stage-ids' data-stage='{stage}' data-ids='{ids_attr}' style='display:none'></div>",
-                unsafe_allow_html=True)
-    split = [r["id"] for r in data if "✂" in r["by"]]
+# A click on a row of the stage table (or Enter on a focused row) names its id; a click on a stage heading sorts
+# by that stage. One listener on the document: the table is our own escaped HTML (ui.stages), drawn by st.html.
+_TABLE_JS = """
+export default function(component) {
+  const { setTriggerValue } = component;
+  const row = (e) => e.target.closest && e.target.closest('table.rt-stages tr[data-pick]');
+  const onClick = (e) => {
+    const head = e.target.closest && e.target.closest('table.rt-stages th[data-sort-stage]');
+    if (head) { setTriggerValue('sort', head.getAttribute('data-sort-stage')); return; }
+    const r = row(e);
+    if (r) { setTriggerValue('pick', r.getAttribute('data-pick')); }
+  };
+  const onKey = (e) => {
+    const r = (e.key === 'Enter' || e.key === ' ') ? row(e) : null;
+    if (r) { e.preventDefault(); setTriggerValue('pick', r.getAttribute('data-pick')); }
+  };
+  document.addEventListener('click', onClick);
+  document.addEventListener('keydown', onKey);
+  return () => { document.removeEventListener('click', onClick); document.removeEventListener('keydown', onKey); };
+}
+"""
+
+
+@functools.cache
+def _table_events():
+    return st.components.v2.component("inspect_stage_table", js=_TABLE_JS)
+
+
+def _table_event(key: str, event: str, target_key: str) -> None:
+    value = (st.session_state.get(key) or {}).get(event)
+    if isinstance(value, str) and value:
+        st.session_state[target_key] = value
+
+
+def stage_table(diag, whole: dict, query: str, depth: int, key: str, target_key: str,
+                moved: dict[str, str] | None = None, unrated: Collection[str] = ()) -> None:
+    """The five stages as one aligned table (`ui.stages`): a row per trace, its rank and score in each stage,
+    sorted by any stage; clicking a row explains it. `moved` marks what moved against the previous setting."""
+    sort_key, all_key = f"{key}_sort", f"{key}_all"
+    sortable = [s for s in stages.STAGE_ORDER if diag.stage_ids.get(s)]
+    if st.session_state.get(sort_key) not in sortable:
+        st.session_state[sort_key] = "final" if "final" in sortable else (sortable or ["final"])[0]
+    rows = stages.aligned_rows(diag, whole, depth, moved)
+    c1, c2 = st.columns([3, 2], vertical_alignment="bottom")
+    sort = c1.segmented_control("Sort by the rank in", sortable, format_func=stages.STAGE_HEADS.get, key=sort_key,
+                                help="Or click a stage heading in the table.") or "final"
+    extra = sum(1 for r in rows if (r.ranks.get(sort) or depth + 1) > depth and r.move != "left")
+    show_all = c2.toggle(f"Also the {extra} traces only in another stage's top {depth}", key=all_key,
+                         disabled=not extra)
+    ordered = stages.sort_rows(rows, sort)
+    if not show_all:
+        ordered = [r for r in ordered if (r.ranks.get(sort) or depth + 1) <= depth or r.move == "left"]
+    notes = {s: derive.final_note(diag, s) for s in stages.STAGE_ORDER}
+    target = st.session_state.get(target_key) or (diag.stage_ids["final"][0] if diag.stage_ids.get("final") else None)
+    st.html(stages.table_html(ordered, query, sort, depth, target, notes, unrated))
+    _table_events()(key=key, on_pick_change=lambda: _table_event(key, "pick", target_key),
+                    on_sort_change=lambda: _table_event(key, "sort", sort_key))
+    # For tests and screen readers: each stage's ids (its top `depth`), in order.
+    blocks = []
+    for stage in stages.STAGE_ORDER:
+        ids = list(diag.stage_ids.get(stage, ()))[:depth]
+        attr = html.escape(",".join(ids), quote=True).replace("\n", "&#10;").replace("\r", "&#13;")
+        blocks.append(f"<div class='stage-ids' data-stage='{stage}' data-ids='{attr}'></div>")
+    st.html("<div style='display:none'>" + "".join(blocks) + "</div>")
+    split = [r for r in rows if r.split]
     if split:
-        with st.expander(f"✂ whole text of {len(split)} split trace(s)"):
-            for tid in split:
-                st.markdown(f"**{plain(tid)}** — {view.split_mark(diag.splits[tid])}")
-                st.caption(plain(whole.get(tid, "")))
+        with st.expander(f"✂ whole text of the {len(split)} split trace(s) in the final list"):
+            for r in split:
+                st.markdown(f"**{plain(r.id)}** — {r.split}")
+                st.caption(plain(whole.get(r.id, "")))
 
 
 def plotly_pick(fig, key: str, target_key: str) -> None:
@@ -120,7 +164,7 @@ def seed_from_link(prefix: str, scopes: list[str], version: int, extra: dict[str
     """
     raw = {k: v for k, v in st.query_params.to_dict().items() if k.startswith(prefix)}
     last = st.session_state.get(f"{prefix}link")
-    if last is not None and raw == last:
+    if last is not None and raw == {k: v for k, v in last.items() if k.startswith(prefix)}:  # ?asof= is ui/asof.py's
         return
     link = read_link(raw or last or {}, prefix, scopes, allow_all)
     for name, value in link.config.items():
@@ -181,7 +225,7 @@ def escalation_view(escalations) -> None:
 
 
 # ---------------------------------------------------------------- the explanation
-def explanation_summary(ex, query: str, key: str) -> bool:
+def explanation_summary(ex, query: str, key: str, final_how: str = "") -> bool:
     """The plain-words part: the reason, the text, rank and score per stage. False when nothing more
     may be shown (no such trace, or not visible from this scope)."""
     reason = plain(ex.reason)  # it quotes the typed id, fact sources, a split half
@@ -200,13 +244,14 @@ def explanation_summary(ex, query: str, key: str) -> bool:
     if sentence:
         st.markdown(sentence)
     st.markdown("**Rank and score per stage**")
-    st.dataframe(view.stage_rows(ex), hide_index=True, width="stretch", key=f"{key}_stages",
+    st.dataframe(view.stage_rows(ex, final_how), hide_index=True, width="stretch", key=f"{key}_stages",
                  column_config={"note": st.column_config.TextColumn(width="large")})
     return True
 
 
-def explanation_details(ex, key: str) -> None:
-    """The score trees, on demand: dense weight × value, BM25 per term, fusion, blend, split, fact."""
+def explanation_details(ex, key: str, norms: dict[str, str] | None = None) -> None:
+    """The score trees, on demand: dense weight × value, BM25 per term, fusion (with how each convex list's score
+    was normalised, `norms`), blend, split, fact."""
     c1, c2 = st.columns(2)
     with c1:
         if ex.dense_terms:
@@ -219,6 +264,8 @@ def explanation_details(ex, key: str) -> None:
             with st.expander(f"Fusion: {view.num(ex.rrf.get('score'), 5)} = the sum of each list's contribution"):
                 st.caption(view.fusion_title(ex.rrf))
                 st.dataframe(view.fusion_rows(ex.rrf), hide_index=True, width="stretch")
+                if norms:  # the normalised score in each "weight × score" above, from the list's own numbers
+                    st.caption("Normalised score per list — " + "; ".join(f"{n}: {h}" for n, h in norms.items()))
                 if ex.rrf.get("imputed"):
                     st.caption(f"“completed”: the {ex.rrf['imputed']} search did not return this trace; the hybrid "
                                "preset gives it the rank its real score would have had (rank completion), so one "
@@ -255,11 +302,21 @@ def explanation_details(ex, key: str) -> None:
 
 PAGES = (("app.py", "Home"), ("pages/1_Corpus.py", "Corpus"), ("pages/2_Inspect.py", "Inspect"),
          ("pages/3_Compare.py", "Compare"), ("pages/4_Tune.py", "Tune"), ("pages/5_Facts.py", "Facts"),
-         ("pages/6_Snapshots.py", "Snapshots"))
+         ("pages/6_Snapshots.py", "Snapshots"), ("pages/7_Judge.py", "Judge"), ("pages/8_Log.py", "Log"),
+         ("pages/9_Present.py", "Present"))
+
+
+# Streamlit's table toolbar offers "Download as CSV" of any st.dataframe, with no per-table switch (1.67): trace
+# text there would reach a spreadsheet as formulas (`=…`). The app's own exports neutralise such cells; this one
+# is hidden on every page.
+NO_TABLE_CSV = ("<style>[data-testid='stElementToolbar'] button[aria-label='Download as CSV']"
+                "{display:none !important}</style>")
 
 
 def nav() -> None:
-    """Sidebar navigation with readable labels (the built-in one would call Home "app")."""
+    """Sidebar navigation with readable labels (the built-in one would call Home "app"); hides Streamlit's
+    unneutralised table CSV download (NO_TABLE_CSV)."""
+    st.html(NO_TABLE_CSV)
     with st.sidebar:
         for path, label in PAGES:
             st.page_link(path, label=label)

@@ -9,12 +9,17 @@ import time
 
 from retrieval.facts.store import FactStoreError
 from retrieval.judgments.store import JudgmentStoreError
+from retrieval.cli.calibrate import add_calibrate_command
 from retrieval.cli.cases import add_case_commands
+from retrieval.cli.judge import add_judge_commands
+from retrieval.cli.history import AS_OF_HELP, add_history_commands, as_of_arg
 from retrieval.cli.store import add_store_commands, add_store_flags, embedder_help
 from retrieval.eval.clock import CLOCK_HELP, clock_arg
 from retrieval.pipeline.config import PipelineConfig, generator_fields, reranker_fields
 from retrieval.pipeline.factory import build_retriever
+from retrieval.store.calibration import calibrated_knobs
 from retrieval.fusion import FUSIONS, NORMALIZATIONS
+from retrieval.history.view import WorkspaceAsOf
 from retrieval.hybrid import PRESETS, STAGES
 from retrieval.models.registry import EMBEDDERS
 from retrieval.types import SCOPES, Mood, Scope
@@ -29,8 +34,9 @@ def _scope_arg(text: str) -> Scope:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def config_from_args(args) -> PipelineConfig:
-    """The `query` command's flags as the one `PipelineConfig` the app and evaluation also use."""
+def config_from_args(args, calibrated: dict | None = None) -> PipelineConfig:
+    """The `query` command's flags as the one `PipelineConfig` the app and evaluation also use; `calibrated` (the
+    store's calibration) gives the fusion defaults when no fusion flag is given."""
 
     kw: dict = dict(recall_top_k=args.recall_top_k, over_fetch_multiplier=args.over_fetch_multiplier,
                     facts=not args.no_facts, split_threshold=args.split or 0.0, multi_query_n=args.multi_query,
@@ -47,6 +53,8 @@ def config_from_args(args) -> PipelineConfig:
     if gens:
         kw.update(generator_fields(gens.pop()))
     kw["hyde"] = args.hyde != "none"
+    if calibrated and not any(k in kw for k in ("dense_weight", "sparse_weight", "rrf_k", "fusion", "normalization")):
+        kw.update({k: int(v) if k == "rrf_k" else v for k, v in calibrated.items()})
     return PipelineConfig.for_preset(args.preset, **kw)
 
 
@@ -120,8 +128,8 @@ def cmd_query(args) -> int:
         if scope is not None:
             print(f"scope: {scope} (the first in the store; pass --scope or --all-scopes)")
     try:
-        cfg = config_from_args(args)
-        retriever = build_retriever(ws, cfg)
+        cfg = config_from_args(args, calibrated_knobs(ws.store, args.preset))
+        retriever = build_retriever(WorkspaceAsOf(ws, args.as_of), cfg)  # as_of None: the live store
     except (ValueError, ImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -131,9 +139,12 @@ def cmd_query(args) -> int:
     if args.json:
         print(json.dumps({"final": [{"id": t.id, "score": t.retrieval_score, "content": t.content}
                                     for t in result.traces], "stage_ids": d.stage_ids,
-                          "escalations": d.escalations, "timings_ms": d.timings_ms, "hyde": d.hyde}, indent=2))
+                          "escalations": d.escalations, "timings_ms": d.timings_ms, "hyde": d.hyde,
+                          "as_of": retriever.as_of_state.pinned.label if retriever.as_of_state else None}, indent=2))
         return 0
     print(f"query: {args.text!r}   preset: {args.preset}   {retriever!r}")
+    if retriever.as_of_state is not None:
+        print(retriever.as_of_state.banner)
     if d.hyde:
         print(f"HyDE hypothesis: {d.hyde}")
     if d.multi_query:
@@ -173,7 +184,13 @@ def cmd_build_demo(args) -> int:
 
 
 def cmd_status(args) -> int:
-    print(json.dumps(_workspace(args).status(), indent=2))
+    ws = _workspace(args)
+    try:  # --as-of: the store as it was then (SPEC §16), read only
+        print(json.dumps(ws.status() if args.as_of is None else ws.retriever(as_of=args.as_of).as_of_state.status(),
+                         indent=2))
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -228,6 +245,7 @@ def add_query_command(sub) -> None:
     sp.add_argument("--rows", type=int, default=15)
     sp.add_argument("--explain", action="append", metavar="ID")
     sp.add_argument("--json", action="store_true")
+    sp.add_argument("--as-of", type=as_of_arg, default=None, metavar="VERSION|TAG|ISO-TIME", help=AS_OF_HELP)
     sp.set_defaults(func=cmd_query)
 
 
@@ -239,8 +257,10 @@ def add_build_demo_command(sub) -> None:
 
 
 def add_status_command(sub) -> None:
-    sp = sub.add_parser("status", help="traces, BM25 documents, facts and index state")
+    sp = sub.add_parser("status", help="traces, BM25 documents, facts and index state, version and tags (JSON)")
     db_flags(sp)
+    sp.add_argument("--json", action="store_true", help="accepted for symmetry: status always prints JSON")
+    sp.add_argument("--as-of", type=as_of_arg, default=None, metavar="VERSION|TAG|ISO-TIME", help=AS_OF_HELP)
     sp.set_defaults(func=cmd_status)
 
 
@@ -274,7 +294,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_status_command(sub)
     add_eval_command(sub)
     add_case_commands(sub)
+    add_judge_commands(sub)
+    add_calibrate_command(sub, db_flags, _scope_arg)
     add_store_commands(sub, db_flags)
+    add_history_commands(sub, db_flags, _scope_arg)
     return p
 
 

@@ -303,11 +303,15 @@ class Workspace:
         self._bm25_version = self.store.version()
         self._save(self.bm25, self._bm25_version)
 
-    def retriever(self, **kwargs):
+    def retriever(self, as_of=None, **kwargs):
+        """A retriever over this store (fusion defaults: its calibration when no fusion knob is given)."""
         from retrieval.hybrid import HybridRetriever
+        from retrieval.store.calibration import with_calibration
 
         kwargs.setdefault("fact_store", self.facts)
-        return HybridRetriever(self.store, bm25=self.bm25, writer=self, **kwargs)
+        if as_of is not None:  # as it was then, writing nothing (SPEC §16): the live BM25 is never opened
+            return HybridRetriever(self.store, writer=self, **with_calibration(self.store, kwargs)).at(as_of)
+        return HybridRetriever(self.store, bm25=self.bm25, writer=self, **with_calibration(self.store, kwargs))
 
     def status(self) -> dict:
         """What the Home page and `python -m retrieval status` show. A local path that does not
@@ -338,7 +342,7 @@ class Workspace:
             "unindexed_rows": state["unindexed_rows"],
             "in_step": (version == self._bm25_version and pending == 0
                         and len(bm25) == self.store.count(active_only=True)),
-            "table_version": version,
+            "table_version": version, "version": version, "tags": self.store.tags(),  # SPEC §16
             "bm25_table_version": self._bm25_version,
             "facts_pending": pending,
             "read_only": self.read_only,
