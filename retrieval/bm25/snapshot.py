@@ -42,7 +42,8 @@ class BM25Snapshot:
         self._n_slots, self._n_terms = len(live), len(df)
         self._n_docs, self._total_len, self.version = n_docs, total_len, version
         self._n_scopes = len(arena.scope_list)
-        self._plans = TopK(Postings(arena, live, df, plen, n_docs, len(live), total_len, k1, b, self._tid))
+        self._plans = TopK(Postings(arena, live, df, plen, n_docs, len(live), total_len, k1, b, self._tid),
+                           cache_saturation=within is None)
         # A scoped view (`scoped`): its scopes and their arena codes; None = the whole version.
         self.scopes: tuple[Scope, ...] | None = within[0] if within else None
         self._within: np.ndarray | None = within[1] if within else None

@@ -55,9 +55,12 @@ class TopK:
     """The exact top-k plans over one version's postings, with that version's caches (saturated tf
     per term, live slots per scope set); shared by every reader of the version."""
 
-    def __init__(self, postings: Postings):
+    def __init__(self, postings: Postings, cache_saturation: bool = True):
         self.p = postings
-        self._sat: dict[int, np.ndarray] = {}  # saturated tf per posting (0 for dead slots), per term
+        # saturated tf per posting (0 for dead slots), per term; a scoped view (many per version, each with its
+        # own avgdl) keeps none: its arrays span the whole posting list and would add up across scopes
+        self._sat: dict[int, np.ndarray] = {}
+        self._cache_sat = cache_saturation
         self._scope_slots: dict[bytes, np.ndarray] = {}  # live slots of a set of scope codes
 
     def query_terms(self, counts: Counter) -> list[Term]:
@@ -84,7 +87,9 @@ class TopK:
         sat = self._sat.get(tid)
         if sat is None:  # two readers may both compute it; the values are equal
             sat = scoring.saturation(a.post_tf[tid][:n].astype(np.float64), a.doc_len[docs], avgdl, self.p.k1, self.p.b)
-            sat = self._sat[tid] = np.where(self.p.live[docs], sat, 0.0)
+            sat = np.where(self.p.live[docs], sat, 0.0)
+            if self._cache_sat:
+                self._sat[tid] = sat
         return docs, sat
 
     def _in_scope(self, slots: np.ndarray, codes: np.ndarray | None) -> np.ndarray:
