@@ -144,3 +144,23 @@ def test_replay_compares_then_now_and_as_of_the_log_time(tmp_path):
     r2 = replay(early, run, lambda t: pin(ws.store, t).version, k=2)
     assert r2.asof_ids is None and "before the first stored version" in r2.note
     assert isinstance(WorkspaceAsOf(ws, None).retriever(), type(ws.retriever()))
+
+
+def test_a_writer_limited_to_some_scopes_imports_only_lines_of_their_scopes(tmp_path):
+    from retrieval.access import Access
+
+    writer = Access(user="u2@example.com", scopes=frozenset({"user:u2"}), write=True, grade=True)
+    log = QueryLog(str(tmp_path / "db"))
+    path = tmp_path / "log.jsonl"
+    mine = json.dumps({"timestamp": "2026-03-03T12:00:00Z", "query": "my notes", "scope": "user:u2",
+                       "results": [{"id": "n1", "score": 0.7}], "feedback": "up"})
+    path.write_text("\n".join([JSONL[0], mine, JSONL[4]]) + "\n")
+    rep = log.import_file(path, allowed=writer.sees)
+    assert rep.added == 1 and [q.query for q in log.queries()] == ["my notes"]
+    assert [(e.line, "user:u1 is not one of yours" in e.reason) for e in rep.errors] == [(1, True), (3, True)]
+    js = JudgmentStore(str(tmp_path / "db"))
+    assert record_implicit_grades(js, rep.with_feedback, "log.jsonl", access=writer) == 1
+    other = LoggedQuery("k", NOW, "invoice refund", U1, ("inv",), (0.9,), "up")
+    with pytest.raises(PermissionError):  # an implicit grade in another scope is refused, nothing written
+        record_implicit_grades(js, [other], "log.jsonl", access=writer)
+    assert js.ratings(U1, "invoice refund") == []

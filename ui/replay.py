@@ -33,13 +33,15 @@ def import_widget(ws: Any, judgments: Any, access: Any, prefix: str) -> None:
             return
         lines = up.getvalue().splitlines()
         bar = st.progress(0.0, text="Importing…")
-        rep = QueryLog(ws.uri).import_lines(lines, lambda d, t: bar.progress(min(1.0, d / max(t, 1))), len(lines))
+        rep = QueryLog(ws.uri).import_lines(lines, lambda d, t: bar.progress(min(1.0, d / max(t, 1))), len(lines),
+                                            allowed=access.sees if access.limited else None)
         bar.empty()
-        show_report(rep, judgments, grades, up.name)
+        show_report(rep, judgments, grades, up.name, access)
 
 
-def show_report(rep: ImportReport, judgments: Any, grades: bool, name: str) -> None:
-    n = record_implicit_grades(judgments, rep.with_feedback, name) if grades and rep.with_feedback else 0
+def show_report(rep: ImportReport, judgments: Any, grades: bool, name: str, access: Any = None) -> None:
+    n = (record_implicit_grades(judgments, rep.with_feedback, name, access=access)
+         if grades and rep.with_feedback else 0)
     (st.success if rep.added or rep.already else st.warning)(plain(f"{rep.summary()}; {n} implicit grade(s)."))
     if rep.errors:
         st.text("\n".join(str(e) for e in rep.errors[:50]))

@@ -82,8 +82,9 @@ class QueryLog:
         return self._db.create_table(TABLE, schema=_schema(), exist_ok=True) if create else None
 
     def import_lines(self, lines: Iterable[str | bytes], progress: Progress | None = None,
-                     total: int = 0) -> ImportReport:
-        """Parse and store; returns what was added, what was there already and the bad lines by number."""
+                     total: int = 0, allowed: Callable[[Scope | None], bool] | None = None) -> ImportReport:
+        """Parse and store; returns what was added, what was there already and the bad lines by number.
+        `allowed(scope)` (a writer limited to some scopes): a line of any other scope is a bad line, not stored."""
         import time
 
         t0 = time.perf_counter()
@@ -101,6 +102,9 @@ class QueryLog:
                 skipped += 1
             elif isinstance(item, BadLine):
                 errors.append(item)
+            elif allowed is not None and not allowed(item.scope):
+                errors.append(BadLine(done, f"scope {item.scope or 'none (unscoped)'} is not one of yours: a log "
+                                            "line is kept only in a scope you may write to"))
             elif item.key in known:
                 already += 1
             else:
@@ -120,13 +124,14 @@ class QueryLog:
         return ImportReport(added, already, skipped, tuple(errors), time.perf_counter() - t0, tuple(keys),
                             tuple(rated))
 
-    def import_file(self, path: str | Path, progress: Progress | None = None) -> ImportReport:
+    def import_file(self, path: str | Path, progress: Progress | None = None,
+                    allowed: Callable[[Scope | None], bool] | None = None) -> ImportReport:
         path = Path(path)
         if not path.is_file():
             raise ValueError(f"{path} is not a file; pass a .jsonl log or a Phoenix span export")
         total = sum(1 for _ in path.open("rb"))
         with path.open("rb") as fh:
-            return self.import_lines(fh, progress, total)
+            return self.import_lines(fh, progress, total, allowed)
 
     @staticmethod
     def _write(tbl: Any, rows: list[dict]) -> int:
@@ -179,7 +184,8 @@ def sample(queries: list[LoggedQuery], n: int, seed: int = 0) -> list[LoggedQuer
     return sorted(picked, key=lambda x: (x.timestamp, x.key), reverse=True)
 
 
-def record_implicit_grades(judgments: Any, queries: Iterable[LoggedQuery], source: str = "log") -> int:
+def record_implicit_grades(judgments: Any, queries: Iterable[LoggedQuery], source: str = "log", *,
+                           access: Any = None) -> int:
     """Feedback as grades in the judgments store, grader and rater `implicit` (kept apart from human and machine
     grades; a case counts them only when it names `implicit` as its one rater). Returns how many were written."""
     import time
@@ -191,5 +197,5 @@ def record_implicit_grades(judgments: Any, queries: Iterable[LoggedQuery], sourc
     rows = [Judgment(q.scope, q.query, tid, grade, grader, f"log:{source}"[:200], now, "implicit", created_at=now)
             for q in queries for tid, grade in implicit_grades(q).items()]
     if rows:
-        judgments.add_judgments(rows, "graded")
+        judgments.add_judgments(rows, "graded", access=access)
     return len(rows)
