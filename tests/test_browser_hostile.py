@@ -135,6 +135,8 @@ def shot(page, name: str) -> None:
 
 
 def test_no_page_renders_trace_markup_as_an_image_or_a_link(browser, hostile_app):
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     url, images, traces = hostile_app
     page = browser.new_page(viewport={"width": 1600, "height": 2200})
     page.set_default_timeout(90_000)
@@ -151,9 +153,17 @@ def test_no_page_renders_trace_markup_as_an_image_or_a_link(browser, hostile_app
         if name == "corpus":
             page.get_by_role("tab", name="Browse").click()
             wait_text(page, "trace(s) in")
-            page.locator("[data-testid=stDataFrame]").first.hover()  # its toolbar: no unneutralised CSV download
-            page.wait_for_timeout(1000)
+            # the table's toolbar (drawn on hover): no unneutralised CSV download
             csv = page.locator("[data-testid=stElementToolbar] button[aria-label='Download as CSV']")
+            for _ in range(40):  # the Browse tab's table (another tab's is hidden), drawn once the rerun settles
+                page.mouse.move(0, 0)
+                try:
+                    page.locator("[data-testid=stDataFrame] >> visible=true").first.hover(timeout=5_000)
+                except PlaywrightTimeout:
+                    continue
+                page.wait_for_timeout(500)
+                if csv.count():
+                    break
             assert csv.count() >= 1 and not any(csv.nth(i).is_visible() for i in range(csv.count()))
         if name == "inspect":
             page.get_by_text("Grade the final list").first.click()  # the grade labels quote ids and content
