@@ -13,7 +13,7 @@ import streamlit as st
 
 from retrieval.hybrid import STAGES
 from retrieval.judgments.model import content_hash
-from retrieval.judgments.store import JudgmentStoreError
+from retrieval.judgments.store import JudgmentStoreError, grades_of
 from retrieval.pipeline.explain import explain
 from ui import view
 from ui import asof as asof_ui  # As of: picker, banner, Changes (ui/asof.py)
@@ -132,8 +132,9 @@ whole = view.whole_texts(d, asof_ui.store_get(ws, as_of), shown)
 js = judgments(ws.uri)
 rater = current_rater(access)
 try:
-    grades = js.grades(scope, query, rater=rater)
-    unrated = unrated_ids(d.stage_ids["final"], query_grades(js, scope, query), k=ROWS)
+    ratings = js.ratings(scope, query)  # one read per rerun: this rater's grades and everyone's, from it
+    grades = grades_of(ratings, rater)
+    unrated = unrated_ids(d.stage_ids["final"], query_grades(js, scope, query, ratings=ratings), k=ROWS)
 except JudgmentStoreError as exc:  # a damaged judgments table: grading is off, the rest of the page works
     grades, unrated, grading_off = None, [], str(exc)
 stage_table(d, whole, d.searched_query or query, ROWS, f"{P}stages", TARGET, moved, unrated)

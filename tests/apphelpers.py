@@ -53,3 +53,18 @@ def load_script(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+TICKET_UPDATE = "priya-ticket-update"
+
+
+def ingest_ticket_update(ws) -> None:
+    """One more demo trace that answers "status of ticket FX-209847" best: a store version that moves that
+    query's lists (the As-of picker, the Changes view and the Log page read the store before and after it)."""
+    from datetime import UTC, datetime
+
+    from retrieval.types import MemoryTrace
+
+    ws.ingest([MemoryTrace(id=TICKET_UPDATE, scope="user", scope_id="priya",
+                           created_at=datetime(2024, 9, 1, tzinfo=UTC),
+                           content="Ticket FX-209847 status: FX-209847 repaired, ticket FX-209847 closed.")])

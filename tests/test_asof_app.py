@@ -1,19 +1,17 @@
 """The As-of picker, its banner, the link that carries it, and the Changes view on Inspect (AppTest)."""
 from __future__ import annotations
 
-from datetime import UTC, datetime
 
 import pytest
 
-from apphelpers import demo_app_env, open_page, page_texts
+from apphelpers import TICKET_UPDATE, demo_app_env, ingest_ticket_update, open_page, page_texts
 from retrieval.models import HashingEmbedder
 from retrieval.store.versions import create_tag
-from retrieval.types import MemoryTrace
 from retrieval.workspace import Workspace
 
 TIMEOUT = 60
 QUERY = {"i_q": "status of ticket FX-209847", "i_scope": "user:priya", "i_top_k": "3"}
-NEW = "priya-ticket-update"
+NEW = TICKET_UPDATE
 
 
 @pytest.fixture(scope="module")
@@ -23,8 +21,7 @@ def db(tmp_path_factory):
     path = next(gen)
     ws = Workspace(path, embedder=HashingEmbedder(384))
     create_tag(ws.store.table(), "before")
-    ws.ingest([MemoryTrace(id=NEW, content="Ticket FX-209847 status: FX-209847 repaired, ticket FX-209847 closed.",
-                           scope="user", scope_id="priya", created_at=datetime(2024, 9, 1, tzinfo=UTC))])
+    ingest_ticket_update(ws)
     yield path, ws.store.tags()["before"], ws.store.version()
     next(gen, None)
 

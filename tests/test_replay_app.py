@@ -2,20 +2,19 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 
-from apphelpers import demo_app_env, open_page, page_texts
+from apphelpers import TICKET_UPDATE, demo_app_env, ingest_ticket_update, open_page, page_texts
 from retrieval.history import pin
 from retrieval.judgments.store import JudgmentStore
 from retrieval.models import HashingEmbedder
 from retrieval.replay import QueryLog
-from retrieval.types import MemoryTrace
 from retrieval.workspace import Workspace
 
 TIMEOUT = 90
-NEW = "priya-ticket-update"
+NEW = TICKET_UPDATE
 
 
 @pytest.fixture(scope="module")
@@ -24,8 +23,7 @@ def db(tmp_path_factory):
     path = next(gen)
     ws = Workspace(path, embedder=HashingEmbedder(384))
     then = pin(ws.store, ws.store.version()).timestamp + timedelta(microseconds=1)
-    ws.ingest([MemoryTrace(id=NEW, content="Ticket FX-209847 status: FX-209847 repaired, ticket FX-209847 closed.",
-                           scope="user", scope_id="priya", created_at=datetime(2024, 9, 1, tzinfo=UTC))])
+    ingest_ticket_update(ws)
     lines = [json.dumps({"timestamp": then.isoformat(), "query": "status of ticket FX-209847", "scope": "user:priya",
                          "results": [{"id": "priya-lens-repair", "score": 0.9}], "feedback": "up"}),
              json.dumps({"timestamp": then.isoformat(), "query": "lens **bold** [x](http://e.vil)",

@@ -89,9 +89,11 @@ def rater_picker(access: Access | None, key: str = "rater_input") -> str:
 
 
 def query_grades(js: JudgmentStore, scope: Scope | None, query: str, hashes: dict[str, str] | None = None,
-                 policy: CasePolicy | None = None) -> dict[str, int]:
-    """{trace id: grade} for one query: every human rater's usable grade, combined (mean unless `policy`)."""
-    combined = combined_grades(js.ratings(scope, query), policy or CasePolicy(), hashes)
+                 policy: CasePolicy | None = None, ratings: list | None = None) -> dict[str, int]:
+    """{trace id: grade} for one query: every human rater's usable grade, combined (mean unless `policy`);
+    `ratings` when the page has already read them (`js.ratings(scope, query)`)."""
+    ratings = js.ratings(scope, query) if ratings is None else ratings
+    combined = combined_grades(ratings, policy or CasePolicy(), hashes)
     return {tid: g for (_, _, tid), g in combined.items()}
 
 

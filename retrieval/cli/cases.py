@@ -92,18 +92,16 @@ def snapshot_config(args) -> PipelineConfig:
 def cmd_snapshot_run(args) -> int:
     from retrieval.judgments import JudgmentStore
     from retrieval.judgments.snapshots import run_snapshot
-    from retrieval.cli.store import open_workspace
+    from retrieval.cli.store import open_workspace, progress_line
 
     cfg = snapshot_config(args)
     ws = open_workspace(args)  # the named embedder, else the one the store records
     if ws.store.count() == 0:
         raise ValueError(f"the store at {args.db} is empty; run `python -m retrieval build-demo` or `ingest` first")
 
-    def progress(done: int, total: int) -> None:
-        print(f"\r  query {done}/{total}", end="" if done < total else "\n", file=sys.stderr, flush=True)
-
     js = JudgmentStore(args.db)
-    snap = run_snapshot(ws, args.case, cfg, js, progress=progress, label=args.label, as_of=_as_of(js, args.as_of))
+    snap = run_snapshot(ws, args.case, cfg, js, progress=progress_line("query"), label=args.label,
+                        as_of=_as_of(js, args.as_of))
     errors = {q.qid: q.error for q in snap.queries if q.error}
     return _print({"snapshot": snap.id, "case": snap.case, "metrics": snap.metrics, "queries": len(snap.queries),
                    "judged_queries": snap.judged_queries, "elapsed_ms": round(snap.elapsed_ms, 1),

@@ -116,20 +116,17 @@ def print_diff(out: dict, file=None) -> None:
 
 
 def cmd_import_log(args) -> int:
+    from retrieval.cli.store import progress_line, report_bad_lines
     from retrieval.judgments.store import JudgmentStore
     from retrieval.replay.store import QueryLog, record_implicit_grades
 
     log = QueryLog(args.db)
     try:
-        rep = log.import_file(args.file, progress=lambda done, total: print(
-            f"\r  importing {done}/{total}", end="" if done < total else "\n", file=sys.stderr, flush=True))
+        rep = log.import_file(args.file, progress=progress_line("importing"))
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    for err in rep.errors[:50]:
-        print(f"  {err}", file=sys.stderr)
-    if len(rep.errors) > 50:
-        print(f"  … and {len(rep.errors) - 50} more bad lines", file=sys.stderr)
+    report_bad_lines(rep.errors)
     grades = 0 if args.no_grades else record_implicit_grades(JudgmentStore(args.db), rep.with_feedback,
                                                              source=str(args.file).rsplit("/", 1)[-1])
     rate = (rep.added + rep.already + len(rep.errors)) / rep.seconds if rep.seconds else 0.0

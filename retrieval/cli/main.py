@@ -13,7 +13,7 @@ from retrieval.cli.calibrate import add_calibrate_command
 from retrieval.cli.cases import add_case_commands
 from retrieval.cli.judge import add_judge_commands
 from retrieval.cli.history import AS_OF_HELP, add_history_commands, as_of_arg
-from retrieval.cli.store import add_store_commands, add_store_flags, embedder_help
+from retrieval.cli.store import add_store_commands, add_store_flags, embedder_help, report_bad_lines
 from retrieval.eval.clock import CLOCK_HELP, clock_arg
 from retrieval.pipeline.config import PipelineConfig, generator_fields, reranker_fields
 from retrieval.pipeline.factory import build_retriever
@@ -75,10 +75,7 @@ def cmd_ingest(args) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    for err in rep.errors[:50]:
-        print(f"  line {err.line}: {err.reason}", file=sys.stderr)
-    if len(rep.errors) > 50:
-        print(f"  … and {len(rep.errors) - 50} more rejected lines", file=sys.stderr)
+    report_bad_lines(rep.errors, "rejected lines")
     if not rep.traces:
         print(f"error: no valid trace in {args.file}; nothing was written", file=sys.stderr)
         return 2

@@ -30,11 +30,20 @@ def embedder_help() -> str:
             "Opening a store with another embedder is refused.")
 
 
-def _progress(what: str):
+def progress_line(what: str):
+    """A progress callback that rewrites one stderr line: `  what done/total`, ending it at the end."""
     def progress(done: int, total: int) -> None:
         print(f"\r  {what} {done}/{total}", end="" if done < total else "\n", file=sys.stderr, flush=True)
 
     return progress
+
+
+def report_bad_lines(errors, what: str = "bad lines", shown: int = 50) -> None:
+    """The first `shown` rejected lines of a file (each with `.line` and `.reason`) on stderr, then a count."""
+    for err in errors[:shown]:
+        print(f"  line {err.line}: {err.reason}", file=sys.stderr)
+    if len(errors) > shown:
+        print(f"  … and {len(errors) - shown} more {what}", file=sys.stderr)
 
 
 def open_workspace(args, **kw):
@@ -48,7 +57,7 @@ def open_workspace(args, **kw):
     columns = getattr(args, "columns", None)
     cmap = ColumnMap.parse(columns) if (columns or table != "traces") else None
     return Workspace(args.db, embedder=make_embedder(spec) if spec else None, table=table, columns=cmap,
-                     sparse=getattr(args, "sparse", "bm25") or "bm25", progress=_progress("building BM25"), **kw)
+                     sparse=getattr(args, "sparse", "bm25") or "bm25", progress=progress_line("building BM25"), **kw)
 
 
 def cmd_reembed(args) -> int:
@@ -60,7 +69,7 @@ def cmd_reembed(args) -> int:
         ws = Workspace(args.db, table=args.table, fact_extractor=None)
         emb = make_embedder(args.embedder)
         t0 = time.perf_counter()
-        out = ws.reembed(emb, progress=_progress("re-embedding"), batch_size=args.batch_size)
+        out = ws.reembed(emb, progress=progress_line("re-embedding"), batch_size=args.batch_size)
     except (ValueError, ImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -72,7 +81,7 @@ def cmd_analyzer(args) -> int:
     try:
         ws = open_workspace(args)
         t0 = time.perf_counter()
-        ws.set_analyzer(args.name, progress=_progress("rebuilding BM25"))
+        ws.set_analyzer(args.name, progress=progress_line("rebuilding BM25"))
     except (ValueError, ImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -21,7 +21,7 @@ from retrieval.judgments.tables import LOCK as _LOCK, JudgmentStoreError, Tables
 if TYPE_CHECKING:
     from retrieval.access import Access
 
-__all__ = ["JudgmentStore", "JudgmentStoreError", "check_grading", "judgment_key", "to_judgment"]
+__all__ = ["JudgmentStore", "JudgmentStoreError", "check_grading", "grades_of", "judgment_key", "to_judgment"]
 
 
 def check_grading(access: Access | None, scopes: Iterable[Scope | None]) -> None:
@@ -37,6 +37,15 @@ def check_grading(access: Access | None, scopes: Iterable[Scope | None]) -> None
     if hidden:
         raise AccessDenied(f"nothing was saved: scope(s) {', '.join(hidden)} are not yours to grade in; "
                            "grade and build cases in your own scopes")
+
+
+def grades_of(ratings: Iterable[Judgment], rater: str = "human") -> dict[str, dict[str, int]]:
+    """`JudgmentStore.grades` from ratings already read: {"human": rater `rater`'s, "machine": the machine's}."""
+    out: dict[str, dict[str, int]] = {"human": {}, "machine": {}}
+    for j in ratings:
+        if not j.cant_rate and j.who in (rater, "machine"):
+            out["machine" if j.who == "machine" else "human"][j.trace_id] = j.grade
+    return out
 
 
 def judgment_key(scope: Scope | None, query: str, trace_id: str, grader: str, rater: str = "") -> str:
@@ -127,11 +136,7 @@ class JudgmentStore(Tables):
     def grades(self, scope: Scope | None, query: str, rater: str = "human") -> dict[str, dict[str, int]]:
         """{"human": {trace id: grade} of human rater `rater`, "machine": the machine's} for one query in one
         scope; "can't rate" is left out (see `ratings` for every rater, notes and hashes)."""
-        out: dict[str, dict[str, int]] = {"human": {}, "machine": {}}
-        for j in self.ratings(scope, query):
-            if not j.cant_rate and j.who in (rater, "machine"):
-                out["machine" if j.who == "machine" else "human"][j.trace_id] = j.grade
-        return out
+        return grades_of(self.ratings(scope, query), rater)
 
     def ratings(self, scope: Scope | None, query: str) -> list[Judgment]:
         """Every rater's grades for one query in one scope."""

@@ -112,10 +112,7 @@ def set_analyzer(store, sparse: str, name: str, progress: Progress | None = None
 
     check_analyzer(name)
     with store.write_lock():
-        if store.identity() is None:
-            store.new_analyzer = name  # recorded when the table is created
-        else:
-            store.record_identity(analyzer=name)
+        store.record_settings(analyzer=name)
         if sparse == "fts":
             opened = open_sparse(store, sparse, None)
             opened.index.ensure_index(replace=True)
@@ -128,12 +125,7 @@ def set_statistics(store, index, name: str) -> None:
     (no rebuild: the postings are the same; only a scoped query's N, df and avgdl change)."""
     from retrieval.bm25.scoped import check_statistics
 
-    check_statistics(name)
-    with store.write_lock():
-        if store.identity() is None:
-            store.new_statistics = name  # recorded when the table is created
-        else:
-            store.record_identity(statistics=name)
+    store.record_settings(statistics=check_statistics(name))
     if hasattr(index, "statistics"):
         index.statistics = name
 

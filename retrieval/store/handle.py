@@ -146,6 +146,16 @@ class TableHandle:
                 write_identity(self.table(), new)
             return new
 
+    def record_settings(self, analyzer: str | None = None, statistics: str | None = None) -> None:
+        """Record the BM25 analyzer and/or statistics: on the table (`record_identity`), or, before the table
+        exists, as what it will record when it is created."""
+        with self.write_lock():
+            if self.identity() is not None:
+                self.record_identity(analyzer=analyzer, statistics=statistics)
+                return
+            self.new_analyzer = analyzer or self.new_analyzer
+            self.new_statistics = statistics or self.new_statistics
+
     def check_writable(self) -> None:
         if self.read_only:
             raise ValueError(f"store {self.display_uri!r} table {self.table_name!r} is read-only "
