@@ -43,10 +43,23 @@ def quality_rows(data: dict, cols: list[str], stages=("dense", "sparse", "merged
     return rows
 
 
+def provenance(d: dict | None) -> str:
+    """The clock a run of `python -m retrieval eval` scored at — or that it predates the honest clock, and so
+    today's defaults (english-stem BM25, per-scope statistics): such a run is shown, not current."""
+    if not d:
+        return ""
+    clock = d.get("clock")
+    if clock is None:
+        return (" — **run before today's defaults** (clock `now`, plain BM25, store-wide statistics): re-run the "
+                "command to measure them")
+    return f" — clock `{clock.get('requested', clock.get('mode'))}`"
+
+
 def section_quality(out: list[str]) -> None:
     sci = load("eval/scifact.json")
     out += ["## Quality", "", "### SciFact (BEIR test split, 5,183 abstracts, 300 queries)", "",
-            f"Command: `python -m retrieval eval --dataset beir:{E}/scifact --sweep --out docs/eval/scifact.json`", "",
+            f"Command: `python -m retrieval eval --dataset beir:{E}/scifact --sweep --lab --out docs/eval/scifact.json`"
+            + provenance(sci), "",
             "Published: BM25 0.665–0.679, all-MiniLM-L6-v2 0.645, BM25 top-100 + cross-encoder 0.688. "
             "Targets: BM25 ≥ 0.66, dense ≥ 0.64, `hybrid` without reranker ≥ 0.69 and above both.", ""]
     cols = ["ndcg@10", "recall@10", "recall@100", "mrr"]
@@ -70,14 +83,14 @@ def section_quality(out: list[str]) -> None:
     ]:
         d = load(name)
         if d:
-            out += [f"#### {title}", "", f"Command: `{cmd}`", "",
+            out += [f"#### {title}", "", f"Command: `{cmd}`" + provenance(d), "",
                     "| configuration | nDCG@10 | Recall@10 | Recall@100 | MRR@10 |", "|---|---|---|---|---|"]
             out += quality_rows(d, cols) + [""]
 
     loc = load("eval/locomo.json")
     out += ["### LoCoMo dev (conversations 1–5, 2,760 dialogue turns, evidence recall)", "",
-            f"Command: `python -m retrieval eval --dataset locomo:{E}/locomo-dev/locomo-dev.json --sweep "
-            "--out docs/eval/locomo.json`", "",
+            f"Command: `python -m retrieval eval --dataset locomo:{E}/locomo-dev/locomo-dev.json --sweep --lab "
+            "--out docs/eval/locomo.json`" + provenance(loc), "",
             "One scope per conversation; each turn a trace dated by its session. Published DRAGON reference "
             "(paper, over dialogue turns): recall@5/10/25 = 0.567 / 0.662 / 0.767. Target: `hybrid` ≥ `agentos` ≥ dense.", ""]
     lcols = ["recall@5", "recall@10", "recall@25"]
@@ -100,12 +113,14 @@ def section_quality(out: list[str]) -> None:
         out += ["#### LoCoMo dev with the offline reranker (first 300 questions)", "",
                 f"Command: `python -m retrieval eval --dataset locomo:{E}/locomo-dev/locomo-dev.json --max-queries 300 "
                 "--reranker embedding "
-                "--out docs/eval/locomo-rerank.json`", "", "| configuration | R@5 | R@10 | R@25 |", "|---|---|---|---|"]
+                "--out docs/eval/locomo-rerank.json`" + provenance(d), "", "| configuration | R@5 | R@10 | R@25 |",
+                "|---|---|---|---|"]
         out += quality_rows(d, lcols) + [""]
     d = load("eval/demo.json")
     if d:
         out += ["### Demo judgments (data/demo/judgments.jsonl, 45 queries; facts off in the CLI)", "",
-                "Command: `python -m retrieval eval --dataset demo --sweep --out docs/eval/demo.json`", "",
+                "Command: `python -m retrieval eval --dataset demo --sweep --lab --out docs/eval/demo.json`"
+                + provenance(d), "",
                 "| configuration | nDCG@10 | Recall@10 | MRR@10 |", "|---|---|---|---|"]
         out += quality_rows(d, ["ndcg@10", "recall@10", "mrr"]) + [""]
 
