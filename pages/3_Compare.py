@@ -8,7 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from retrieval.eval.compare import compare_rankings
-from retrieval.eval.metrics import paired_bootstrap
+from retrieval.metrics import paired_bootstrap
 from retrieval.eval.runner import credited_ids, run_queries, score_ranking, summarize
 from retrieval.judgments.store import JudgmentStoreError
 from ui.cache import ensure_model, get_generator, get_reranker, judgments, workspace

@@ -11,15 +11,15 @@ import streamlit as st
 from retrieval.access import AccessDenied
 from retrieval.pipeline.config import PipelineConfig
 from retrieval.judgments import JudgmentStore
-from retrieval.eval.metrics import rank_biased_overlap
+from retrieval.metrics import rank_biased_overlap
 from retrieval.judgments.diff import diff_snapshots
 from retrieval.judgments.io import (import_case, parse_jsonl, parse_qrels, parse_queries, spreadsheet_csv,
                                     suggest_case_name)
 from retrieval.judgments.machine import WEAK_NOTE, agreement, machine_grade
-from retrieval.judgments.metrics import metric_names
+from retrieval.metrics import metric_names
 from retrieval.judgments.model import CaseQuery, query_key, scope_text
 from retrieval.judgments.snapshots import rescore, run_snapshot
-from retrieval.eval.metrics import paired_bootstrap
+from retrieval.metrics import paired_bootstrap
 from retrieval.judgments.store import JudgmentStoreError, check_grading
 from ui.cache import ensure_model, get_generator, get_reranker, workspace
 from ui.charts import snapshot_trend_figure

@@ -25,7 +25,7 @@ from retrieval.bm25.index import BM25Index  # noqa: E402
 from retrieval.bm25.tokenizer import ANALYZERS, make_tokenizer  # noqa: E402
 from retrieval.cli.eval import open_clocked_set  # noqa: E402
 from retrieval.eval.clock import CLOCK_HELP, clock_arg  # noqa: E402
-from retrieval.eval.metrics import mean  # noqa: E402
+from retrieval.metrics import mean  # noqa: E402
 from retrieval.eval.runner import credited_ids  # noqa: E402
 from retrieval.hybrid import HybridRetriever  # noqa: E402
 

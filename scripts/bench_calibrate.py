@@ -29,7 +29,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from retrieval.cli.eval import open_clocked_set, open_eval_workspace
 from retrieval.eval.calibrate import DEFAULT_SAMPLE, calibrate
 from retrieval.eval.datasets import load_dataset
-from retrieval.eval.metrics import mean, paired_bootstrap
+from retrieval.metrics import mean, paired_bootstrap
 from retrieval.eval.runner import credited_ids, run_queries
 from retrieval.hybrid import HybridRetriever
 from retrieval.pipeline.assemble import reweight

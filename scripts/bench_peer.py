@@ -25,7 +25,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from retrieval.pipeline.config import PipelineConfig  # noqa: E402
 from retrieval.cli.eval import open_clocked_set  # noqa: E402
 from retrieval.eval.clock import CLOCK_HELP, clock_arg  # noqa: E402
-from retrieval.eval.metrics import mean  # noqa: E402
+from retrieval.metrics import mean  # noqa: E402
 from retrieval.eval.runner import credited_ids  # noqa: E402
 from retrieval.pipeline.factory import build_retriever  # noqa: E402
 from retrieval.store import scope_filter  # noqa: E402

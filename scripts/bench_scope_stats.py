@@ -33,7 +33,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from retrieval.bm25.index import BM25Index  # noqa: E402
 from retrieval.bm25.tokenizer import make_tokenizer  # noqa: E402
 from retrieval.cli.eval import open_clocked_set  # noqa: E402
-from retrieval.eval.metrics import mean, paired_bootstrap  # noqa: E402
+from retrieval.metrics import mean, paired_bootstrap  # noqa: E402
 from retrieval.eval.runner import credited_ids, run_queries  # noqa: E402
 from retrieval.hybrid import HybridRetriever  # noqa: E402
 from retrieval.types import Scope  # noqa: E402

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 from retrieval.sparse.build import build_bm25  # noqa: E402
 from retrieval.eval.datasets import load_beir  # noqa: E402
-from retrieval.eval.metrics import ndcg_at_k  # noqa: E402
+from retrieval.metrics import ndcg_at_k  # noqa: E402
 from retrieval.models import HashingEmbedder  # noqa: E402
 from retrieval.sparse.fts import LanceFtsSparse  # noqa: E402
 from retrieval.store.memory import MemoryStore  # noqa: E402

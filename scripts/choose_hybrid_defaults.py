@@ -37,7 +37,7 @@ from retrieval.eval.clock import CLOCK_HELP, clock_arg, make_clock  # noqa: E402
 from retrieval.eval.datasets import load_dataset  # noqa: E402
 from retrieval.eval.designs import (BM25_LABEL, DEFAULT_LABEL, Design, compare, issue24_designs,  # noqa: E402
                                     recommend, run_variant, score_designs, variant_index, worst_case_gain)
-from retrieval.eval.metrics import evidence_recall_at_k, mean, ndcg_at_k, paired_bootstrap  # noqa: E402
+from retrieval.metrics import evidence_recall_at_k, mean, ndcg_at_k, paired_bootstrap  # noqa: E402
 from retrieval.eval.runner import credited_ids  # noqa: E402
 
 WEIGHTS = [0.3, 0.4, 0.5, 0.6, 0.7]

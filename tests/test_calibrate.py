@@ -295,7 +295,7 @@ def test_tune_calibrates_records_and_undoes(tmp_path, monkeypatch):
 
 # ---------------------------------------------------------------- the lab's intervals and its RRF grid
 def test_lab_interval_pairs_the_held_out_queries_and_the_grid_is_the_labs_own():
-    from retrieval.eval.metrics import paired_bootstrap
+    from retrieval.metrics import paired_bootstrap
 
     base = [0.1 * (i % 7) for i in range(40)]
     best = [v + (0.2 if i % 5 else -0.1) for i, v in enumerate(base)]

@@ -4,7 +4,7 @@ import math
 import pytest
 
 from retrieval.eval.datasets import parse_evidence, parse_session_date
-from retrieval.eval.metrics import dcg_at_k, evidence_recall_at_k, mrr, ndcg_at_k, recall_at_k
+from retrieval.metrics import dcg_at_k, evidence_recall_at_k, mrr, ndcg_at_k, recall_at_k
 from retrieval.eval.runner import (LabelledQuery, credited_ids, held_out_split, run_queries, score_ranking, summarize,
                                    sweep)
 

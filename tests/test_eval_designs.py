@@ -10,7 +10,7 @@ import pytest
 from retrieval.eval.clock import make_clock
 from retrieval.eval.designs import (SIMILARITY_ONLY, Design, ScoredStore, Variant, compare, issue24_designs, ranked,
                                     recommend, run_variant, score_designs, variant_index, worst_case_gain)
-from retrieval.eval.metrics import evidence_recall_at_k, paired_bootstrap
+from retrieval.metrics import evidence_recall_at_k, paired_bootstrap
 from retrieval.eval.runner import LabelledQuery, credited_ids
 from retrieval.models import HashingEmbedder
 from retrieval.pipeline.assemble import reweight

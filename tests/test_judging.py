@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from retrieval.judgments import Case, CaseQuery, Judgment, JudgmentStore
 from retrieval.judgments.agreement import calibration, case_agreement, cohen_kappa, krippendorff_alpha, pairwise
 from retrieval.judgments.exchange import export_ratings, import_ratings
-from retrieval.judgments.metrics import err_at_k, evaluate
+from retrieval.metrics import err_at_k, evaluate
 from retrieval.judgments.model import CANT_RATE, content_hash
 from retrieval.judgments.queue import done_items, judging_queue, next_open, pooled_items, progress
 from retrieval.judgments.raters import CasePolicy, combine, combined_grades
@@ -347,7 +347,7 @@ def test_cli_judge_export_import_agreement_policy(tmp_path, capsys):
 
 
 def test_snapshot_diff_carries_rank_biased_overlap_when_given():
-    from retrieval.eval.metrics import rank_biased_overlap
+    from retrieval.metrics import rank_biased_overlap
     from retrieval.judgments.diff import diff_snapshots
 
     d = diff_snapshots(A, B, {"q1": {"a": 3}}, similarity=rank_biased_overlap)

@@ -11,13 +11,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from retrieval.pipeline.config import PipelineConfig
-from retrieval.eval import metrics as hand
+from retrieval import metrics as hand
 from retrieval.judgments import Case, CaseQuery, Judgment, JudgmentStore, SnapshotQuery, check_case_name, check_grade
 from retrieval.judgments.diff import Move, diff_snapshots, paired_p_value
 from retrieval.judgments.io import export_case, import_case, import_files, parse_jsonl, parse_qrels, parse_queries
 from retrieval.judgments.machine import (agreement, cohen_kappa, grade_prompt, grader_label, machine_grade,
                                          parse_grade)
-from retrieval.judgments.metrics import evaluate, mean_metrics
+from retrieval.metrics import evaluate, mean_metrics
 from retrieval.judgments.model import Snapshot
 from retrieval.judgments.snapshots import run_snapshot
 from retrieval.pipeline.records import STAGES

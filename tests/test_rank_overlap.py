@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from retrieval.eval.metrics import overlap_at_k, rank_biased_overlap
+from retrieval.metrics import overlap_at_k, rank_biased_overlap
 
 
 def rbo_by_definition(a: list[str], b: list[str], p: float) -> float:

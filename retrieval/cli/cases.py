@@ -132,7 +132,7 @@ def cmd_snapshot_list(args) -> int:
 
 def cmd_snapshot_diff(args) -> int:
     from retrieval.judgments import JudgmentStore
-    from retrieval.eval.metrics import rank_biased_overlap
+    from retrieval.metrics import rank_biased_overlap
     from retrieval.judgments.diff import diff_snapshots
 
     js = JudgmentStore(args.db)

@@ -18,7 +18,7 @@ from retrieval.pipeline.factory import RegistryModels, build_retriever
 from retrieval.hybrid import STAGES
 from retrieval.eval.clock import EVAL_NOW, ClockSpec, ScopeClock, make_clock
 from retrieval.eval.datasets import load_dataset
-from retrieval.eval.metrics import evidence_recall_at_k, mean, mrr, ndcg_at_k, recall_at_k
+from retrieval.metrics import evidence_recall_at_k, mean, mrr, ndcg_at_k, recall_at_k
 from retrieval.eval.runner import credited_ids, run_queries, sweep
 
 DENSE_WEIGHTS = [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]

@@ -34,7 +34,7 @@ from typing import Any
 from retrieval.eval.clock import make_clock
 from retrieval.eval.lab import Candidate, LabResult, fusion_grid, search_fusions
 from retrieval.eval.memo import QueryMemo
-from retrieval.eval.metrics import PairedInterval
+from retrieval.metrics import PairedInterval
 from retrieval.eval.runner import run_queries
 from retrieval.judgments.model import LabelledQuery
 from retrieval.pipeline.presets import HYBRID_PRESET

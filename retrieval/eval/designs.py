@@ -17,7 +17,7 @@ from typing import Any
 
 from retrieval.bm25.index import BM25Index
 from retrieval.bm25.tokenizer import make_tokenizer
-from retrieval.eval.metrics import mean, paired_bootstrap
+from retrieval.metrics import mean, paired_bootstrap
 from retrieval.eval.runner import LabelledQuery, QueryRun, credited_ids, run_queries
 from retrieval.hybrid import HybridRetriever
 from retrieval.pipeline.assemble import reweight

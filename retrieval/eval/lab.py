@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from retrieval.pipeline.assemble import reweight
 from retrieval.fusion import NORMALIZATIONS
-from retrieval.eval.metrics import PairedInterval, mean, paired_bootstrap
+from retrieval.metrics import PairedInterval, mean, paired_bootstrap
 from retrieval.eval.runner import QueryRun, credited_ids, held_out_split, score_ranking
 
 DENSE_WEIGHTS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from retrieval.hybrid import STAGES
 from retrieval.types import Scope
 from retrieval.judgments.model import LabelledQuery
-from retrieval.eval.metrics import evidence_recall_at_k, mean, mrr, ndcg_at_k, recall_at_k
+from retrieval.metrics import evidence_recall_at_k, mean, mrr, ndcg_at_k, recall_at_k
 
 METRICS = ("recall@10", "ndcg@10", "mrr")
 

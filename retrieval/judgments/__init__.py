@@ -1,7 +1,8 @@
 """Judgments, cases and snapshots (SPEC §14): grade results, keep query sets, compare configurations.
 
-`store` (LanceDB tables beside `traces`; plumbing in `tables`), `io` (BEIR / TREC / JSONL), `metrics`
-(ir-measures, ERR@k), `snapshots` (run a config over a case), `diff` (compare two), `machine` (LLM grades).
+`store` (LanceDB tables beside `traces`; plumbing in `tables`), `io` (BEIR / TREC / JSONL; the one
+labelled-query parser), `snapshots` (run a config over a case, scored by `retrieval.metrics`), `diff` (compare
+two), `machine` (LLM grades).
 Judging as a team: a grade belongs to a rater and records the graded content's hash; `raters` (a case's
 combination policy and k), `agreement` (kappa, alpha, calibration), `queue` (the blind pooled judging queue),
 `exchange` (ratings per rater out and back in).

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, fields
 from collections.abc import Callable, Mapping
 
 from retrieval.pipeline.records import STAGES
-from retrieval.judgments.metrics import metric_names
+from retrieval.metrics import metric_names
 from retrieval.judgments.model import Snapshot, SnapshotQuery, scope_text
 from retrieval.judgments.snapshots import rescore
 
@@ -141,7 +141,7 @@ def diff_snapshots(a: Snapshot, b: Snapshot, qrels: Mapping[str, Mapping[str, in
                    similarity: Callable[[list[str], list[str]], float] | None = None) -> SnapshotDiff:
     """B minus A. `qrels` (e.g. the store's current human grades) rescores both; None uses the grades
     each snapshot was run with, B's winning where both graded a query. `similarity(final A, final B)` (callers
-    pass `retrieval.eval.metrics.rank_biased_overlap`, a package above this one) fills each query's `rbo`."""
+    pass `retrieval.metrics.rank_biased_overlap`, a package above this one) fills each query's `rbo`."""
     names = metric_names(k)
     metric = metric or names[0]
     if metric not in names:

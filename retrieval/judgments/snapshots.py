@@ -16,7 +16,7 @@ from retrieval.history.view import WorkspaceAsOf
 from retrieval.pipeline.config import PipelineConfig
 from retrieval.pipeline.records import STAGES
 from retrieval.types import Mood
-from retrieval.judgments.metrics import evaluate, mean_metrics
+from retrieval.metrics import evaluate, mean_metrics
 from retrieval.judgments.model import SCALES, Case, Snapshot, SnapshotQuery, content_hash
 from retrieval.judgments.store import JudgmentStore
 

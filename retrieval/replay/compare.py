@@ -2,7 +2,7 @@
 
 For one logged query: the ids the agent logged, the ids the current configuration returns on the current
 store, and the ids it returns on the store as of the log's timestamp (SPEC §16); each pair compared by
-overlap@k and rank-biased overlap (retrieval.eval.metrics). Drift is `1 − RBO(then-logged, now)`. When the
+overlap@k and rank-biased overlap (retrieval.metrics). Drift is `1 − RBO(then-logged, now)`. When the
 log's time is before the store's first version, or that version was cleaned up, the as-of side is empty and
 the note says why.
 """
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from retrieval.eval.metrics import overlap_at_k, rank_biased_overlap
+from retrieval.metrics import overlap_at_k, rank_biased_overlap
 from retrieval.replay.logs import LoggedQuery
 
 RBO_P = 0.9
