@@ -34,14 +34,7 @@ def load_beir(path: str | Path, split: str = "test") -> tuple[list[MemoryTrace],
                                           scope_id=BEIR_SCOPE.scope_id, type="semantic", created_at=BEIR_TIME,
                                           source_type="document"))
     qrels = _beir_qrels((path / f"qrels/{split}.tsv").read_bytes(), f"qrels/{split}.tsv")
-    queries = []
-    with open(path / "queries.jsonl", encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                r = json.loads(line)
-                qid = str(r["_id"])
-                if qid in qrels:
-                    queries.append(LabelledQuery(qid, r["text"], qrels[qid], BEIR_SCOPE))
+    queries = _beir_queries((path / "queries.jsonl").read_bytes(), qrels, BEIR_SCOPE)
     return traces, sorted(queries, key=lambda q: (len(q.qid), q.qid))
 
 
@@ -103,36 +96,33 @@ def load_locomo(path: str | Path) -> tuple[list[MemoryTrace], list[LabelledQuery
 
 def judgments_from_bytes(data: bytes, source: str = "the uploaded judgments") -> list[LabelledQuery]:
     """Judgments JSONL from an upload (same format as data/demo/judgments.jsonl); errors name `source`."""
-    from retrieval.eval.runner import parse_judgments
+    from retrieval.judgments.io import parse_labelled
 
-    return parse_judgments(data, source=source)
+    return parse_labelled(data, source)
 
 
 def _beir_qrels(data: bytes, name: str) -> dict[str, dict[str, float]]:
     """A qrels file through the one qrels parser (`judgments.io.parse_qrels`: BEIR or TREC); evaluation
     refuses a bad line where a case import reports it and keeps the rest."""
-    from retrieval.judgments.io import parse_qrels
+    from retrieval.judgments.io import parse_qrels, refuse_bad_lines
 
     qrels, errors = parse_qrels(data, name=name)
-    if errors:
-        raise ValueError(f"{errors[0]}" + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""))
+    refuse_bad_lines(errors)
     return {q: {d: float(g) for d, g in docs.items()} for q, docs in qrels.items()}
+
+
+def _beir_queries(data: bytes, qrels: dict[str, dict[str, float]], scope: Scope | None) -> list[LabelledQuery]:
+    """BEIR queries.jsonl through the one queries parser (`judgments.io.parse_queries`); judged queries only."""
+    from retrieval.judgments.io import parse_queries, refuse_bad_lines
+
+    texts, errors = parse_queries(data, name="queries.jsonl")
+    refuse_bad_lines(errors)
+    return [LabelledQuery(qid, text, qrels[qid], scope) for qid, text in texts.items() if qid in qrels]
 
 
 def beir_judgments(queries_jsonl: bytes, qrels_tsv: bytes, scope: Scope | None) -> list[LabelledQuery]:
     """BEIR queries.jsonl + qrels .tsv (uploaded) → labelled queries in `scope`; judged queries only."""
-    qrels = _beir_qrels(qrels_tsv, "qrels")
-    out = []
-    for n, line in enumerate(queries_jsonl.decode("utf-8-sig").replace("\r\n", "\n").split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            r = json.loads(line)
-            qid, text = str(r["_id"]), r["text"]
-        except (ValueError, KeyError, TypeError):
-            raise ValueError(f"queries line {n} is not a BEIR query ({{\"_id\": …, \"text\": …}})") from None
-        if qid in qrels:
-            out.append(LabelledQuery(qid, text, qrels[qid], scope))
+    out = _beir_queries(queries_jsonl, _beir_qrels(qrels_tsv, "qrels"), scope)
     if not out:
         raise ValueError("no query in queries.jsonl has a judgment in the qrels file; are they from the same dataset?")
     return out

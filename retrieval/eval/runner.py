@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -11,7 +10,6 @@ from typing import Any
 from collections.abc import Callable, Iterable, Sequence
 
 from retrieval.hybrid import STAGES
-from retrieval.types import Scope
 from retrieval.judgments.model import LabelledQuery
 from retrieval.metrics import evidence_recall_at_k, mean, mrr, ndcg_at_k, recall_at_k
 
@@ -19,35 +17,11 @@ METRICS = ("recall@10", "ndcg@10", "mrr")
 
 
 def load_judgments(path: str | Path) -> list[LabelledQuery]:
-    """JSONL: {"qid", "query", "scope": "user:x", "relevant": {"id": grade}, "phenomenon"?, "note"?}."""
-    return parse_judgments(Path(path).read_bytes(), source=Path(path).name)
+    """JSONL: {"qid", "query", "scope": "user:x", "relevant": {"id": grade}, "phenomenon"?, "note"?}, read by the one
+    judgments parser (`judgments.io.parse_labelled`); a bad line is a ValueError naming the file and the line."""
+    from retrieval.judgments.io import parse_labelled
 
-
-def parse_judgments(data: bytes | str, source: str = "judgments.jsonl") -> list[LabelledQuery]:
-    """Judgments JSONL from bytes; a bad line is a ValueError naming `source`, the line and the field."""
-    text = data.decode("utf-8-sig", errors="replace") if isinstance(data, bytes) else data
-    out = []
-    for n, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            r = json.loads(line)
-            if not isinstance(r, dict):
-                raise ValueError("the line is not a JSON object")
-            missing = [k for k in ("qid", "query", "relevant") if k not in r]
-            if missing:
-                raise ValueError(f"missing field {', '.join(repr(m) for m in missing)}")
-            if not isinstance(r["relevant"], dict):
-                raise ValueError("'relevant' must be an object of trace id → grade")
-            out.append(LabelledQuery(str(r["qid"]), str(r["query"]), {str(k): float(v) for k,
-                                                                      v in r["relevant"].items()},
-                                     Scope.parse(r["scope"]) if r.get("scope") else None, r.get("phenomenon"),
-                                     r.get("note", "")))
-        except (ValueError, TypeError, RecursionError) as exc:
-            raise ValueError(f"{source}, line {n}: {exc}; each line needs qid, query and relevant "
-                             '(e.g. {"qid": "q1", "query": "…", "scope": "user:u1", '
-                             '"relevant": {"trace-id": 2}})') from None
-    return out
+    return parse_labelled(Path(path).read_bytes(), Path(path).name)
 
 
 def score_ranking(ranked: Sequence[str], qrels: dict[str, float], k: int = 10) -> dict[str, float]:

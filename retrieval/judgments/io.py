@@ -19,10 +19,11 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from retrieval.types import Scope
-from retrieval.judgments.model import Case, CaseQuery, Judgment, check_case_name, check_grade, parse_scope, scope_text
+from retrieval.judgments.model import (Case, CaseQuery, Judgment, LabelledQuery, check_case_name, check_grade,
+                                       parse_scope, scope_text)
 from retrieval.judgments.store import JudgmentStore, check_grading
 
 if TYPE_CHECKING:
@@ -124,31 +125,76 @@ def parse_queries(data: bytes | str, name: str = "queries.jsonl") -> tuple[dict[
     return out, errors
 
 
-def parse_jsonl(data: bytes | str, scale: str = "graded",
-                name: str = "judgments.jsonl") -> tuple[list[CaseQuery], dict[str, dict[str, int]], list[LineError]]:
-    """JSONL lines {"qid", "query", "scope"?, "relevant": {id: grade}, "note"?} → (queries, qrels, errors)."""
-    queries: list[CaseQuery] = []
-    qrels: dict[str, dict[str, int]] = {}
-    errors: list[LineError] = []
+def refuse_bad_lines(errors: Sequence[LineError]) -> None:
+    """Evaluation's policy on the same parsers: a file with a bad line is refused, naming the first (a case import
+    reports bad lines and keeps the rest)."""
+    if errors:
+        raise ValueError(f"{errors[0]}" + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""))
+
+
+LINE_HELP = ('each line needs qid, query and relevant (e.g. {"qid": "q1", "query": "…", "scope": "user:u1", '
+             '"relevant": {"trace-id": 2}})')
+
+
+def judgment_line(line: str, scale: str = "graded",
+                  need_relevant: bool = False) -> tuple[CaseQuery, dict[str, int], str | None]:
+    """One judgments JSONL line {"qid", "query", "scope"?, "relevant": {id: grade}, "note"?, "phenomenon"?} →
+    (query, its grades, its phenomenon); ValueError naming the field at fault."""
+    r = json.loads(line)
+    if not isinstance(r, dict):
+        raise ValueError("the line is not a JSON object")
+    missing = [k for k in ("qid", "query", "relevant") if k not in r and (k != "relevant" or need_relevant)]
+    if missing:
+        raise ValueError(f"missing field {', '.join(repr(m) for m in missing)}")
+    q = CaseQuery(str(r["qid"]), str(r["query"]).strip(), parse_scope(r.get("scope")), str(r.get("note") or ""))
+    if not q.query:
+        raise ValueError("empty query")
+    rel = {} if r.get("relevant") is None else r["relevant"]
+    if not isinstance(rel, dict):
+        raise ValueError("'relevant' must be an object of trace id → grade")
+    phenomenon = r.get("phenomenon")
+    return q, {str(t): check_grade(g, scale) for t, g in rel.items()}, None if phenomenon is None else str(phenomenon)
+
+
+def _judgment_lines(data: bytes | str, scale: str, name: str, need_relevant: bool = False):
+    """(line number, (query, grades, phenomenon)) or (line number, LineError) for each non-blank line."""
     for n, line in enumerate(_lines(data), 1):
         if not line.strip():
             continue
         try:
-            r = json.loads(line)
-            q = CaseQuery(str(r["qid"]), str(r["query"]).strip(), parse_scope(r.get("scope")), str(r.get("note", "")))
-            if not q.query:
-                raise ValueError("empty query")
-            rel = r.get("relevant") or {}
-            if not isinstance(rel, dict):
-                raise TypeError("relevant must map trace id to grade")
-            grades = {str(t): check_grade(g, scale) for t, g in rel.items()}
-        except (ValueError, KeyError, TypeError, RecursionError) as exc:
-            errors.append(LineError(name, n, f"{exc}; each line needs qid, query and relevant ({{id: grade}})"))
+            yield n, judgment_line(line, scale, need_relevant)
+        except (ValueError, TypeError, AttributeError, RecursionError) as exc:
+            yield n, LineError(name, n, f"{exc}; {LINE_HELP}")
+
+
+def parse_jsonl(data: bytes | str, scale: str = "graded",
+                name: str = "judgments.jsonl") -> tuple[list[CaseQuery], dict[str, dict[str, int]], list[LineError]]:
+    """Judgments JSONL → (queries, qrels, errors): a case import keeps the good lines (a query without grades too)."""
+    queries: list[CaseQuery] = []
+    qrels: dict[str, dict[str, int]] = {}
+    errors: list[LineError] = []
+    for _, parsed in _judgment_lines(data, scale, name):
+        if isinstance(parsed, LineError):
+            errors.append(parsed)
             continue
+        q, grades, _ = parsed
         queries.append(q)
         if grades:
             qrels[q.qid] = grades
     return queries, qrels, errors
+
+
+def parse_labelled(data: bytes | str, name: str = "judgments.jsonl", scale: str = "graded") -> list[LabelledQuery]:
+    """The same JSONL as labelled queries for evaluation, which refuses a file with a bad line (naming `name` and
+    the line, never a temporary path) and needs `relevant` on every line."""
+    out = []
+    for n, parsed in _judgment_lines(data, scale, name, need_relevant=True):
+        if isinstance(parsed, LineError):
+            raise ValueError(f"{name}, line {n}: {parsed.reason}")
+        q, grades, phenomenon = parsed
+        out.append(LabelledQuery(q.qid, q.query, {t: float(g) for t, g in grades.items()}, q.scope, phenomenon,
+                                 q.note))
+    return out
 
 
 def import_case(js: JudgmentStore, name: str, queries: list[CaseQuery], qrels: dict[str, dict[str, int]],
