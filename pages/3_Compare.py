@@ -8,8 +8,8 @@ from __future__ import annotations
 import streamlit as st
 
 from retrieval.eval.compare import compare_rankings
-from retrieval.metrics import paired_bootstrap
-from retrieval.eval.runner import credited_ids, run_queries, score_ranking, summarize
+from retrieval.eval.runner import credited_ids, score_ranking
+from retrieval.eval.sessions import COMPARED, Side, compare_sets
 from retrieval.judgments.store import JudgmentStoreError
 from ui.cache import ensure_model, get_generator, get_reranker, judgments, workspace
 from ui.grading import UNRATED, query_grades, unrated_ids
@@ -79,13 +79,6 @@ def render_lists(res_a, res_b, qrels: dict | None) -> list:
         [(cfg_b, cmp.deltas[n].id) for n in [selected_row(ev_b)] if n is not None]
 
 
-def set_intervals(ra, rb) -> dict:
-    """Paired bootstrap 95 % intervals of B − A per final metric over the set's queries."""
-    return {m: paired_bootstrap([x.per_stage.get("final", {}).get(m, 0.0) for x in ra],
-                                [y.per_stage.get("final", {}).get(m, 0.0) for y in rb])
-            for m in ("ndcg@10", "recall@10", "mrr")}
-
-
 def interval_caption(iv) -> str:
     where = ("above zero: B is better" if iv.above_zero else "below zero: B is worse" if iv.below_zero
              else "includes zero: no difference shown")
@@ -135,41 +128,30 @@ try:
             st.warning("None of the judged traces are in this store: load the demo corpus first.")
             st.stop()
         if st.button(f"Run A and B on {len(queries)} labelled queries", key=f"{P}run", type="primary"):
-            cfg_a, _ = usable_config(cfg_a, get_reranker, get_generator)
-            cfg_b, _ = usable_config(cfg_b, get_reranker, get_generator)
-            bar = st.progress(0.0, text=f"Running A ({cfg_a.preset}, {cfg_a.fusion}) on {len(queries)} queries…")
-            ra = run_queries(build_retriever(ws, cfg_a, get_reranker, get_generator), queries,
-                             progress=lambda d, t: bar.progress(d / t / 2,
-                                                                text=f"A ({cfg_a.preset}): query {d} of {t}"),
-                             recall_top_k=cfg_a.recall_top_k, over_fetch_multiplier=cfg_a.over_fetch_multiplier)
-            rb = run_queries(build_retriever(ws, cfg_b, get_reranker, get_generator), queries,
-                             progress=lambda d, t: bar.progress(0.5 + d / t / 2,
-                                                                text=f"B ({cfg_b.preset}): query {d} of {t}"),
-                             recall_top_k=cfg_b.recall_top_k, over_fetch_multiplier=cfg_b.over_fetch_multiplier)
+            sides = []
+            for name, cfg in (("A", cfg_a), ("B", cfg_b)):
+                cfg, _ = usable_config(cfg, get_reranker, get_generator)
+                sides.append(Side(build_retriever(ws, cfg, get_reranker, get_generator), f"{name} ({cfg.preset})",
+                                  {"recall_top_k": cfg.recall_top_k,
+                                   "over_fetch_multiplier": cfg.over_fetch_multiplier}))
+            bar = st.progress(0.0, text=f"Running A and B on {len(queries)} queries…")
+            st.session_state[f"{P}set"] = compare_sets(*sides, queries,
+                                                       progress=lambda f, text: bar.progress(f, text=text))
             bar.empty()
-            st.session_state[f"{P}set"] = (summarize(ra), summarize(rb), [
-                {"qid": x.q.qid, "query": x.q.query, "A ndcg@10": x.per_stage.get("final", {}).get("ndcg@10", 0),
-                 "B ndcg@10": y.per_stage.get("final", {}).get("ndcg@10", 0)} for x, y in zip(ra, rb)],
-                set_intervals(ra, rb))
         if f"{P}set" in st.session_state:
-            sa, sb, per_q, intervals = st.session_state[f"{P}set"]
-            fa = next(r for r in sa if r["stage"] == "final")
-            fb = next(r for r in sb if r["stage"] == "final")
-            c = st.columns(3)
-            for col, m in zip(c, ("ndcg@10", "recall@10", "mrr")):
+            out = st.session_state[f"{P}set"]  # a retrieval.eval.sessions.SetComparison
+            fa, fb = out.final("a"), out.final("b")
+            for col, m in zip(st.columns(3), COMPARED):
                 col.metric(f"{m} (B)", f"{fb[m]:.3f}", f"{fb[m] - fa[m]:+.3f} vs A")
-                col.caption(interval_caption(intervals[m]))
-            for row in per_q:
-                row["Δ"] = row["B ndcg@10"] - row["A ndcg@10"]
-            rows = sorted(per_q, key=lambda r: r["Δ"])
+                col.caption(interval_caption(out.intervals[m]))
+            rows = out.per_query
             st.caption("Click a query to open it in Inspect with B's settings.")
             ev = st.dataframe([{**r, **{k: round(r[k], 3) for k in ("A ndcg@10", "B ndcg@10", "Δ")}} for r in rows],
                               hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
                               key=f"{P}per_q")
             n = selected_row(ev)
             if n is not None:
-                by_qid = {q.qid: q for q in queries}
-                q = by_qid[rows[n]["qid"]]
+                q = {q.qid: q for q in queries}[rows[n]["qid"]]
                 open_in_inspect(cfg_b, q.query, q.scope, None, ws.store.version())
 except (ValueError, ImportError) as exc:
     st.error(plain(exc))

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from retrieval.eval.lab import fusion_grid, search_fusions
-from retrieval.eval.runner import METRICS, per_query_deltas, run_queries, summarize
-from retrieval.pipeline.records import ESC_SPARSE_EMPTY
+from retrieval.eval.runner import METRICS
+from retrieval.eval.sessions import Side, tune
 from ui.cache import ensure_model, get_generator, get_reranker, workspace
 from ui.calibration import calibrate_section, set_sliders, store_defaults
 from ui.sets import pick_labelled_set
@@ -56,22 +55,6 @@ def apply_best(knobs: dict) -> None:
     """Set Tune's and Inspect's fusion sliders to the best (a callback: before the widgets are drawn)."""
     set_sliders(knobs)
     st.session_state[f"{P}applied"] = knobs
-
-
-def stage_note(rows: list[dict], runs) -> str:
-    """Why a stage ran for fewer queries than the set holds (e.g. "merged: 42 of 45")."""
-    total, notes = len(runs), []
-    empty = sum(1 for r in runs if any(e.startswith(ESC_SPARSE_EMPTY) for e in r.result.diagnostics.escalations))
-    for r in rows:
-        if r["queries"] < total and r["stage"] == "merged":
-            notes.append(f"merged ran for {r['queries']} of {total} queries: for {empty}, BM25 matched no word of the "
-                         "query (escalation hybrid-retriever:sparse-empty), so nothing was fused and the dense list "
-                         "went straight to final")
-        elif r["queries"] < total:
-            notes.append(f"{r['stage']} ran for {r['queries']} of {total} queries")
-    if not any(r["stage"] == "reranked" for r in rows):
-        notes.append("reranked is absent: no reranker is set")
-    return "; ".join(notes) + "." if notes else f"Every stage ran for all {total} queries."
 
 
 def interval_text(iv) -> str:
@@ -135,26 +118,22 @@ def search_view(lab) -> None:
     best_view(lab)
 
 
+def side(cfg: PipelineConfig, name: str) -> Side:
+    return Side(build_retriever(ws, cfg, get_reranker, get_generator), name,
+                {"recall_top_k": cfg.recall_top_k, "over_fetch_multiplier": cfg.over_fetch_multiplier})
+
+
 def evaluate(cfg: PipelineConfig) -> None:
+    """The configuration per stage, the agentos baseline, and one fusion search (`retrieval.eval.sessions.tune`)."""
     ensure_model()
     cfg, notes = usable_config(cfg, get_reranker, get_generator)
     for note in notes:
         st.warning(note)
     bar = st.progress(0.0, text=f"Evaluating the configuration ({cfg.preset}) on {len(queries)} queries…")
-    retr = build_retriever(ws, cfg, get_reranker, get_generator)
-    runs = run_queries(retr, queries, progress=lambda d, t: bar.progress(d / t * 0.5,
-                                                                         text=f"configuration: query {d} of {t}"),
-                       recall_top_k=cfg.recall_top_k, over_fetch_multiplier=cfg.over_fetch_multiplier)
-    base_cfg = PipelineConfig.for_preset("agentos")
-    base = run_queries(build_retriever(ws, base_cfg, get_reranker, get_generator), queries,
-                       progress=lambda d, t: bar.progress(0.5 + d / t * 0.4,
-                                                          text=f"agentos baseline: query {d} of {t}"),
-                       recall_top_k=base_cfg.recall_top_k, over_fetch_multiplier=base_cfg.over_fetch_multiplier)
-    lab = search_fusions(runs, fusion_grid(), progress=lambda d, t: bar.progress(
-        0.9 + d / t * 0.1, text=f"Fusion search: setting {d} of {t} (re-fusing cached lists)"))
+    out = tune(side(cfg, "configuration"), side(PipelineConfig.for_preset("agentos"), "agentos baseline"), queries,
+               progress=lambda f, text: bar.progress(f, text=text))
     bar.empty()
-    st.session_state[f"{P}out"] = (summarize(runs), stage_note(summarize(runs), runs), per_query_deltas(base, runs))
-    st.session_state[f"{P}lab"] = lab
+    st.session_state[f"{P}out"] = out
     st.session_state[f"{P}cfg"] = cfg
 
 
@@ -165,18 +144,19 @@ if st.button("Evaluate", type="primary", key=f"{P}run"):
         st.error(plain(exc))
 
 if f"{P}out" in st.session_state:
-    rows, note, deltas = st.session_state[f"{P}out"]
+    out = st.session_state[f"{P}out"]
     st.subheader("Per stage (current configuration)")
     c1, c2 = st.columns([2, 3])
-    c1.dataframe([{**r, **{m: round(r[m], 4) for m in METRICS}} for r in rows], hide_index=True, width="stretch")
-    c1.caption(plain(note))
-    c2.plotly_chart(metrics_figure(rows, METRICS), key=f"{P}stages", config={"displayModeBar": False})
-    search_view(st.session_state[f"{P}lab"])
+    c1.dataframe([{**r, **{m: round(r[m], 4) for m in METRICS}} for r in out.stages], hide_index=True,
+                 width="stretch")
+    c1.caption(plain(out.note))
+    c2.plotly_chart(metrics_figure(out.stages, METRICS), key=f"{P}stages", config={"displayModeBar": False})
+    search_view(out.lab)
     st.subheader("Per query vs the agentos baseline (final nDCG@10)")
-    wins = sum(1 for d in deltas if d["delta"] > 1e-9)
-    losses = sum(1 for d in deltas if d["delta"] < -1e-9)
-    st.caption(f"{wins} wins, {losses} losses, {len(deltas) - wins - losses} ties")
+    wins, losses, ties = out.wins_losses_ties
+    st.caption(f"{wins} wins, {losses} losses, {ties} ties")
     st.caption("Click a query to open it in Inspect with this configuration.")
+    deltas = out.deltas
     ev = st.dataframe([{**d, "baseline": round(d["baseline"], 3), "config": round(d["config"], 3),
                         "delta": round(d["delta"], 3)} for d in deltas], hide_index=True, width="stretch",
                       on_select="rerun", selection_mode="single-row", key=f"{P}per_q")

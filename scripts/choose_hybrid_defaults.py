@@ -39,9 +39,10 @@ from retrieval.eval.designs import (BM25_LABEL, DEFAULT_LABEL, Design, compare, 
                                     recommend, run_variant, score_designs, variant_index, worst_case_gain)
 from retrieval.metrics import evidence_recall_at_k, mean, ndcg_at_k, paired_bootstrap  # noqa: E402
 from retrieval.eval.runner import credited_ids  # noqa: E402
+from retrieval.eval.lab import DENSE_WEIGHTS, RRF_KS  # noqa: E402
 
-WEIGHTS = [0.3, 0.4, 0.5, 0.6, 0.7]
-KS = [5, 10, 20, 60]
+WEIGHTS = [w for w in DENSE_WEIGHTS if 0.3 <= w <= 0.7]  # the lab's grid, its extremes left out of this study
+KS = list(RRF_KS)
 SINGLE_TODAY = (BM25_LABEL, "f. dense alone (cognitive score)")  # the single sides as the product ships them
 
 

@@ -270,8 +270,8 @@ def test_tune_evaluates_and_sweeps(demo_env):
     assert any("wins" in c.value and "losses" in c.value for c in at.caption)
     stages = [d.value for d in at.dataframe if "stage" in d.value.columns][0]
     assert list(stages["stage"]) == ["dense", "sparse", "merged", "final"]
-    rows, note, _ = at.session_state["t_out"]
-    n = len(at.session_state["t_out"][2])
+    out = at.session_state["t_out"]  # a retrieval.eval.sessions.TuneResult
+    rows, note, n = out.stages, out.note, len(out.deltas)
     merged = next(r for r in rows if r["stage"] == "merged")
     # the per-stage count is explained: fewer merged queries than the set holds says why (sparse-empty)
     assert (f"merged ran for {merged['queries']} of {n}" in note) == (merged["queries"] < n)
@@ -405,7 +405,7 @@ def test_tune_apply_best_sets_the_sliders_here_and_on_inspect(demo_env):
     """One search, one best: the heatmap's starred cell is the lab's best RRF setting; Apply sets that best."""
     at = page("pages/4_Tune.py")
     at.button(key="t_run").click().run(timeout=180)
-    lab = at.session_state["t_lab"]
+    lab = at.session_state["t_out"].lab
     heat = [c for c in at.get("plotly_chart") if json.loads(c.proto.spec)["data"][0]["type"] == "heatmap"]
     assert len(heat) == 1
     cells = json.loads(heat[0].proto.spec)["data"][0]["text"]
@@ -454,7 +454,7 @@ def test_tune_reads_the_demo_case_and_its_fusion_lab_shows_intervals(demo_env):
     assert at.selectbox(key="t_case").value == "demo"  # the demo case ships with the demo corpus
     at.button(key="t_run").click().run(timeout=240)
     assert not at.exception
-    lab = at.session_state["t_lab"]
+    lab = at.session_state["t_out"].lab
     table = [d.value for d in at.dataframe if "held-out" in d.value.columns and "fusion" in d.value.columns][0]
     assert list(table["fusion"]) == ["current configuration", "RRF", "convex · minmax", "convex · theoretical",
                                      "convex · zscore"]

@@ -19,10 +19,9 @@ from retrieval.hybrid import STAGES
 from retrieval.eval.clock import EVAL_NOW, ClockSpec, ScopeClock, make_clock
 from retrieval.eval.datasets import load_dataset
 from retrieval.metrics import evidence_recall_at_k, mean, mrr, ndcg_at_k, recall_at_k
+from retrieval.eval.lab import DENSE_WEIGHTS, RRF_KS  # the one grid (Tune's search, the lab)
 from retrieval.eval.runner import credited_ids, run_queries, sweep
 
-DENSE_WEIGHTS = [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]
-KS = [10, 30, 60, 100]
 
 
 def open_eval_workspace(name: str, traces, cache_dir: str, embedder=None, log=print, clock=None):
@@ -150,7 +149,7 @@ def run_eval_cli(args) -> int:
         res = evaluate_config(r, queries, locomo, deep, clock=clock)
         runs = res.pop("_runs")
         if args.sweep:
-            sw = sweep(r, runs, DENSE_WEIGHTS, KS, metric="recall@10" if locomo else "ndcg@10")
+            sw = sweep(r, runs, DENSE_WEIGHTS, RRF_KS, metric="recall@10" if locomo else "ndcg@10")
             res["sweep"] = {"dense_weights": sw.dense_weights, "ks": sw.ks, "tune": sw.tune, "held_out": sw.held_out,
                             "best": sw.best_params}
         if getattr(args, "lab", False):
