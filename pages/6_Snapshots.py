@@ -11,15 +11,12 @@ import streamlit as st
 from retrieval.access import AccessDenied
 from retrieval.pipeline.config import PipelineConfig
 from retrieval.judgments import JudgmentStore
-from retrieval.metrics import rank_biased_overlap
 from retrieval.judgments.diff import diff_snapshots
-from retrieval.judgments.io import (import_case, parse_jsonl, parse_qrels, parse_queries, spreadsheet_csv,
-                                    suggest_case_name)
+from retrieval.judgments.io import import_files, spreadsheet_csv, suggest_case_name
 from retrieval.judgments.machine import WEAK_NOTE, agreement, machine_grade
-from retrieval.metrics import metric_names
-from retrieval.judgments.model import CaseQuery, query_key, scope_text
+from retrieval.judgments.model import query_key, scope_text
 from retrieval.judgments.snapshots import rescore, run_snapshot
-from retrieval.metrics import paired_bootstrap
+from retrieval.metrics import metric_names, paired_bootstrap, rank_biased_overlap
 from retrieval.judgments.store import JudgmentStoreError, check_grading
 from ui.cache import ensure_model, get_generator, get_reranker, workspace
 from ui.charts import snapshot_trend_figure
@@ -65,19 +62,12 @@ def import_panel() -> None:
     name = st.text_input("Case name", value=suggest_case_name(files[0].name) if files else "", key=f"{P}imp_name")
     if not st.button("Import", key=f"{P}imp_go", disabled=not files):
         return
+    sources = {"jsonl": (files[0].name, files[0].getvalue())} if fmt.startswith("JSONL") else {
+        "queries": (files[0].name, files[0].getvalue()), "qrels": (files[1].name, files[1].getvalue()), "scope": scope}
     try:
-        if fmt.startswith("JSONL"):
-            qs, qr, errs = parse_jsonl(files[0].getvalue(), scale, files[0].name)
-            keep = True
-        else:
-            texts, errs = parse_queries(files[0].getvalue(), files[0].name)
-            qr, qerrs = parse_qrels(files[1].getvalue(), scale, files[1].name)
-            errs, keep = errs + qerrs, False
-            qs = [CaseQuery(q, t, scope) for q, t in texts.items()]
         # Only ids this visitor may see count as known: the "not in the store" list is no existence oracle.
-        rep = import_case(js, name.strip(), qs, qr, lambda ids: {t.id for t in ws.store.get(ids)
-                                                                 if acc.sees(t.scope_key)},
-                          scale, errs, f"import:{files[-1].name}", keep_unjudged=keep, access=acc)
+        rep = import_files(js, name.strip(), scale=scale, access=acc, **sources,
+                           known_ids=lambda ids: {t.id for t in ws.store.get(ids) if acc.sees(t.scope_key)})
     except AccessDenied as exc:
         st.error("Nothing was saved: this case names scopes you may not grade in (in the file, or in an existing "
                  "case of that name); grade and build cases in your own scopes." if acc.limited else plain(exc))

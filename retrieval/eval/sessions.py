@@ -118,10 +118,11 @@ def compare_sets(a: Side, b: Side, queries: Sequence[LabelledQuery], progress: P
     queries = _need(queries)
     ra = a.run(queries, progress, 0.0, 0.5)
     rb = b.run(queries, progress, 0.5, 0.5)
-    per_query = sorted(({"qid": x.q.qid, "query": x.q.query, "A ndcg@10": final_metric(x, "ndcg@10"),
-                         "B ndcg@10": final_metric(y, "ndcg@10"),
-                         "Δ": final_metric(y, "ndcg@10") - final_metric(x, "ndcg@10")} for x, y in zip(ra, rb)),
-                       key=lambda r: r["Δ"])
+    per_query: list[dict[str, Any]] = []
+    for x, y in zip(ra, rb):
+        va, vb = final_metric(x, "ndcg@10"), final_metric(y, "ndcg@10")
+        per_query.append({"qid": x.q.qid, "query": x.q.query, "A ndcg@10": va, "B ndcg@10": vb, "Δ": vb - va})
+    per_query.sort(key=lambda r: r["Δ"])
     intervals = {m: paired_bootstrap([final_metric(x, m) for x in ra], [final_metric(y, m) for y in rb],
                                      resamples=resamples) for m in COMPARED}
     return SetComparison(summarize(ra), summarize(rb), per_query, intervals)

@@ -228,27 +228,39 @@ def import_case(js: JudgmentStore, name: str, queries: list[CaseQuery], qrels: d
     return ImportReport(name, len(case.queries), n, tuple(errors), unknown_ids, unknown_queries)
 
 
-def import_files(js: JudgmentStore, name: str, *, queries: str | Path | None = None, qrels: str | Path | None = None,
-                 jsonl: str | Path | None = None, scope: Scope | None = None, scale: str = "graded",
-                 known_ids=None, replace: bool = False) -> ImportReport:
-    """`case import`: BEIR queries + qrels (in `scope`), or one JSONL file (its lines carry their scope)."""
+Source = str | Path | tuple[str, bytes]  # a path, or an upload as (its file name, its bytes)
+
+
+def _read(source: Source) -> tuple[str, bytes]:
+    if isinstance(source, tuple):
+        return source
+    return Path(source).name, Path(source).read_bytes()
+
+
+def import_files(js: JudgmentStore, name: str, *, queries: Source | None = None, qrels: Source | None = None,
+                 jsonl: Source | None = None, scope: Scope | None = None, scale: str = "graded",
+                 known_ids=None, replace: bool = False, access: Access | None = None) -> ImportReport:
+    """A case from files or uploads (the CLI's `case import`, the Snapshots page): BEIR queries + qrels (in
+    `scope`), or one JSONL file (its lines carry their scope; its queries without grades are kept)."""
     check_case_name(name)
-    qr: dict[str, dict[str, int]]  # qid -> {trace id: grade}
     if jsonl is not None:
         if queries is not None or qrels is not None:
             raise ValueError("give either --jsonl or --queries with --qrels, not both")
-        qs, qr, errs = parse_jsonl(Path(jsonl).read_bytes(), scale, Path(jsonl).name)
-        return import_case(js, name, qs, qr, known_ids, scale, errs, f"import:{Path(jsonl).name}", replace,
-                           keep_unjudged=True)
+        file, data = _read(jsonl)
+        qs, graded, errs = parse_jsonl(data, scale, file)
+        return import_case(js, name, qs, graded, known_ids, scale, errs, f"import:{file}", replace,
+                           keep_unjudged=True, access=access)
     if queries is None:
         raise ValueError("give --queries FILE (BEIR queries.jsonl) with --qrels FILE, or --jsonl FILE")
-    texts, errs = parse_queries(Path(queries).read_bytes(), Path(queries).name)
-    qr = {}
+    file, data = _read(queries)
+    texts, errs = parse_queries(data, file)
+    qr: dict[str, dict[str, int]] = {}  # qid -> {trace id: grade}
     if qrels is not None:
-        qr, qerrs = parse_qrels(Path(qrels).read_bytes(), scale, Path(qrels).name)
+        file, data = _read(qrels)
+        qr, qerrs = parse_qrels(data, scale, file)
         errs += qerrs
     qs = [CaseQuery(q, t, scope) for q, t in texts.items()]
-    return import_case(js, name, qs, qr, known_ids, scale, errs, f"import:{Path(qrels or queries).name}", replace)
+    return import_case(js, name, qs, qr, known_ids, scale, errs, f"import:{file}", replace, access=access)
 
 
 def export_case(js: JudgmentStore, name: str, out: str | Path) -> list[Path]:
