@@ -14,9 +14,43 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from collections.abc import Sequence
+from enum import StrEnum
 
-FUSIONS = ("rrf", "convex")
-NORMALIZATIONS = ("minmax", "theoretical", "zscore")
+
+class _Choice(StrEnum):
+    """A declared choice (as Haystack's `JoinMode`): members compare equal to their strings; `from_str` turns
+    config, link and CLI text into a member or a ValueError naming the parameter and every allowed value."""
+
+    @classmethod
+    def parameter(cls) -> str:
+        return cls.__name__.lower()
+
+    @classmethod
+    def from_str(cls, value: object) -> _Choice:
+        if isinstance(value, str):
+            for member in cls:
+                if member.value == value:
+                    return member
+        raise ValueError(f"{cls.parameter()}={value!r} is unknown; use one of {', '.join(m.value for m in cls)}")
+
+
+class Fusion(_Choice):
+    """How the dense and sparse lists become one (SPEC §13)."""
+
+    RRF = "rrf"
+    CONVEX = "convex"
+
+
+class Normalization(_Choice):
+    """How a convex fusion puts one list's scores into [0, 1] (`normalize`)."""
+
+    MINMAX = "minmax"
+    THEORETICAL = "theoretical"
+    ZSCORE = "zscore"
+
+
+FUSIONS = tuple(m.value for m in Fusion)
+NORMALIZATIONS = tuple(m.value for m in Normalization)
 
 
 @dataclass(frozen=True)
@@ -74,8 +108,7 @@ def reciprocal_rank_fusion(
 
 
 def _check_method(method: str) -> None:
-    if method not in NORMALIZATIONS:
-        raise ValueError(f"normalization={method!r} is unknown; use one of {', '.join(NORMALIZATIONS)}")
+    Normalization.from_str(method)
 
 
 def _check_bound(lower_bound: float, where: str) -> float:

@@ -350,3 +350,18 @@ def test_normalize_golden_values_unchanged_for_ordinary_inputs(scores, method, b
     # zscore's mean and sigma on the scaled values can round one ulp apart (found by hypothesis in a full run).
     assert normalize(scores, method, lower_bound=bound) == pytest.approx(_naive(scores, method, bound), rel=1e-14,
                                                                           abs=1e-15)
+
+
+def test_fusion_and_normalization_are_declared_choices_with_from_str():
+    from retrieval.fusion import FUSIONS, NORMALIZATIONS, Fusion, Normalization
+    from retrieval.pipeline.settings import check_choice
+
+    assert FUSIONS == ("rrf", "convex") and NORMALIZATIONS == ("minmax", "theoretical", "zscore")
+    assert Fusion.from_str("convex") is Fusion.CONVEX and Fusion.CONVEX == "convex" and f"{Fusion.RRF}" == "rrf"
+    assert Normalization.from_str("zscore") is Normalization.ZSCORE
+    for bad in ("RRF", " rrf", "", None, 1, "dbsf"):
+        with pytest.raises(ValueError, match=r"fusion=.* is unknown; use one of rrf, convex"):
+            Fusion.from_str(bad)
+    with pytest.raises(ValueError, match="normalization='l2' is unknown; use one of minmax, theoretical, zscore"):
+        check_choice("normalization", "l2")
+    assert check_choice("fusion", Fusion.CONVEX) == "convex" and type(check_choice("fusion", "rrf")) is str
