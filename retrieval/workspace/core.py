@@ -23,10 +23,11 @@ from retrieval.access import Access, ReadOnlyError, demo_mode_from_env
 from retrieval.workspace.audit import AuditLog, scopes_of
 from retrieval.bm25.index import BM25Index
 from retrieval.bm25.tokenizer import analyzer_of
-from retrieval.sparse.build import Opened, check_sparse, open_sparse, set_analyzer, set_statistics, sparse_status
+from retrieval.sparse.build import Opened, check_sparse, open_sparse, set_analyzer, set_statistics
 from retrieval.store.memory import MemoryStore
 from retrieval.types import MemoryTrace
 from retrieval.workspace.journal import journal_files, replay_journals, sync_facts, write_journal
+from retrieval.workspace.status import status_of
 from retrieval.workspace.guard import authorise, authorise_store_wide, check_same_store
 
 log = logging.getLogger(__name__)
@@ -78,14 +79,15 @@ class Workspace:
         return f"Workspace(uri={self.store.display_uri!r})"
 
     @property
-    def _root(self) -> Path | None:
+    def root(self) -> Path | None:
+        """The local directory of the store (None for a remote one)."""
         return Path(self.uri.removeprefix("file://")) if is_local_uri(self.uri) else None
 
     @property
     def bm25_path(self) -> Path | None:
         """The sidecar beside a local store; remote stores rebuild the index from the store on open."""
         name = BM25_FILE if self.store.table_name == "traces" else f"{self.store.table_name}.{BM25_FILE}"
-        root = self._root
+        root = self.root
         return root / name if root is not None and self.sparse == "bm25" and self.store.columns.native else None
 
     @property
@@ -108,6 +110,11 @@ class Workspace:
         self._bm25, self._bm25_version = opened.index, opened.version
         if opened.built:
             self._save(opened.index, opened.version)
+
+    @property
+    def bm25_version(self) -> int:
+        """The table version the in-memory BM25 reflects (-1 before it is opened)."""
+        return self._bm25_version
 
     def set_analyzer(self, name: str, progress: Callable[[int, int], None] | None = None, *,
                      access: Access | None = None, actor: str = "local"):
@@ -157,7 +164,7 @@ class Workspace:
 
         What the app calls on every rerun, so a trace the CLI wrote is searchable without a restart.
         """
-        pending = bool(self._journal_files()) and not self.keeps_disk  # a journal waits for a writer
+        pending = bool(self.pending_journals()) and not self.keeps_disk  # a journal waits for a writer
         if self._bm25 is not None and self.store.version() == self._bm25_version and not pending:
             return False
         return self.refresh()
@@ -209,22 +216,23 @@ class Workspace:
             return RuleFactExtractor()
         return self._fact_extractor
 
-    def _journal_files(self) -> list[Path]:
-        return journal_files(self._root)
+    def pending_journals(self) -> list[Path]:
+        """Facts journals a writer left (a crash, or a facts table that failed): replayed on the next write."""
+        return journal_files(self.root)
 
     def _journal(self, ids: list[str]) -> Path | None:
-        return None if self.store.read_only else write_journal(self._root, ids)
+        return None if self.store.read_only else write_journal(self.root, ids)
 
     def _sync_facts(self, ids: list[str], journal: Path | None) -> tuple[int, list[str]]:
         return sync_facts(self.store, self.facts, self.extractor(), ids, journal)
 
     def _replay_journals(self) -> bool:
         if self.keeps_disk:
-            if self._journal_files():
+            if self.pending_journals():
                 log.warning("a facts journal is pending at %s; read-only, so it is left for the next writer",
                             self.store.display_uri)
             return False
-        return replay_journals(self._root, self.store, lambda ids, path: self._sync_facts(ids, path))
+        return replay_journals(self.root, self.store, lambda ids, path: self._sync_facts(ids, path))
 
     # ------------------------------------------------------------------ writing
     def ingest(self, traces: Iterable[MemoryTrace], progress: Callable[[int, int], None] | None = None,
@@ -314,37 +322,5 @@ class Workspace:
         return HybridRetriever(self.store, bm25=self.bm25, writer=self, **with_calibration(self.store, kwargs))
 
     def status(self) -> dict:
-        """What the Home page and `python -m retrieval status` show. A local path that does not
-        exist is reported as such (`exists: False`) and is not created."""
-        root = self._root
-        if root is not None and not root.exists():
-            return {"uri": self.store.display_uri, "exists": False, "traces": 0, "bm25_documents": 0, "facts": 0,
-                    "scopes": {}, "ann_index": False, "ann_type": None, "unindexed_rows": 0, "in_step": True,
-                    "table_version": 0, "bm25_table_version": 0, "facts_pending": 0, "read_only": False}
-        state = self.store.index_state()
-        bm25 = self.bm25
-        try:
-            n_facts = self.facts.count()
-        except Exception as exc:  # status must render even when the fact table is unreadable
-            log.warning("fact count failed: %s", exc)
-            n_facts = 0
-        version = self.store.version()
-        pending = len(self._journal_files())
-        return {
-            "uri": self.store.display_uri,
-            "exists": True,
-            "traces": state["rows"],
-            "bm25_documents": len(bm25),
-            "facts": n_facts,
-            "scopes": {str(k): v for k, v in self.store.scope_counts().items()},
-            "ann_index": state["ann_index"],
-            "ann_type": state["ann_type"],
-            "unindexed_rows": state["unindexed_rows"],
-            "in_step": (version == self._bm25_version and pending == 0
-                        and len(bm25) == self.store.count(active_only=True)),
-            "table_version": version, "version": version, "tags": self.store.tags(),  # SPEC §16
-            "bm25_table_version": self._bm25_version,
-            "facts_pending": pending,
-            "read_only": self.read_only,
-            **sparse_status(self.store, self.sparse),
-        }
+        """What the Home page and `python -m retrieval status` show (`retrieval.workspace.status`)."""
+        return status_of(self)
