@@ -13,7 +13,7 @@ from ui.widgets import nav
 
 if st.query_params.get("present") == "1":  # presenter mode: the Home examples as a guided story
     st.switch_page("pages/9_Present.py")
-st.set_page_config(page_title="Hybrid retrieval inspector", page_icon="🔎", layout="wide")
+st.set_page_config(page_title="Hybrid retrieval inspector", page_icon=":material/manage_search:", layout="wide")
 nav()
 access = page_guard(home=True)  # sign-in, scopes, read-only
 
@@ -74,7 +74,7 @@ if status.get("dim"):
 
 if status["traces"] == 0:
     st.info("The store is empty. Load the bundled demo corpus (or your own file) on the **Corpus** page.")
-    st.page_link("pages/1_Corpus.py", label="Go to Corpus", icon="📚")
+    st.page_link("pages/1_Corpus.py", label="Go to Corpus", icon=":material/library_books:")
 
 st.subheader("Try an example")
 examples = load_examples()
@@ -87,5 +87,5 @@ for n, ex in enumerate(examples):
         st.markdown(f"**{ex['title']}**")
         st.markdown(f"“{ex['query']}”")
         st.caption(ex["look_for"])
-        st.page_link("pages/2_Inspect.py", label="Open in Inspect", icon="▶️",
+        st.page_link("pages/2_Inspect.py", label="Open in Inspect", icon=":material/play_arrow:",
                      query_params={k: str(v) for k, v in ex["params"].items()})

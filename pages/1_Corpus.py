@@ -36,7 +36,8 @@ ACCEPTED_FIELDS = f"""
 `corpus.jsonl` (`_id`, `title`, `text`). The field mapping below overrides the usual names.
 """
 
-st.set_page_config(page_title="Corpus · Hybrid retrieval inspector", page_icon="📚", layout="wide")
+st.set_page_config(page_title="Corpus · Hybrid retrieval inspector", page_icon=":material/library_books:",
+                   layout="wide")
 nav()
 access = page_guard()
 st.session_state.setdefault(f"{P}report", None)

@@ -37,7 +37,8 @@ TARGET = f"{P}typed"  # the explained id: typed, or set by a click
 ROWS = 10
 PLACEHOLDER = "e.g. status of ticket FX-209847 (scope user:priya)"
 
-st.set_page_config(page_title="Inspect · Hybrid retrieval inspector", page_icon="🔎", layout="wide")
+st.set_page_config(page_title="Inspect · Hybrid retrieval inspector", page_icon=":material/manage_search:",
+                   layout="wide")
 nav()
 page_guard()  # sign-in, allowed scopes, read-only
 st.session_state.setdefault(f"{P}result", None)
@@ -62,7 +63,7 @@ asof_ui.banner(ws, as_of)  # which state is shown, when not the newest
 calibration_caption(ws, always=False)  # one line when the store is calibrated (ui/calibration.py)
 if ws.store.count() == 0:
     st.info("The store is empty: load the demo corpus on the Corpus page first.")
-    st.page_link("pages/1_Corpus.py", label="Go to Corpus", icon="📚")
+    st.page_link("pages/1_Corpus.py", label="Go to Corpus", icon=":material/library_books:")
     st.stop()
 
 c1, c2, c3 = st.columns([5, 2, 1.2], vertical_alignment="bottom")

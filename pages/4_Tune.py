@@ -24,7 +24,7 @@ from ui.widgets import nav, open_in_inspect, selected_row
 
 P = "t_"
 
-st.set_page_config(page_title="Tune · Hybrid retrieval inspector", page_icon="🎛️", layout="wide")
+st.set_page_config(page_title="Tune · Hybrid retrieval inspector", page_icon=":material/tune:", layout="wide")
 nav()
 access = page_guard()  # sign-in, allowed scopes, read-only
 ws = workspace()

@@ -12,7 +12,7 @@ from ui.widgets import nav, scope_picker
 
 P = "f_"
 MISSING = "—"
-st.set_page_config(page_title="Facts · Hybrid retrieval inspector", page_icon="🧩", layout="wide")
+st.set_page_config(page_title="Facts · Hybrid retrieval inspector", page_icon=":material/hub:", layout="wide")
 nav()
 page_guard()  # sign-in; the scope picker offers only the visitor's scopes
 ws = workspace()

@@ -17,7 +17,7 @@ from ui.widgets import nav
 
 P = "l_"  # widget key prefix for this page
 
-st.set_page_config(page_title="Log · Hybrid retrieval inspector", page_icon="🛰️", layout="wide")
+st.set_page_config(page_title="Log · Hybrid retrieval inspector", page_icon=":material/history:", layout="wide")
 nav()
 access = page_guard()  # sign-in; only logged queries in the visitor's scopes are shown
 ws = workspace()

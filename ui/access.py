@@ -141,10 +141,10 @@ def page_guard(home: bool = False) -> Access:
             if cfg.auth == "oidc":
                 st.button("Sign out", key="access_logout", on_click=st.logout)
         if acc.read_only:
-            st.caption("🔒 Read-only demo: loading, deleting and editing are off.")
+            st.caption(":material/lock: Read-only demo: loading and deleting are off.")
     if home and acc.read_only:
         st.info("This app is **read-only** (demo mode): query, explain, compare and tune as usual; uploading, "
-                "deleting, deactivating, re-embedding and fact edits are off.")
+                "deleting traces and running snapshots are off.")
     return acc
 
 
