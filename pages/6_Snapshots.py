@@ -31,7 +31,8 @@ P = "s_"
 INSPECT = "pages/2_Inspect.py"
 INSPECT_URL = "Inspect"  # the page's URL path, for links inside tables
 
-st.set_page_config(page_title="Snapshots · Hybrid retrieval inspector", page_icon="📸", layout="wide")
+st.set_page_config(page_title="Snapshots · Hybrid retrieval inspector", page_icon=":material/photo_camera:",
+                   layout="wide")
 nav()
 acc = page_guard()  # sign-in, allowed scopes, read-only
 ws = workspace()
@@ -100,7 +101,9 @@ def case_section():
 
     names = visible_case_names(js, acc)  # again: an import may have added one
     if not names:
-        st.info("No case yet: import one above, or run `python -m retrieval build-demo` (it ships the case `demo`).")
+        st.info("No case of yours yet: only cases whose queries all lie in your scopes are listed. Grade results in "
+                "Inspect and add the query to a case." if acc.limited else
+                "No case yet: import one above, or run `python -m retrieval build-demo` (it ships the case `demo`).")
         st.stop()
     if st.session_state.get(f"{P}case") not in names:
         st.session_state[f"{P}case"] = "demo" if "demo" in names else names[0]
@@ -157,9 +160,11 @@ def snapshots_section(case_name: str) -> tuple[str, str]:
     for side in ("a", "b"):  # another case was picked: its own defaults
         if st.session_state.get(f"{P}{side}") not in ids:
             st.session_state.pop(f"{P}{side}", None)
+    labels = {r["snapshot"]: r["label"] for r in table}
+    shown = lambda i: f"{labels[i]} · {i}" if labels.get(i) else i  # the label typed, then the id
     c1, c2 = st.columns(2)
-    a_id = c1.selectbox("A (baseline)", ids, index=max(0, len(ids) - 2), key=f"{P}a")
-    b_id = c2.selectbox("B", ids, index=len(ids) - 1, key=f"{P}b")
+    a_id = c1.selectbox("A (baseline)", ids, index=max(0, len(ids) - 2), key=f"{P}a", format_func=shown)
+    b_id = c2.selectbox("B", ids, index=len(ids) - 1, key=f"{P}b", format_func=shown)
     names = metric_names(js.policy(case_name).k)
     st.plotly_chart(snapshot_trend_figure(table, names, highlight=(a_id, b_id)), key=f"{P}trend",
                     config={"displayModeBar": False})
@@ -245,10 +250,10 @@ def grade_section(case, sa, sb, diff) -> None:
     chosen = next(x for x in sb.queries if x.qid == pick)
     c1, c2 = st.columns(2)
     with c1:
-        st.page_link(INSPECT, label=f"Inspect {plain(pick)} with A's configuration", icon="🔎",
+        st.page_link(INSPECT, label=f"Inspect {plain(pick)} with A's configuration", icon=":material/manage_search:",
                      query_params=inspect_query_params(sa.config, chosen.query, chosen.scope))
     with c2:
-        st.page_link(INSPECT, label=f"Inspect {plain(pick)} with B's configuration", icon="🔎",
+        st.page_link(INSPECT, label=f"Inspect {plain(pick)} with B's configuration", icon=":material/manage_search:",
                      query_params=inspect_query_params(sb.config, chosen.query, chosen.scope))
 
     with st.expander("Grade B's top 10 for this query", key=f"{P}grading"):  # keyed: stays open while grading

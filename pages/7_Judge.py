@@ -105,7 +105,9 @@ def team_sections(case) -> None:
 def page() -> None:
     names = visible_case_names(js, acc)
     if not names:
-        st.info("No case to judge yet: build one on Inspect (\"Add to case\") or import one on the Snapshots page.")
+        st.info("No case of yours to judge yet: only cases whose queries all lie in your scopes are listed. Build one "
+                "on Inspect (\"Add to case\")." if acc.limited else
+                "No case to judge yet: build one on Inspect (\"Add to case\") or import one on the Snapshots page.")
         st.stop()
     case = js.case(st.selectbox("Case", names, key=f"{P}case"))
     if not can_grade:

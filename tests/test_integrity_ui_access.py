@@ -163,6 +163,17 @@ def test_tune_offers_a_limited_visitor_only_cases_wholly_in_their_scopes(as_user
     assert "demo" not in page_texts(at)
 
 
+def test_a_limited_visitor_without_a_case_of_theirs_is_told_why_not_to_run_build_demo(as_user):
+    sign_in, _ = as_user
+    sign_in("maya@example.com")  # the shipped `demo` case spans three users: none is hers
+    for path in ("pages/6_Snapshots.py", "pages/7_Judge.py"):
+        at = run(path)
+        assert not at.exception, at.exception
+        info = " ".join(i.value for i in at.info)
+        assert "only cases whose queries all lie in your scopes are listed" in info, (path, info)
+        assert "build-demo" not in info and "demo" not in page_texts(at), path
+
+
 # ------------------------------------------------------------------ item 4: writes carry the visitor's Access
 
 def grade_key(query: str, tid: str) -> str:

@@ -71,8 +71,11 @@ def test_split_summary_escapes_the_replaced_ids():
 
     diag = SimpleNamespace(split_on_ambiguous={"threshold": 1.0, "candidate_count": 1, "replaced_ids": [HOSTILE_ID]},
                            record=SimpleNamespace(rerank=SimpleNamespace(pool_ids=[HOSTILE_ID],
-                                                                         split_halves={HOSTILE_ID: ("a", "b")})))
+                                                                         split_halves={HOSTILE_ID: ("a", "b")})),
+                           stage_ids={"final": [HOSTILE_ID, "other"]})
     inert(split_summary(diag))
+    # how many replaced traces the final list holds, so the box and the ✂ column tell one story
+    assert "replaced 1 whose" in split_summary(diag) and "1 of them is in the final list of 2" in split_summary(diag)
 
 
 # ------------------------------------------------------------------ widgets on their own (AppTest scripts)

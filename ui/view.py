@@ -107,7 +107,10 @@ def split_summary(diag) -> str | None:
     head = (f"Split-on-ambiguous (threshold {info['threshold']:g}): split {halved} of {cands} candidates "
             f"(the lowest-scoring of the {pool} in the pool{short}), replaced {len(replaced)}")
     if replaced:
-        return head + (f" whose better half outscored the whole: {plain(', '.join(replaced))}. "
+        final = set(diag.stage_ids["final"])
+        shown = sum(1 for i in replaced if i in final)
+        return head + (f" whose better half outscored the whole: {plain(', '.join(replaced))}; {shown} of them "
+                       f"{'is' if shown == 1 else 'are'} in the final list of {len(final)}. "
                        "Look for ✂ in the stage table.")
     return head + ": no half beat its whole, so every trace kept its text."
 
