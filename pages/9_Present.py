@@ -8,7 +8,6 @@ Open it with `?present=1` on Home, or from the sidebar; ← and → step back an
 from __future__ import annotations
 
 import html
-from contextlib import nullcontext
 
 import streamlit as st
 
@@ -23,6 +22,7 @@ from ui.text import code, plain
 
 STEP = "present_step"  # 1-based step number
 RESULTS = "present_results"  # step id -> ("ok", result) | ("skip", sentence)
+RUN, ARMED = "present_run", "present_ahead_armed"  # a number per run of the whole page; the one look_ahead saw
 CSS = """<style>
 [data-testid=stSidebar], [data-testid=stSidebarCollapsedControl], [data-testid=stExpandSidebarButton]{display:none}
 .block-container{padding-top:1.2rem; max-width:1500px}
@@ -35,7 +35,7 @@ CSS = """<style>
 .pr-target .pr-rank{color:#0b7a3e}
 </style>"""
 
-st.set_page_config(page_title="Present · Hybrid retrieval inspector", page_icon="🔎", layout="wide",
+st.set_page_config(page_title="Present · Hybrid retrieval inspector", page_icon=":material/slideshow:", layout="wide",
                    initial_sidebar_state="collapsed")
 access = page_guard()  # sign-in and allowed scopes; nothing on this page writes
 st.html(CSS)
@@ -45,9 +45,8 @@ def go(number: int) -> None:
     st.session_state[STEP] = number
 
 
-def run_step(ws, step: present.Step, quiet: bool = False):
-    """("ok", result, cfg) or ("skip", a plain sentence, cfg); never an exception on screen. `quiet`: no spinner
-    (the next step searched ahead, after this one is on screen)."""
+def run_step(ws, step: present.Step):
+    """("ok", result, cfg) or ("skip", a plain sentence, cfg); never an exception on screen."""
     if not access.sees(step.scope):
         return "skip", "This example is about someone whose notes you may not see, so it is skipped.", None
     try:
@@ -55,10 +54,9 @@ def run_step(ws, step: present.Step, quiet: bool = False):
     except ValueError:
         return "skip", "This example's settings do not fit this version of the app, so it is skipped.", None
     try:
-        with st.spinner("Searching…") if not quiet else nullcontext():
-            ensure_model()
-            result, _ = run_config(ws, cfg, step.query, Scope.parse(step.scope), get_reranker, get_generator,
-                                   access=access)
+        ensure_model()
+        result, _ = run_config(ws, cfg, step.query, Scope.parse(step.scope), get_reranker, get_generator,
+                               access=access)
     except Exception:  # a missing model or backend: one plain sentence, never a traceback
         need = "the small local language model" if cfg.hyde else "a model"
         return "skip", f"This step needs {need}, which is not available on this computer, so it is skipped.", cfg
@@ -129,6 +127,19 @@ def results(step: present.Step, outcome, show_ids: bool) -> None:
             body.caption(meta + (f" · {code(item.id)}" if show_ids else ""))
 
 
+@st.fragment(run_every=1.0)
+def look_ahead(ws, ahead: present.Step) -> None:
+    """Search the next step, so "Next" shows it at once: in this fragment's own run, a second after the page's
+    run ended (Streamlit removes what the previous step left on screen only when a run ends; a slow search ahead
+    inside the page's run kept it there, faded). The call inside the page's run only arms it."""
+    if st.session_state.get(ARMED) != st.session_state.get(RUN):
+        st.session_state[ARMED] = st.session_state.get(RUN)
+        return
+    memo = st.session_state.setdefault(RESULTS, {})
+    if ahead.id not in memo:
+        memo[ahead.id] = run_step(ws, ahead)
+
+
 ws = workspace()
 steps = present.steps(load_examples())
 if not steps or ws.store.count() == 0:
@@ -141,15 +152,23 @@ step = steps[number - 1]
 show_ids = bool(st.session_state.get("present_ids", False))
 header(step, show_ids)
 memo = st.session_state.setdefault(RESULTS, {})
+# The step's claim and list live in one placeholder, cleared as this run reaches it: while a slow step searches
+# (HyDE), the previous step's claim and list must not stay on screen, faded, under this step's question.
+# An element (not a container) replaces the old region whole; a container at the same place would keep the old
+# step's elements, faded, until the run ends.
+body = st.empty()
+st.page_link("app.py", label="Leave presenter mode", icon=":material/home:")
 if step.id not in memo:
+    body.info("Searching for this step's answer…", icon=":material/hourglass_top:")
     memo[step.id] = run_step(ws, step)
 outcome = memo[step.id]
-left, right = st.columns([5, 7], gap="large")
-with left:
-    story(step, outcome)
-with right:
-    results(step, outcome, show_ids)
-st.page_link("app.py", label="Leave presenter mode", icon=":material/home:")
-ahead = steps[number % len(steps)]  # search the next step now, so "Next" shows it at once
+with body.container():
+    left, right = st.columns([5, 7], gap="large")
+    with left:
+        story(step, outcome)
+    with right:
+        results(step, outcome, show_ids)
+st.session_state[RUN] = st.session_state.get(RUN, 0) + 1
+ahead = steps[number % len(steps)]
 if ahead.id not in memo:
-    memo[ahead.id] = run_step(ws, ahead, quiet=True)
+    look_ahead(ws, ahead)

@@ -219,13 +219,9 @@ def test_home_with_present_1_switches_to_presenter_mode(demo_env, no_llm):
 
 
 # ---------------------------------------------------------------- in a browser
-@pytest.mark.browser
-@pytest.mark.slow
-def test_step_one_at_a_laptop_width(browser, artifacts, tmp_path_factory):
-    """Step 1 on the real MiniLM store: the claim, the question and the list read at 1366 × 768."""
-    import re
-    import shutil
-
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """The app on the demo store built with the real MiniLM embedder."""
     from retrieval.ingest.demo import build_demo_index
     from retrieval.models.registry import make_embedder
     from ui.serve import start_app
@@ -233,24 +229,74 @@ def test_step_one_at_a_laptop_width(browser, artifacts, tmp_path_factory):
     db = tmp_path_factory.mktemp("present-browser") / "db"
     build_demo_index(str(db), log=lambda m: None, embedder=make_embedder("minilm"))
     proc, url = start_app(db)
-    try:
-        page = browser.new_page(viewport={"width": 1366, "height": 768})
-        page.set_default_timeout(120_000)
-        page.goto(url + "/?present=1")
-        page.get_by_text(STEPS[0].story.claim).wait_for()
-        page.get_by_text("found by").first.wait_for()
-        shot = artifacts / "present-1366.png"
-        page.wait_for_timeout(500)
-        page.screenshot(path=str(shot))
-        assert page.locator("[data-testid=stException]").count() == 0
-        assert not page.locator("[data-testid=stSidebar]").is_visible()
-        nxt = page.get_by_role("button", name=re.compile("Next"))
-        box = nxt.bounding_box()
-        assert box is not None and box["y"] + box["height"] <= 768  # next is on screen without scrolling
-        shots = os.environ.get("RETRIEVAL_SHOTS_DIR")  # `make screenshots` points it at docs/screenshots
-        if shots:
-            Path(shots).mkdir(parents=True, exist_ok=True)
-            shutil.copy(shot, Path(shots) / "present-1366.png")
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_step_one_at_a_laptop_width(browser, artifacts, served):
+    """Step 1 on the real MiniLM store: the claim, the question and the list read at 1366 × 768."""
+    import re
+    import shutil
+
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    page.set_default_timeout(120_000)
+    page.goto(served + "/?present=1")
+    page.get_by_text(STEPS[0].story.claim).wait_for()
+    page.get_by_text("found by").first.wait_for()
+    shot = artifacts / "present-1366.png"
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(shot))
+    assert page.locator("[data-testid=stException]").count() == 0
+    assert not page.locator("[data-testid=stSidebar]").is_visible()
+    nxt = page.get_by_role("button", name=re.compile("Next"))
+    box = nxt.bounding_box()
+    assert box is not None and box["y"] + box["height"] <= 768  # next is on screen without scrolling
+    shots = os.environ.get("RETRIEVAL_SHOTS_DIR")  # `make screenshots` points it at docs/screenshots
+    if shots:
+        Path(shots).mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, Path(shots) / "present-1366.png")
+
+
+def shown_claims(page) -> set[str]:
+    """The step claims visible on screen now (a faded element still counts: it is on screen)."""
+    return {s.id for s in STEPS if page.get_by_text(s.story.claim, exact=False).first.is_visible()}
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_a_step_change_never_shows_the_previous_step(browser, artifacts, served):
+    """Clicking Next as soon as a step's question is up (its search, or the search ahead, still running): from the
+    moment the new question shows until its answer does, the previous step's claim is never on screen — the slow
+    step (HyDE) shows "Searching" in its place. Screenshots are taken mid-run."""
+    import time
+
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    page.set_default_timeout(120_000)
+    page.goto(served + "/?present=1")
+    page.get_by_text("Step 1 of").wait_for()
+    searching, frames = 0, 0
+    for step in STEPS[1:]:
+        before = STEPS[step.number - 2]
+        page.locator("[data-testid=stButton] button", has_text="Next").click()
+        deadline, shot = time.time() + 120, False
+        while time.time() < deadline:
+            if page.get_by_text(f"Step {step.number} of").count():
+                frames += 1
+                leftover = shown_claims(page) - {step.id}
+                busy = page.get_by_text("Searching for this step").count() > 0
+                if leftover or (busy and not shot):  # one mid-run screenshot per step that searched
+                    shot = True
+                    page.screenshot(path=str(artifacts / f"present-change-{step.number}.png"))
+                assert not leftover, f"step {step.number} shows step {before.number}'s claim ({frames})"
+                searching += busy
+                if (page.get_by_text("found by").count() or page.get_by_text("is skipped").count()) \
+                        and not page.locator("[data-stale=true]").count():
+                    break
+            page.wait_for_timeout(100)
+        else:
+            pytest.fail(f"step {step.number} never finished")
+    assert page.locator("[data-testid=stException]").count() == 0
+    assert frames > len(STEPS) and searching > 0  # it did look mid-run, and saw at least one search under way
