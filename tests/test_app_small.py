@@ -55,3 +55,21 @@ def test_the_demo_banner_names_only_features_the_app_has(demo_mode):
     for word, labels in ACTIONS.items():
         if word in banner:
             assert any(label in pages for label in labels), f"the banner says {word!r} is off; no page offers it"
+
+
+def test_a_rerun_carrying_an_address_the_page_wrote_a_moment_ago_does_not_undo_a_slider(demo_mode):
+    """Quick arrow presses: a rerun can arrive with the address of two presses ago (the browser had not taken the
+    newer one yet). That address is this session's own, not a link: the slider keeps its newest value."""
+    at = open_page("pages/2_Inspect.py", TIMEOUT, i_q="invoice INV-20931", i_scope="user:maya")
+    assert not at.exception, at.exception
+    start = at.slider(key="i_dense_weight").value
+    older = dict(at.query_params)
+    for value in (round(start - 0.05, 2), round(start - 0.10, 2)):
+        at.slider(key="i_dense_weight").set_value(value).run()
+        assert not at.exception, at.exception
+    newest = at.slider(key="i_dense_weight").value
+    assert newest == round(start - 0.10, 2)
+    for k, v in older.items():  # the stale address comes back with the next rerun
+        at.query_params[k] = v
+    at.run()
+    assert at.slider(key="i_dense_weight").value == newest

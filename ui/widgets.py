@@ -154,6 +154,9 @@ def scope_picker(ws, key: str, label: str = "Scope", allow_all: bool = True, bin
 
 
 # ---------------------------------------------------------------- links
+LINKS_KEPT = 5  # addresses this page wrote last that a rerun may still carry
+
+
 def seed_from_link(prefix: str, scopes: list[str], version: int, extra: dict[str, str],
                    allow_all: bool = True) -> None:
     """Before any widget is drawn: when the URL is not the link this page wrote last, set the widgets
@@ -164,7 +167,10 @@ def seed_from_link(prefix: str, scopes: list[str], version: int, extra: dict[str
     """
     raw = {k: v for k, v in st.query_params.to_dict().items() if k.startswith(prefix)}
     last = st.session_state.get(f"{prefix}link")
-    if last is not None and raw == {k: v for k, v in last.items() if k.startswith(prefix)}:  # ?asof= is ui/asof.py's
+    # A rerun may still carry an address this page wrote a moment ago (quick slider presses overtake the browser's
+    # address update): one of the last few written is this session's own view, not a link to seed from.
+    written = st.session_state.get(f"{prefix}links_written", [])
+    if any(raw == {k: v for k, v in w.items() if k.startswith(prefix)} for w in written):  # ?asof= is ui/asof.py's
         return
     link = read_link(raw or last or {}, prefix, scopes, allow_all)
     for name, value in link.config.items():
@@ -182,6 +188,8 @@ def write_params(prefix: str, params: dict[str, str]) -> None:
     if current != params:
         st.query_params.from_dict(params)
     st.session_state[f"{prefix}link"] = dict(params)
+    written = [w for w in st.session_state.get(f"{prefix}links_written", []) if w != params]
+    st.session_state[f"{prefix}links_written"] = (written + [dict(params)])[-LINKS_KEPT:]
 
 
 def share_link(params: dict[str, str], page: str = "Inspect") -> str:
