@@ -16,7 +16,7 @@ from retrieval.judgments.io import import_files, spreadsheet_csv, suggest_case_n
 from retrieval.judgments.machine import WEAK_NOTE, agreement, machine_grade
 from retrieval.judgments.model import query_key, scope_text
 from retrieval.judgments.snapshots import rescore, run_snapshot
-from retrieval.metrics import metric_names, paired_bootstrap, rank_biased_overlap
+from retrieval.metrics import metric_names, paired_bootstrap
 from retrieval.judgments.store import JudgmentStoreError, check_grading
 from ui.cache import ensure_model, get_generator, get_reranker, workspace
 from ui.charts import snapshot_trend_figure
@@ -199,7 +199,7 @@ def interval_cell(iv) -> str:
 def diff_section(case_name: str, a_id: str, b_id: str, qrels):
     """B − A: metric deltas, per query (with a spreadsheet download), and the judged traces that moved."""
     sa, sb = js.snapshot(a_id), js.snapshot(b_id)
-    diff = diff_snapshots(sa, sb, qrels, similarity=rank_biased_overlap)
+    diff = diff_snapshots(sa, sb, qrels)
     st.subheader(f"B − A · {diff.test}")
     if diff.config_changes:
         st.caption("Config changes: " + ", ".join(code(f"{f} {a} → {b}") for f, (a, b) in diff.config_changes.items()))

@@ -346,13 +346,12 @@ def test_cli_judge_export_import_agreement_policy(tmp_path, capsys):
     assert "is not OLD=NEW" in capsys.readouterr().err
 
 
-def test_snapshot_diff_carries_rank_biased_overlap_when_given():
+def test_snapshot_diff_carries_rank_biased_overlap():
     from retrieval.metrics import rank_biased_overlap
     from retrieval.judgments.diff import diff_snapshots
 
-    d = diff_snapshots(A, B, {"q1": {"a": 3}}, similarity=rank_biased_overlap)
+    d = diff_snapshots(A, B, {"q1": {"a": 3}})
     by = {q.qid: q.rbo for q in d.queries}
     assert by == {"q1": pytest.approx(rank_biased_overlap(["a", "b", "c"], ["c", "d", "a"])),
                   "q2": pytest.approx(rank_biased_overlap(["x"], ["y", "x"]))}
     assert d.to_dict()["rbo"] == pytest.approx(sum(by.values()) / 2)
-    assert diff_snapshots(A, B, {"q1": {"a": 3}}).rbo is None

@@ -132,13 +132,12 @@ def cmd_snapshot_list(args) -> int:
 
 def cmd_snapshot_diff(args) -> int:
     from retrieval.judgments import JudgmentStore
-    from retrieval.metrics import rank_biased_overlap
     from retrieval.judgments.diff import diff_snapshots
 
     js = JudgmentStore(args.db)
     a, b = js.snapshot(args.a), js.snapshot(args.b)
     qrels = None if args.stored_grades else js.qrels(js.case(b.case)) if js.find_case(b.case) else None
-    return _print(diff_snapshots(a, b, qrels, k=args.k, metric=args.metric, similarity=rank_biased_overlap).to_dict())
+    return _print(diff_snapshots(a, b, qrels, k=args.k, metric=args.metric).to_dict())
 
 
 def cmd_snapshot_grade(args) -> int:

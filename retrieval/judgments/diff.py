@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, fields
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from retrieval.pipeline.records import STAGES
-from retrieval.metrics import metric_names
+from retrieval.metrics import metric_names, rank_biased_overlap
 from retrieval.judgments.model import Snapshot, SnapshotQuery, scope_text
 from retrieval.judgments.snapshots import rescore
 
@@ -55,7 +55,7 @@ class QueryDelta:
     left: tuple[str, ...]
     moved: tuple[Move, ...]
     judged: bool
-    rbo: float | None = None  # how alike A's and B's final lists are, judged or not (`similarity`; RBO p = 0.9)
+    rbo: float | None = None  # how alike A's and B's final lists are, judged or not (RBO, p = 0.9)
 
 
 @dataclass(frozen=True)
@@ -137,11 +137,10 @@ def config_changes(a: Snapshot, b: Snapshot) -> dict[str, tuple]:
 
 
 def diff_snapshots(a: Snapshot, b: Snapshot, qrels: Mapping[str, Mapping[str, int]] | None = None,
-                   k: int = 10, metric: str | None = None,
-                   similarity: Callable[[list[str], list[str]], float] | None = None) -> SnapshotDiff:
+                   k: int = 10, metric: str | None = None) -> SnapshotDiff:
     """B minus A. `qrels` (e.g. the store's current human grades) rescores both; None uses the grades
-    each snapshot was run with, B's winning where both graded a query. `similarity(final A, final B)` (callers
-    pass `retrieval.metrics.rank_biased_overlap`, a package above this one) fills each query's `rbo`."""
+    each snapshot was run with, B's winning where both graded a query. Each query's `rbo` is the rank-biased
+    overlap of the two final lists (p = 0.9), judged or not."""
     names = metric_names(k)
     metric = metric or names[0]
     if metric not in names:
@@ -165,7 +164,7 @@ def diff_snapshots(a: Snapshot, b: Snapshot, qrels: Mapping[str, Mapping[str, in
         rows.append(QueryDelta(q, x.query, scope_text(x.scope), sa, sb, sb - sa,
                                tuple(i for i in tb if i not in ta), tuple(i for i in ta if i not in tb),
                                moves(x, y, qrels.get(q, {})), bool(x.metrics and y.metrics),
-                               similarity(x.credited("final"), y.credited("final")) if similarity else None))
+                               rank_biased_overlap(x.credited("final"), y.credited("final"))))
     rows.sort(key=lambda r: (round(r.delta, 9), r.qid))  # float noise must not reorder ties
     return SnapshotDiff(a.id, b.id, metric, k, TEST_NAME, tuple(deltas), tuple(rows), config_changes(a, b),
                         tuple(q for q in qa if q not in qb), tuple(q for q in qb if q not in qa))
