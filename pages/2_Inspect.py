@@ -24,7 +24,7 @@ from ui.stages import legend, remember_final
 from ui.charts import TOP_N, rank_flow_figure, timings_figure
 from ui.grading import add_to_case_widget, current_rater, grade_widget, query_grades, unrated_ids
 from ui.links import DEPTHS, write_link
-from ui.state import cache_key, run_config
+from ui.state import cache_key, remember_injected_facts, run_config
 from ui.access import page_guard
 from ui.panel import config_io, config_panel, usable_config
 from ui.calibration import caption as calibration_caption, store_defaults
@@ -108,8 +108,7 @@ except (ValueError, ImportError) as exc:
     st.stop()
 if not refusion:  # keep the searched result: every slider move re-fuses from it
     st.session_state[f"{P}result"] = (cache_key(query, scope, run_cfg), result)
-st.session_state["last_injected_facts"] = {
-    "scope": str(scope), "query": query, "facts": [f.__dict__ for f in result.diagnostics.facts]}
+remember_injected_facts(scope, query, result.diagnostics.facts)  # for the Facts page
 d = result.diagnostics
 
 changed, moved = remember_final(st.session_state.setdefault(f"{P}finals", {}), query, scope, run_cfg,

@@ -7,6 +7,7 @@ from retrieval.facts import PREDICATES, Fact
 from ui.access import page_guard
 from ui.cache import workspace
 from ui.charts import facts_timeline_figure
+from ui.state import last_injected_facts
 from ui.text import code, plain
 from ui.widgets import nav, scope_picker
 
@@ -35,7 +36,7 @@ subject = c1.selectbox("Subject", ["(all)"] + subjects, index=1 if "user" in sub
 preds = c2.multiselect("Predicates", [p for p in PREDICATES if any(f.predicate == p for f in facts)], key=f"{P}preds")
 shown = [f for f in facts if (subject == "(all)" or f.subject == subject) and (not preds or f.predicate in preds)]
 
-last = st.session_state.get("last_injected_facts")
+last = last_injected_facts()  # Inspect's last query (ui/state.py)
 injected = set()
 if last and last.get("scope") == str(scope):
     injected = {Fact(**f).key for f in last["facts"]}

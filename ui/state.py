@@ -39,3 +39,20 @@ def run_config(ws, cfg: PipelineConfig, query: str, scope, get_reranker, get_gen
     """Retrieve, or re-fuse `cached` when only fusion knobs changed. Returns (result, refusion)."""
     return factory.run_config(ws, cfg, query, scope, CachedModels(get_reranker, get_generator), cached,
                               access or _visitor())
+
+
+INJECTED = "last_injected_facts"  # Inspect's last query and the facts it injected, read by the Facts page
+
+
+def remember_injected_facts(scope, query: str, facts) -> None:
+    """Inspect: the facts its last query injected (`diagnostics.facts`), for the Facts page to mark."""
+    import streamlit as st
+
+    st.session_state[INJECTED] = {"scope": str(scope), "query": query, "facts": [f.__dict__ for f in facts]}
+
+
+def last_injected_facts() -> dict | None:
+    """{"scope", "query", "facts": [fact fields]} of Inspect's last query in this session, or None."""
+    import streamlit as st
+
+    return st.session_state.get(INJECTED)
