@@ -31,7 +31,7 @@ from retrieval.types import MemoryTrace, Mood, Scope
 if TYPE_CHECKING:
     from retrieval.history.view import AsOf
 
-FUSION_KNOBS = ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight", "fusion", "normalization")
+FUSION_KNOBS = ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight", "fusion", "normalization", "adaptive")
 
 
 def _count_knob(name: str, value: Any) -> int:
@@ -50,7 +50,8 @@ class HybridRetriever:
                  default_sparse_weight: float | None = None, default_rrf_k: float | None = None,
                  preset: str | Preset = HYBRID, rerank_weight: float | None = None, multi_query_llm=None,
                  multi_query_n: int = 0, fusion: str | None = None, normalization: str | None = None,
-                 writer=None, bm25_statistics: str | None = None):
+                 writer=None, bm25_statistics: str | None = None, adaptive: bool | None = None,
+                 adaptive_strengths: tuple[float, ...] | None = None):
         """Fusion defaults left as None come from the preset (agentos: 0.7/0.3, k 60 as in AgentOS;
         hybrid: see retrieval.pipeline.presets). A value given here overrides the preset for every call.
         `writer` (a Workspace) makes `index`/`delete` go through its one write path. `bm25_statistics`
@@ -70,7 +71,8 @@ class HybridRetriever:
         self.bm25_statistics = None if bm25_statistics is None else check_statistics(bm25_statistics)
         self._overrides = {"dense_weight": default_dense_weight, "sparse_weight": default_sparse_weight,
                            "rrf_k": default_rrf_k, "rerank_weight": rerank_weight, "fusion": fusion,
-                           "normalization": normalization}
+                           "normalization": normalization, "adaptive": adaptive,
+                           "adaptive_strengths": adaptive_strengths}
         self.defaults = resolve_settings(self.preset, overrides=self._overrides,
                                          split_threshold=self.split_ambiguous_threshold)
 
@@ -94,6 +96,7 @@ class HybridRetriever:
         d = self.defaults
         fusion = (f"RRF(k={d.rrf_k:g}, weights=({d.dense_weight:g}, {d.sparse_weight:g}))" if d.fusion == "rrf"
                   else f"Convex({d.normalization}, weights=({d.dense_weight:g}, {d.sparse_weight:g}))")
+        fusion += ", adaptive per query" if d.adaptive else ""
         return (f"HybridRetriever(preset={self.preset.name!r}, {fusion}, "
                 f"reranker={getattr(self.reranker, 'name', None)!r}, rerank_weight={d.rerank_weight:g}, "
                 f"hyde={self.hyde is not None}, facts={self.fact_store is not None}, "
@@ -131,17 +134,19 @@ class HybridRetriever:
                  sparse_weight: float | None = None, rrf_k: float | None = None,
                  rerank_weight: float | None = None, multi_query_n: int | None = None,
                  preset: str | Preset | None = None, fusion: str | None = None,
-                 normalization: str | None = None, as_of: AsOf | None = None) -> RetrievalResult:
+                 normalization: str | None = None, as_of: AsOf | None = None,
+                 adaptive: bool | None = None) -> RetrievalResult:
         """`as_of` (a version, tag or aware datetime) reads the store as it was then (SPEC §16; `at`)."""
         if as_of is not None:
             return self.at(as_of).retrieve(
                 query, mood, scope, recall_top_k=recall_top_k, over_fetch_multiplier=over_fetch_multiplier,
                 dense_weight=dense_weight, sparse_weight=sparse_weight, rrf_k=rrf_k, rerank_weight=rerank_weight,
-                multi_query_n=multi_query_n, preset=preset, fusion=fusion, normalization=normalization)
+                multi_query_n=multi_query_n, preset=preset, fusion=fusion, normalization=normalization,
+                adaptive=adaptive)
         t0 = time.perf_counter()
         settings = self.settings(preset=preset, recall_top_k=recall_top_k, dense_weight=dense_weight,
                                  sparse_weight=sparse_weight, rrf_k=rrf_k, rerank_weight=rerank_weight,
-                                 fusion=fusion, normalization=normalization)
+                                 fusion=fusion, normalization=normalization, adaptive=adaptive)
         over_fetch = _count_knob("over_fetch_multiplier", over_fetch_multiplier)
         n_variants = self.multi_query_n if multi_query_n is None else _count_knob("multi_query_n", multi_query_n)
         if scope is not None and not isinstance(scope, Scope):
@@ -184,11 +189,12 @@ class HybridRetriever:
     def reweight(self, result: RetrievalResult, *, dense_weight: float | None = None,
                  sparse_weight: float | None = None, rrf_k: float | None = None,
                  rerank_weight: float | None = None, recall_top_k: int | None = None,
-                 fusion: str | None = None, normalization: str | None = None) -> RetrievalResult:
+                 fusion: str | None = None, normalization: str | None = None,
+                 adaptive: bool | None = None) -> RetrievalResult:
         """Re-fuse a previous result's cached lists with new knobs. No embedding, search or model call.
 
         A knob left as None keeps the value the result was made with.
         """
         return _reweight(result, dense_weight=dense_weight, sparse_weight=sparse_weight, rrf_k=rrf_k,
                          rerank_weight=rerank_weight, recall_top_k=recall_top_k, fusion=fusion,
-                         normalization=normalization)
+                         normalization=normalization, adaptive=adaptive)

@@ -240,6 +240,10 @@ def test_config_json_round_trips_and_bad_files_are_named():
         PipelineConfig.from_json("{")
     with pytest.raises(ValueError, match="'rrf_k': rrf_k=0 must be"):
         PipelineConfig.from_json('{"rrf_k": 0}')
+    for switch in ("hyde", "facts", "adaptive"):  # a switch is JSON true or false: "false" is not on
+        for bad in ('"false"', "0", "1", "null"):
+            with pytest.raises(ValueError, match=f"config field '{switch}' must be true or false"):
+                PipelineConfig.from_json(f'{{"{switch}": {bad}}}')
 
 
 def test_compare_one_query(demo_env):

@@ -108,7 +108,9 @@ def final_note(diag, stage: str) -> str:
     """The small print under a stage heading of the aligned table."""
     s = diag.settings
     if stage == "merged":
-        return "RRF" if s.fusion == "rrf" else f"convex, {s.normalization}"
+        a = getattr(diag, "adaptive", None)  # this query's own weights (`adaptive` on)
+        weights = f", adaptive {g(a['dense_weight'], 3)}/{g(a['sparse_weight'], 3)}" if a else ""
+        return ("RRF" if s.fusion == "rrf" else f"convex, {s.normalization}") + weights
     if stage == "reranked" and not diag.stage_ids.get("reranked"):
         return "off"
     if stage == "final" and not diag.stage_ids.get("reranked") and diag.stage_ids.get("merged"):
@@ -134,3 +136,25 @@ def final_how(diag, trace_id: str) -> str:
     if merged and trace_id in diag.fused and diag.settings.preset.blend_base == "fused":
         return f"= Merged {g(diag.fused[trace_id].score)} ÷ top Merged {g(scores['merged'][merged[0]])}"
     return "= its Dense score (no reranker)"
+
+
+def adaptive_note(diag) -> str | None:
+    """One line for the rank flow: this query's adapted weights and why (None when `adaptive` is off or nothing was
+    fused). Plain text: the caller escapes it for where it goes."""
+    a = getattr(diag, "adaptive", None)
+    return None if a is None else f"Adaptive weights: {a['summary']}"
+
+
+def adaptive_sentence(adaptive) -> str | None:
+    """The explanation's line on the weights fusion used for this query, Markdown-safe (the reasons quote query
+    terms); None when `adaptive` was off."""
+    if not adaptive:
+        return None
+    c = adaptive["configured"]
+    weights = f"dense {g(adaptive['dense_weight'], 3)} / sparse {g(adaptive['sparse_weight'], 3)}"
+    if not adaptive["reasons"]:
+        return f"**Adaptive weights**: {weights}, as set — no rule moved them for this query."
+    learned = " Rule strengths learned from this store's graded case." if adaptive.get("learned") else ""
+    return (f"**Adaptive weights**: {weights} for this query (set: dense {g(c['dense_weight'], 3)} / sparse "
+            f"{g(c['sparse_weight'], 3)}) — " + plain("; ".join(adaptive["reasons"])) + "." + learned)
+

@@ -19,7 +19,7 @@ from retrieval.pipeline.config import (CLASSIFIER_CHOICES, GENERATOR_CHOICES, KN
                                        RERANKER_CHOICES, PipelineConfig)
 from retrieval.fusion import FUSIONS, NORMALIZATIONS
 from retrieval.pipeline.presets import PRESETS, get_preset
-from retrieval.pipeline.settings import KNOBS
+from retrieval.pipeline.settings import KNOBS, SWITCHES
 
 from .text import code, plain
 
@@ -91,6 +91,7 @@ FIELDS: dict[str, Field] = {
     "openai_model": Field("text"),
     "facts": Field("bool"),
     "classifier": Field("choice", CLASSIFIER_CHOICES),
+    **{name: Field("bool") for name in SWITCHES},  # on/off knobs (`adaptive`); a link without one leaves it off
     **{name: _numeric(name) for name in KNOB_OF},
 }
 # View fields: the query, the scope, the explained id, the rank-flow depth and the store version.

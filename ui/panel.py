@@ -12,6 +12,7 @@ import streamlit as st
 from retrieval.fusion import FUSIONS, NORMALIZATIONS
 from retrieval.pipeline.factory import generator_spec, reranker_spec
 from retrieval.pipeline.presets import PRESETS, get_preset
+from retrieval.pipeline.settings import SWITCHES
 
 from .links import FIELDS
 from .state import CLASSIFIER_CHOICES, GENERATOR_CHOICES, RERANKER_CHOICES, PipelineConfig
@@ -23,6 +24,10 @@ RERANKER_NOTES = {
 }
 FUSION_LABELS = {"rrf": "RRF (ranks)", "convex": "convex (scores)"}
 FUSION_KNOBS = ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight", "fusion", "normalization")
+ADAPTIVE_HELP = (SWITCHES["adaptive"].capitalize() + ". Off by default: on the development sets it did not beat the "
+                 "fixed weights (docs/BENCHMARKS.md). A store's strengths learned from a graded case "
+                 "(`python -m retrieval adapt --case`) replace the shipped rules'. Switching it re-fuses cached lists "
+                 "(no new search).")
 
 
 def _range(name: str, integer: bool = False) -> tuple[Any, Any, Any]:
@@ -115,8 +120,10 @@ def _fusion_section(prefix: str, d: PipelineConfig, kw: dict[str, Any]) -> dict[
     lo, hi, step = _range("rrf_k", integer=True)
     rrf_k = st.slider("RRF k", lo, hi, int(pdef.rrf_k), step, key=k("rrf_k"), disabled=fusion != "rrf",
                       help="Higher k flattens rank differences (RRF only).", **kw)
+    adaptive = st.toggle("Adaptive weights (per query)", d.adaptive, key=k("adaptive"), help=ADAPTIVE_HELP, **kw)
     return {"preset": preset, "fusion": fusion, "normalization": norm, "dense_weight": float(dw),
-            "sparse_weight": float(sw), "rrf_k": int(rrf_k), "rerank_weight": pdef.rerank_weight}
+            "sparse_weight": float(sw), "rrf_k": int(rrf_k), "rerank_weight": pdef.rerank_weight,
+            "adaptive": bool(adaptive)}
 
 
 def _rerank_section(prefix: str, d: PipelineConfig, rerank_weight: float, kw: dict[str, Any]) -> dict[str, Any]:

@@ -245,6 +245,9 @@ def explanation_summary(ex, query: str, key: str, final_how: str = "") -> bool:
     else:
         st.warning(f"**Not in the final list** — it fell out at the {DROPPED_AT.get(ex.dropped_at, ex.dropped_at)} "
                    f"stage. {reason}")
+    weights = derive.adaptive_sentence(ex.adaptive)  # the query's adapted fusion weights and why (`adaptive` on)
+    if weights:
+        st.info(weights, icon=":material/tune:")
     if ex.content:
         st.markdown(f"<div style='font-size:0.92em'>{highlight(ex.content, query, 600)}</div>", unsafe_allow_html=True)
         st.caption(f"scope {plain(ex.scope)}" if ex.scope else "")

@@ -133,7 +133,8 @@ def run_eval_cli(args) -> int:
     log(f"{name}: {len(traces)} documents, {len(queries)} queries; presets {presets}; reranker {args.reranker}; "
         f"hyde {args.hyde}; clock {clock!r}")
     out = {"dataset": args.dataset, "documents": len(traces), "queries": len(queries), "reranker": args.reranker,
-           "hyde": args.hyde, "clock": clock.describe(), "configs": {}}
+           "hyde": args.hyde, "clock": clock.describe(), "adaptive": bool(getattr(args, "adaptive", False)),
+           "configs": {}}
     for preset in presets:
         hyde_fields = generator_fields(args.hyde) if args.hyde != "none" else {}
         knobs = {k: v for k, v in (("fusion", getattr(args, "fusion", None)),
@@ -142,6 +143,8 @@ def run_eval_cli(args) -> int:
                                    ("rrf_k", getattr(args, "rrf_k", None))) if v is not None and preset != "agentos"}
         if "dense_weight" in knobs:
             knobs["sparse_weight"] = round(1 - knobs["dense_weight"], 6)
+        if getattr(args, "adaptive", False):
+            knobs["adaptive"] = True
         cfg = PipelineConfig.for_preset(preset, facts=False, hyde=bool(hyde_fields), **hyde_fields,
                                         **reranker_fields(args.reranker), **knobs)
         r = build_retriever(ws, cfg, models)

@@ -9,6 +9,7 @@ import time
 
 from retrieval.facts.store import FactStoreError
 from retrieval.judgments.store import JudgmentStoreError
+from retrieval.cli.adapt import add_adapt_command
 from retrieval.cli.calibrate import add_calibrate_command
 from retrieval.cli.cases import add_case_commands
 from retrieval.cli.judge import add_judge_commands
@@ -17,6 +18,7 @@ from retrieval.cli.store import add_store_commands, add_store_flags, embedder_he
 from retrieval.eval.clock import CLOCK_HELP, clock_arg
 from retrieval.pipeline.config import PipelineConfig, generator_fields, reranker_fields
 from retrieval.pipeline.factory import build_retriever
+from retrieval.pipeline.settings import SWITCHES
 from retrieval.store.calibration import calibrated_knobs
 from retrieval.fusion import FUSIONS, NORMALIZATIONS
 from retrieval.history.view import WorkspaceAsOf
@@ -53,6 +55,7 @@ def config_from_args(args, calibrated: dict | None = None) -> PipelineConfig:
     if gens:
         kw.update(generator_fields(gens.pop()))
     kw["hyde"] = args.hyde != "none"
+    kw["adaptive"] = bool(getattr(args, "adaptive", False))
     if calibrated and not any(k in kw for k in ("dense_weight", "sparse_weight", "rrf_k", "fusion", "normalization")):
         kw.update({k: int(v) if k == "rrf_k" else v for k, v in calibrated.items()})
     return PipelineConfig.for_preset(args.preset, **kw)
@@ -137,6 +140,7 @@ def cmd_query(args) -> int:
         print(json.dumps({"final": [{"id": t.id, "score": t.retrieval_score, "content": t.content}
                                     for t in result.traces], "stage_ids": d.stage_ids,
                           "escalations": d.escalations, "timings_ms": d.timings_ms, "hyde": d.hyde,
+                          "adaptive": d.adaptive,
                           "as_of": retriever.as_of_state.pinned.label if retriever.as_of_state else None}, indent=2))
         return 0
     print(f"query: {args.text!r}   preset: {args.preset}   {retriever!r}")
@@ -146,6 +150,8 @@ def cmd_query(args) -> int:
         print(f"HyDE hypothesis: {d.hyde}")
     if d.multi_query:
         print(f"multi-query variants: {d.multi_query}")
+    if d.adaptive is not None:
+        print(f"adaptive weights: {d.adaptive['summary']}")
     print_stages(result, limit=args.rows)
     print()
     print("final:")
@@ -230,6 +236,7 @@ def add_query_command(sub) -> None:
     sp.add_argument("--rerank-weight", type=float)
     sp.add_argument("--fusion", choices=FUSIONS, help="rrf (default of both presets) | convex")
     sp.add_argument("--normalization", choices=NORMALIZATIONS, help="for --fusion convex (default minmax)")
+    sp.add_argument("--adaptive", action="store_true", help=SWITCHES["adaptive"])
     sp.add_argument("--reranker", default="none", help="none | embedding | cohere | cross-encoder:PATH")
     sp.add_argument("--hyde", default="none", help="none | gemma | cohere | openai:BASE_URL[#MODEL]")
     sp.add_argument("--multi-query", type=int, default=0, metavar="N", help="N query variants (0 = off)")
@@ -272,6 +279,7 @@ def add_eval_command(sub) -> None:
     sp.add_argument("--normalization", choices=NORMALIZATIONS)
     sp.add_argument("--dense-weight", type=float)
     sp.add_argument("--rrf-k", type=float)
+    sp.add_argument("--adaptive", action="store_true", help=SWITCHES["adaptive"])
     sp.add_argument("--reranker", default="none")
     sp.add_argument("--hyde", default="none")
     sp.add_argument("--max-queries", type=int)
@@ -293,6 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_case_commands(sub)
     add_judge_commands(sub)
     add_calibrate_command(sub, db_flags, _scope_arg)
+    add_adapt_command(sub, db_flags)
     add_store_commands(sub, db_flags)
     add_history_commands(sub, db_flags, _scope_arg)
     return p

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from retrieval.fusion import Fused, convex_fusion, reciprocal_rank_fusion
+from retrieval.pipeline.adaptive import adapt
 from retrieval.pipeline.records import (ESC_RERANK, ESC_SPARSE_EMPTY, ESC_SPLIT, STAGES, Blend, Diagnostics,
                                         RetrievalResult,
                       SearchRecord, SplitOutcome, frozen)
@@ -57,8 +58,12 @@ def assemble(record: SearchRecord, settings: Settings, lookup: Any = None) -> Re
         final = (facts + dense_seq)[: s.recall_top_k]
         return done(final, candidates_scanned=len(dense_best), pool=frozen({t.id: t for t in facts + dense_seq}))
 
-    # Step 4: fuse every dense and sparse list.
-    fused, imputed = fuse(record, s)
+    # Step 4: fuse every dense and sparse list (with this query's weights under `adaptive`).
+    adaptive = adapt(record, s.dense_weight, s.sparse_weight, s.adaptive_strengths) if s.adaptive else None
+    fused, imputed = fuse(record, s, (adaptive["dense_weight"], adaptive["sparse_weight"]) if adaptive else None)
+    if adaptive is not None:  # frozen all the way down, as the rest of the diagnostics
+        base["adaptive"] = frozen({k: frozen(v) if isinstance(v, dict) else
+                                   tuple(map(frozen, v)) if k == "rules" else v for k, v in adaptive.items()})
     stage_ids["merged"] = [f.id for f in fused]
     stage_scores["merged"] = {f.id: f.score for f in fused}
 
@@ -166,15 +171,18 @@ def ordered(traces: list[ScoredMemoryTrace]) -> list[ScoredMemoryTrace]:
     return sorted(traces, key=lambda t: (-t.retrieval_score, t.id))
 
 
-def fuse(record: SearchRecord, s: Settings) -> tuple[list[Fused], dict[str, str]]:
-    """Fused candidates and, under rank completion, which list each completed id's entry came from."""
+def fuse(record: SearchRecord, s: Settings,
+         weights_of: tuple[float, float] | None = None) -> tuple[list[Fused], dict[str, str]]:
+    """Fused candidates and, under rank completion, which list each completed id's entry came from.
+    `weights_of` (dense, sparse) replaces the settings' weights (the adapted ones)."""
+    dw, sw = weights_of if weights_of is not None else (s.dense_weight, s.sparse_weight)
     dense = [[(t.id, t.retrieval_score) for t in lst] for lst in record.dense_lists]
     sparse = [list(lst) for lst in record.sparse_lists]
     imputed: dict[str, str] = {}
     if s.preset.complete_ranks:
         dense[0], sparse[0], imputed = complete_lists(record, dense[0], sparse[0])
     lists = dense + sparse
-    weights = [s.dense_weight] * len(dense) + [s.sparse_weight] * len(sparse)
+    weights = [dw] * len(dense) + [sw] * len(sparse)
     if s.fusion == "convex":
         # Theoretical lower bounds (Bruch et al. 2023): the cognitive score and BM25 are both >= 0.
         return convex_fusion(lists, weights=weights, normalization=s.normalization,
@@ -268,7 +276,7 @@ def apply_split(record: SearchRecord, order: list[ScoredMemoryTrace],
 def reweight(result: RetrievalResult, **knobs: Any) -> RetrievalResult:
     """Re-assemble a result's record with some knobs changed (None keeps the old value).
 
-    Knobs: dense_weight, sparse_weight, rrf_k, rerank_weight, recall_top_k, fusion, normalization.
+    Knobs: dense_weight, sparse_weight, rrf_k, rerank_weight, recall_top_k, fusion, normalization, adaptive.
     No embedding, search or model call happens here: it is `assemble` on the cached record, so a
     `recall_top_k` deeper than the record was searched for is refused (`check_depth`).
     """

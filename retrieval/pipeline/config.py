@@ -11,13 +11,13 @@ from typing import Any
 
 from retrieval.fusion import FUSIONS, NORMALIZATIONS
 from retrieval.pipeline.presets import HYBRID_PRESET, PRESETS, get_preset
-from retrieval.pipeline.settings import check_knob
+from retrieval.pipeline.settings import SWITCHES, check_knob, check_switch
 
 RERANKER_CHOICES = ("none", "embedding", "cohere", "cross-encoder")
 GENERATOR_CHOICES = ("gemma", "cohere", "openai")
 CLASSIFIER_CHOICES = ("keyword", "agentos")
 # The knobs a re-fusion can change without a new search (what `reweight` accepts).
-FUSION_FIELDS = ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight", "fusion", "normalization")
+FUSION_FIELDS = ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight", "fusion", "normalization", "adaptive")
 CONFIG_MARKER = "hybrid-retrieval-inspector-config"
 # Names older config files and links used for the same knobs (one name per knob now: the API's).
 LEGACY_NAMES = {"top_k": "recall_top_k", "over_fetch": "over_fetch_multiplier"}
@@ -39,6 +39,7 @@ class PipelineConfig:
     rrf_k: int = int(HYBRID_PRESET.rrf_k)
     fusion: str = HYBRID_PRESET.fusion
     normalization: str = HYBRID_PRESET.normalization
+    adaptive: bool = False  # per-query weights (retrieval.pipeline.adaptive)
     over_fetch_multiplier: int = 3
     recall_top_k: int = 10
     hyde: bool = False
@@ -76,6 +77,11 @@ class PipelineConfig:
                 check_knob(knob, getattr(self, name))
             except ValueError as exc:
                 raise ValueError(f"config field {name!r}: {exc}") from None
+        for name in SWITCHES:
+            try:
+                check_switch(name, getattr(self, name))
+            except ValueError as exc:
+                raise ValueError(f"config field {name!r}: {exc}") from None
         try:
             get_preset(self.preset).check_fusion(self.fusion)
         except ValueError as exc:
@@ -110,8 +116,13 @@ class PipelineConfig:
             if name not in known:
                 continue
             default = getattr(cls(), name)
+            if isinstance(default, bool):  # JSON true/false only: "false" or 0 is not read as a switch
+                if not isinstance(value, bool):
+                    raise ValueError(f"config field {name!r} must be true or false, got {value!r}")
+                kw[name] = value
+                continue
             try:
-                kw[name] = type(default)(value) if not isinstance(default, bool) else bool(value)
+                kw[name] = type(default)(value)
             except (TypeError, ValueError, OverflowError):
                 raise ValueError(f"config field {name!r} must be a {type(default).__name__}, got {value!r}") from None
         return replace(cls(), **kw).validate()

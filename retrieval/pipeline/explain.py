@@ -38,6 +38,7 @@ class Explanation:
     scope: str | None = None
     exists: bool = True  # False: no trace with this id is stored
     visible: bool = True  # False: it exists, but outside the query's scope or inactive (nothing shown)
+    adaptive: dict[str, Any] | None = None  # the query's adapted weights and reasons (`adaptive` on), else None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -51,6 +52,8 @@ def explain(diag: Any, trace_id: str, lookup: Any = None, sees: Callable[[str], 
         raise ValueError(f"explain() needs a trace id string, got {trace_id!r}")
     rec, s = diag.record, diag.settings
     out: dict[str, Any] = {"trace_id": trace_id, "stages": {st: _stage(diag, st, trace_id) for st in diag.stage_ids}}
+    if getattr(diag, "adaptive", None) is not None:
+        out["adaptive"] = dict(diag.adaptive)
 
     for fact_trace, fact in zip(rec.fact_traces, rec.facts):
         if fact_trace.id == trace_id:
@@ -79,7 +82,7 @@ def explain(diag: Any, trace_id: str, lookup: Any = None, sees: Callable[[str], 
         names = list_names(rec)
         out["rrf"] = {
             "fusion": s.fusion, "normalization": s.normalization if s.fusion == "convex" else None,
-            "score": fused.score, "k": s.rrf_k, "weights": {"dense": s.dense_weight, "sparse": s.sparse_weight},
+            "score": fused.score, "k": s.rrf_k, "weights": dict(zip(("dense", "sparse"), diag.fusion_weights)),
             "ranks": dict(zip(names, fused.ranks)), "contributions": dict(zip(names, fused.contributions)),
             # rank completion (hybrid): which list's entry was estimated from the id's real score
             "imputed": diag.imputed.get(trace_id),

@@ -84,9 +84,18 @@ def build_retriever(ws, cfg: PipelineConfig, models: Models | None = None, acces
         split_ambiguous_threshold=cfg.split_threshold or None, rerank_weight=cfg.rerank_weight,
         multi_query_llm=gen if cfg.multi_query_n else None, multi_query_n=cfg.multi_query_n,
         default_dense_weight=cfg.dense_weight, default_sparse_weight=cfg.sparse_weight, default_rrf_k=cfg.rrf_k,
-        fusion=cfg.fusion, normalization=cfg.normalization,
+        fusion=cfg.fusion, normalization=cfg.normalization, adaptive=cfg.adaptive,
+        adaptive_strengths=learned_strengths(ws.store),  # used only when `adaptive` is on (now or after a re-fusion)
         bm25_statistics="scope" if access is not None and access.limited else None,
     )
+
+
+def learned_strengths(store: Any) -> tuple[float, ...] | None:
+    """The adaptive rules' strengths the store records as learned from a case (`adapt --case`), else None."""
+    from retrieval.store.adaptive import read_adaptive
+
+    record = read_adaptive(store) if hasattr(store, "table") else None
+    return record.values() if record is not None else None
 
 
 def cache_key(query: str, scope: Scope | None, cfg: PipelineConfig) -> tuple:

@@ -88,6 +88,10 @@ class SearchRecord:
     over_fetch_top_k: int  # candidates each list was searched for: recall_top_k × over_fetch_multiplier
     hypothesis: str | None = None
     over_fetch_multiplier: int = 1  # the multiplier of that search; a re-fusion's depth check uses it
+    # The query's terms' idf in the BM25 version it read (scoped statistics when they apply; terms no document holds
+    # left out) and that version's document count; empty / 0 for a backend without idf (LanceDB FTS).
+    query_idf: FrozenDict = field(default_factory=FrozenDict)
+    bm25_docs: int = 0
 
     @property
     def searched_query(self) -> str:
@@ -139,6 +143,8 @@ class Diagnostics:
     cut_by_rerank: frozenset = frozenset()
     imputed: FrozenDict = field(default_factory=FrozenDict)  # id -> list whose rank was completed
     pool: FrozenDict = field(default_factory=FrozenDict)  # id -> trace as it stands after rerank/split
+    # With `settings.adaptive`: the weights fusion used and why ({"dense_weight", "sparse_weight", "reasons", …}).
+    adaptive: FrozenDict | None = None
     lookup: Any = field(default=None, repr=False, compare=False)  # read-only store look-ups for explain
 
     @property
@@ -149,6 +155,13 @@ class Diagnostics:
     @property
     def searched_query(self) -> str:
         return self.record.searched_query
+
+    @property
+    def fusion_weights(self) -> tuple[float, float]:
+        """The (dense, sparse) weights fusion used: the adapted ones under `adaptive`, else the settings'."""
+        if self.adaptive is not None:
+            return float(self.adaptive["dense_weight"]), float(self.adaptive["sparse_weight"])
+        return self.settings.dense_weight, self.settings.sparse_weight
 
     def explain(self, trace_id: str) -> Explanation:
         """Why `trace_id` is where it is (or why it is not in the final list). See `retrieval.pipeline.explain`."""

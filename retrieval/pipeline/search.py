@@ -102,6 +102,7 @@ def search(svc: Services, query: str, mood: Mood | None, scope: Scope | None, se
     sparse_only = {i: hits[i] for i in hits if i not in dense_ids}
     sparse_hydrated = svc.store.score_hits(sparse_only, qvecs[0], mood) if sparse_only else {}
     dense_bm25 = _dense_bm25(svc.bm25, settings, search_queries[0], dense_lists[0], sparse_lists[0])
+    query_idf, bm25_docs = query_idf_of(svc.bm25, query)
 
     record = SearchRecord(
         query=query, search_queries=tuple(search_queries), scope=scope, mood=mood, qvec=as_vector(qvecs[0]),
@@ -109,7 +110,8 @@ def search(svc: Services, query: str, mood: Mood | None, scope: Scope | None, se
         sparse_lists=tuple(tuple((i, float(s)) for i, s in lst) for lst in sparse_lists),
         sparse_hydrated=frozen(sparse_hydrated), dense_bm25=frozen(dense_bm25), fact_traces=tuple(fact_traces),
         facts=tuple(facts), rerank=None, escalations=tuple(escalations), timings_ms=frozen(timings),
-        over_fetch_top_k=top_n, hypothesis=hypothesis, over_fetch_multiplier=over_fetch_multiplier)
+        over_fetch_top_k=top_n, hypothesis=hypothesis, over_fetch_multiplier=over_fetch_multiplier,
+        query_idf=frozen(query_idf), bm25_docs=bm25_docs)
     if svc.reranker is not None and any(sparse_lists):
         record = _with_rerank(svc.reranker, record, settings, timings)
     timings["search"] = _ms(t_start)
@@ -174,6 +176,19 @@ def _dense_bm25(bm25: Any, settings: Settings, search_query: str, dense: list[Sc
     in_sparse = {i for i, _ in sparse}
     missed = [t.id for t in dense if t.id not in in_sparse]
     return {i: v for i, v in bm25.scores_for(search_query, missed).items() if v > 0}
+
+
+def query_idf_of(bm25: Any, query: str) -> tuple[dict[str, float], int]:
+    """Each query term's idf in the BM25 version read — terms no document holds left out — and that version's
+    document count; `({}, 0)` for a backend that keeps no idf (LanceDB FTS)."""
+    from retrieval.bm25.formula import idf
+
+    n = len(bm25) if hasattr(bm25, "__len__") else 0
+    if not (hasattr(bm25, "idf") and hasattr(bm25, "tokenizer")) or n == 0:
+        return {}, 0
+    ceiling = float(idf(n, 1))  # a term in one document
+    terms = {t: float(bm25.idf(t)) for t in dict.fromkeys(bm25.tokenizer(query))}
+    return {t: v for t, v in terms.items() if v <= ceiling + 1e-12}, n
 
 
 def _facts(svc: Services, query, scope, settings, timings, escalations):

@@ -11,7 +11,8 @@ import math
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from retrieval.fusion import FUSIONS, NORMALIZATIONS
+from retrieval.fusion import FUSIONS, NORMALIZATIONS, Fusion, Normalization
+from retrieval.pipeline.adaptive import Strengths
 from retrieval.pipeline.presets import Preset, get_preset
 
 
@@ -54,6 +55,12 @@ KNOBS: dict[str, Knob] = {
     "dominance": Knob(-1.0, 1.0, step=0.1),
 }
 CHOICES: dict[str, tuple[str, ...]] = {"fusion": FUSIONS, "normalization": NORMALIZATIONS}
+# On/off knobs (default off) and what each does, for the panel's help and the CLI's flag.
+SWITCHES: dict[str, str] = {
+    "adaptive": "per-query fusion weights: bounded rules on the query (an identifier, its length, its rarest term's "
+                "idf, the score gaps at the top of each list) move the dense weight from the one set; each query's "
+                "weights and reasons are in its explanation",
+}
 
 
 def check_knob(name: str, value: Any) -> float | int:
@@ -67,10 +74,16 @@ def check_knob(name: str, value: Any) -> float | int:
     return int(value) if knob.integer else float(value)
 
 
-def check_choice(name: str, value: Any) -> str:
-    if value not in CHOICES[name]:
-        raise ValueError(f"{name}={value!r} is not one of {', '.join(CHOICES[name])}")
+def check_switch(name: str, value: Any) -> bool:
+    """`value` as a bool for the switch `name` (`SWITCHES`), else ValueError naming it."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{name}={value!r} must be true or false")
     return value
+
+
+def check_choice(name: str, value: Any) -> str:
+    """`value` as the declared choice's string (`retrieval.fusion.Fusion`, `Normalization`), else ValueError."""
+    return {"fusion": Fusion, "normalization": Normalization}[name].from_str(value).value
 
 
 @dataclass(frozen=True)
@@ -86,6 +99,8 @@ class Settings:
     split_threshold: float | None = None
     fusion: str = "rrf"
     normalization: str = "minmax"
+    adaptive: bool = False  # per-query weights (`retrieval.pipeline.adaptive`); off = the weights as set
+    adaptive_strengths: Strengths | None = None  # learned rule strengths (the store's record); None = the rules
 
     def __post_init__(self) -> None:
         for name in ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight", "recall_top_k"):
@@ -97,6 +112,9 @@ class Settings:
             object.__setattr__(self, "split_threshold", check_knob("split_threshold", self.split_threshold))
         check_choice("fusion", self.fusion)
         check_choice("normalization", self.normalization)
+        check_switch("adaptive", self.adaptive)
+        if self.adaptive_strengths is not None and not isinstance(self.adaptive_strengths, Strengths):
+            object.__setattr__(self, "adaptive_strengths", Strengths(*self.adaptive_strengths))  # ValueError if bad
         self.preset.check_fusion(self.fusion)
 
     def as_dict(self) -> dict[str, Any]:
