@@ -37,7 +37,7 @@ def hover_move(move: str) -> str:
 
 def rank_flow_figure(stage_ids: Mapping[str, Sequence[str]], fact_ids: Sequence[str] = (), top: int = TOP_N,
                      highlight: str | None = None, stages: Sequence[str] = tuple(STAGE_LABELS),
-                     moved: Mapping[str, str] | None = None) -> go.Figure:
+                     moved: Mapping[str, str] | None = None, note: str | None = None) -> go.Figure:
     """Each trace a line across the stages, rank on y in a fixed band 1..`top` (best at the top).
 
     Every trace in the top `top` of any stage is drawn; a rank deeper than `top` sits on one row
@@ -46,7 +46,8 @@ def rank_flow_figure(stage_ids: Mapping[str, Sequence[str]], fact_ids: Sequence[
     names them), with its move against the previous setting (`moved`: "▲3", "new", "left") after the id;
     each point carries its id (`customdata`) for click-to-explain. Ids are escaped in the label and the
     hover text (`plotly_plain`): plotly would read `%{…}` and HTML tags in them. A trace that left the
-    final list says so in its hover text (its last point is usually on the shared "> top" row).
+    final list says so in its hover text (its last point is usually on the shared "> top" row). `note` (plain text,
+    escaped here) is a second title line, e.g. the query's adaptive weights.
     """
     moved = moved or {}
     shown = [s for s in stages if stage_ids.get(s)]
@@ -54,7 +55,7 @@ def rank_flow_figure(stage_ids: Mapping[str, Sequence[str]], fact_ids: Sequence[
     ids: list[str] = []
     for s in shown:
         ids += [i for i in stage_ids[s][:top] if i not in ids]
-    fig = go.Figure()
+    traces: list[dict] = []  # plain dicts, checked once below: a validated go.Scatter per line cost ~10 ms each
     seen: set[str] = set()
     for tid in ids:
         pts = [(STAGE_LABELS[s], min(list(stage_ids[s]).index(tid) + 1, deeper), list(stage_ids[s]).index(tid) + 1)
@@ -62,9 +63,9 @@ def rank_flow_figure(stage_ids: Mapping[str, Sequence[str]], fact_ids: Sequence[
         o = origin(tid, stage_ids, fact_ids)
         in_final = tid in stage_ids.get("final", ())
         hot = tid == highlight
-        fig.add_trace(go.Scatter(
-            x=[p[0] for p in pts], y=[p[1] for p in pts], mode="lines+markers+text", name=ORIGIN_LABELS[o],
-            legendgroup=o, showlegend=o not in seen, customdata=[tid] * len(pts),
+        traces.append(dict(
+            type="scatter", x=[p[0] for p in pts], y=[p[1] for p in pts], mode="lines+markers+text",
+            name=ORIGIN_LABELS[o], legendgroup=o, showlegend=o not in seen, customdata=[tid] * len(pts),
             text=[""] * (len(pts) - 1) + [flow_label(tid, pts[-1][1] <= top, moved.get(tid, ""))],
             textposition="middle right", cliponaxis=False,
             textfont={"size": FONT - 1 if not hot else FONT, "color": ORIGIN_COLORS[o]},
@@ -76,30 +77,38 @@ def rank_flow_figure(stage_ids: Mapping[str, Sequence[str]], fact_ids: Sequence[
                            for x, _, r in pts]))
         seen.add(o)
     ticks = list(range(1, top + 1)) + [deeper]
-    fig.update_yaxes(range=[deeper + 0.6, 0.4], tickvals=ticks, ticktext=[str(t) for t in ticks[:-1]] + [f"> {top}"],
-                     title="rank", zeroline=False, tickfont={"size": FONT}, fixedrange=True)
-    fig.update_xaxes(type="category", categoryorder="array", categoryarray=[STAGE_LABELS[s] for s in shown],
-                     tickfont={"size": FONT}, range=[-0.3, len(shown) - 1 + 0.3], fixedrange=True)
+    yaxis = {"range": [deeper + 0.6, 0.4], "tickvals": ticks, "ticktext": [str(t) for t in ticks[:-1]] + [f"> {top}"],
+             "title": {"text": "rank"}, "zeroline": False, "tickfont": {"size": FONT}, "fixedrange": True}
+    xaxis = {"type": "category", "categoryorder": "array", "categoryarray": [STAGE_LABELS[s] for s in shown],
+             "tickfont": {"size": FONT}, "range": [-0.3, len(shown) - 1 + 0.3], "fixedrange": True}
     # The labels at the last stage stand right of the plot: the right margin keeps room for them.
-    fig.update_layout(height=160 + 30 * (top + 1), margin={"l": 50, "r": 190, "t": 40, "b": 30},
-                      legend={"title": {"text": "found by"}, "orientation": "h", "y": -0.08, "font": {"size": FONT}},
-                      clickmode="event+select", dragmode=False,
-                      title={"text": f"Rank flow (top {top}) — filled dots reach the final list; ▲▼ moved; click a "
-                                     "point to explain it", "font": {"size": FONT + 1}})
-    return fig
+    layout = {"height": 160 + 30 * (top + 1), "margin": {"l": 50, "r": 190, "t": 40, "b": 30},
+              "legend": {"title": {"text": "found by"}, "orientation": "h", "y": -0.08, "font": {"size": FONT}},
+              "clickmode": "event+select", "dragmode": False, "xaxis": xaxis, "yaxis": yaxis,
+              "title": {"text": f"Rank flow (top {top}) — filled dots reach the final list; ▲▼ moved; click a point "
+                                "to explain it" + _subtitle(note), "font": {"size": FONT + 1}}}
+    # Built without plotly's per-property validation (the keys above are fixed, the values plain; tests/test_charts.py
+    # reads the figure back): a row click or a slider move redraws it, and validating ~20 traces one by one took
+    # ~250 ms on a loaded 2-core machine.
+    return go.Figure(data=traces, layout=layout, _validate=False)
+
+
+def _subtitle(note: str | None, limit: int = 120) -> str:
+    if not note:
+        return ""
+    return "<br><span style='font-size:12px'>" + plotly_plain(clip(note, limit)) + "</span>"
 
 
 def bar_figure(values: Mapping[str, float], title: str, color: str = "#1f77b4", height: int = 220,
                labels: Sequence[str] | None = None) -> go.Figure:
     names = list(values)
-    fig = go.Figure(go.Bar(x=[values[n] for n in names], y=names, orientation="h", marker_color=color,
-                           text=list(labels) if labels is not None else [f"{values[n]:.3f}" for n in names],
-                           textposition="auto", textfont={"size": FONT}))
-    fig.update_yaxes(autorange="reversed", tickfont={"size": FONT})
-    fig.update_xaxes(tickfont={"size": FONT})
-    fig.update_layout(height=height, margin={"l": 10, "r": 10, "t": 36, "b": 10},
-                      title={"text": title, "font": {"size": FONT + 1}})
-    return fig
+    bar = {"type": "bar", "x": [values[n] for n in names], "y": names, "orientation": "h", "marker": {"color": color},
+           "text": list(labels) if labels is not None else [f"{values[n]:.3f}" for n in names],
+           "textposition": "auto", "textfont": {"size": FONT}}
+    layout = {"yaxis": {"autorange": "reversed", "tickfont": {"size": FONT}}, "xaxis": {"tickfont": {"size": FONT}},
+              "height": height, "margin": {"l": 10, "r": 10, "t": 36, "b": 10},
+              "title": {"text": title, "font": {"size": FONT + 1}}}
+    return go.Figure(data=[bar], layout=layout, _validate=False)  # unvalidated, as rank_flow_figure
 
 
 def dense_terms_figure(terms: Sequence[Mapping[str, float]]) -> go.Figure:
