@@ -7,22 +7,22 @@ the store's version — so a copied link reproduces it, and says so when it cann
 """
 from __future__ import annotations
 
+import html
 import time
 
 import streamlit as st
 
 from retrieval.hybrid import STAGES
-from retrieval.judgments.model import content_hash
-from retrieval.judgments.store import JudgmentStoreError, grades_of
+from retrieval.judgments.store import JudgmentStoreError
 from retrieval.pipeline.explain import explain
 from ui import view
 from ui import asof as asof_ui  # As of: picker, banner, Changes (ui/asof.py)
 from ui.access import session_access
 from ui.cache import ensure_model, get_generator, get_reranker, judgments, workspace
-from ui.derive import final_how, final_rule, normalisations
+from ui.derive import adaptive_note, final_how, final_rule, normalisations
 from ui.stages import legend, remember_final
 from ui.charts import TOP_N, rank_flow_figure, timings_figure
-from ui.grading import add_to_case_widget, current_rater, grade_widget, query_grades, unrated_ids
+from ui.grading import current_rater, grading_panel, query_grades, unrated_ids
 from ui.links import DEPTHS, write_link
 from ui.state import cache_key, remember_injected_facts, run_config
 from ui.access import page_guard
@@ -45,8 +45,10 @@ st.session_state.setdefault(f"{P}result", None)
 
 ws = workspace()
 access = session_access()  # a link may name only scopes this visitor may see
-scopes = [str(s) for s in ws.store.scope_counts() if access.sees(s)]
 version = ws.store.version()
+if st.session_state.get(f"{P}scopes_at", (None,))[0] != (ws.uri, version):  # one read per store version, not per rerun
+    st.session_state[f"{P}scopes_at"] = ((ws.uri, version), [str(s) for s in ws.store.scope_counts()])
+scopes = [s for s in st.session_state[f"{P}scopes_at"][1] if access.sees(s)]
 seed_from_link(P, scopes, version, {"q": f"{P}q", "scope": f"{P}scope", "id": TARGET, "depth": f"{P}depth"},
                allow_all=access.sees(None))
 
@@ -75,8 +77,7 @@ depth = st.session_state.get(f"{P}depth", TOP_N)
 params = write_link(P, cfg, query, st.session_state.get(f"{P}scope"), target_typed or None, depth, version)
 params.update(asof_ui.link_params(as_of))
 write_params(P, params)
-with c3:
-    link_popover(share_link(params))
+link_slot = c3.empty()  # the link popover: drawn by the explorer below, which also writes the explained id
 if st.session_state.get(f"{P}notes_for") is None:
     st.session_state[f"{P}notes_for"] = params
 if st.session_state[f"{P}notes_for"] == params:  # a link's notes stay until the view is changed
@@ -113,11 +114,9 @@ d = result.diagnostics
 
 changed, moved = remember_final(st.session_state.setdefault(f"{P}finals", {}), query, scope, run_cfg,
                                 d.stage_ids["final"])
-if refusion and changed:  # only when this run re-fused for a new setting (not after a click or a grade)
-    st.caption(f"⚡ Re-fused from cached stage lists in {d.timings_ms.get('refusion', 0):.2f} ms — "
-               "no embedding, search or reranker call.")
-else:
-    st.caption(f"{d.candidates_scanned} candidates in the pool")
+# Said only when this run re-fused for a new setting; the explorer's own reruns (a click, a grade) drop it.
+st.session_state[f"{P}refused"] = (f"⚡ Re-fused from cached stage lists in {d.timings_ms.get('refusion', 0):.2f} ms "
+                                   "— no embedding, search or reranker call." if refusion and changed else None)
 escalation_view(d.escalations)
 if d.hyde:
     st.info(f"**HyDE hypothesis** (searched instead of the query): {plain(d.hyde)}")
@@ -129,54 +128,66 @@ if split:
 
 shown = [i for s in STAGES for i in d.stage_ids[s][:ROWS]] + list(moved)
 whole = view.whole_texts(d, asof_ui.store_get(ws, as_of), shown)
-js = judgments(ws.uri)
-rater = current_rater(access)
-try:
-    ratings = js.ratings(scope, query)  # one read per rerun: this rater's grades and everyone's, from it
-    grades = grades_of(ratings, rater)
-    unrated = unrated_ids(d.stage_ids["final"], query_grades(js, scope, query, ratings=ratings), k=ROWS)
-except JudgmentStoreError as exc:  # a damaged judgments table: grading is off, the rest of the page works
-    grades, unrated, grading_off = None, [], str(exc)
-stage_table(d, whole, d.searched_query or query, ROWS, f"{P}stages", TARGET, moved, unrated)
-st.caption(legend(bool(moved)) + " " + (final_rule(d) or "")
-           + (f" {len(unrated)} of the final top {ROWS} are ○ unrated by anyone." if unrated else ""))
 
-with st.expander(f"Grade the final list ({len(result.traces)} results) as {rater} · add this query to a case",
-                 expanded=bool(st.session_state.get(f"{P}grading"))):
-    st.toggle("Keep this open", key=f"{P}grading", help="Grades save at once, in the store beside the traces.")
-    if grades is None:
-        st.warning(f"Grading is off: {plain(grading_off)}")
-    if grades is not None:
-        n_graded = sum(1 for t in result.traces if t.id in grades.get("human", {}))
-        st.caption(f"{n_graded} of {len(result.traces)} graded (0 not relevant … 3 highly relevant; click a grade "
-                   "again to clear it). Compare, Tune and Snapshots score against these grades.")
-        for rank, t in enumerate(result.traces, 1):
-            grade_widget(js, scope, query, t.id, key_prefix=f"{P}g_", grades=grades, disabled=not access.grade,
-                         label=f"#{rank} {t.id} — {t.content[:90]}",
-                         shortcuts=t.id == (st.session_state.get(TARGET) or ""), access=access, rater=rater,
-                         content_hash=content_hash(t.content))
-        if access.write:
-            add_to_case_widget(js, scope, query, key_prefix=f"{P}g_", access=access)
 
-st.divider()
-left, right = st.columns([3, 2])
-with right:
+@st.fragment
+def explorer(d, whole: dict, query: str, scope, moved: dict, traces: list, params: dict) -> None:
+    """The stage table, the grading panel, the rank flow and the explanation as one fragment: a row or rank-flow
+    click (or a typed id, a sort, the flow's depth) reruns this part only — never the search above — and writes
+    the explained id into the link. The grading panel inside is its own fragment: a grade reruns the panel alone
+    (the table's ○ unrated marks follow on the next rerun of this part)."""
+    st.caption(st.session_state.pop(f"{P}refused", None) or f"{d.candidates_scanned} candidates in the pool")
+    js, rater = judgments(ws.uri), current_rater(access)
+    try:  # one read: the table's ○ unrated marks, and the panel's grades on this run (it reads anew on its own)
+        ratings = st.session_state[f"{P}ratings_now"] = js.ratings(scope, query)
+        unrated = unrated_ids(d.stage_ids["final"], query_grades(js, scope, query, ratings=ratings), k=ROWS)
+    except JudgmentStoreError:  # a damaged judgments table: the panel says so; the rest of the page works
+        unrated = []
+    stage_table(d, whole, d.searched_query or query, ROWS, f"{P}stages", TARGET, moved, unrated)
+    st.caption(legend(bool(moved)) + " " + (final_rule(d) or "")
+               + (f" {len(unrated)} of the final top {ROWS} are ○ unrated by anyone." if unrated else ""))
+    target = (st.session_state.get(TARGET) or "").strip() or (d.stage_ids["final"] or [None])[0]
+    grading_panel(js, scope, query, traces, access, rater, key_prefix=P, target=target, k=ROWS)
+    st.divider()
+    left, right = st.columns([3, 2])
+    with right:
+        ex = explanation(d, query)
+    with left:
+        depth = st.select_slider("Ranks shown in the rank flow", DEPTHS, value=TOP_N, key=f"{P}depth",
+                                 help="Ranks deeper than this sit on one row at the bottom.")
+        plotly_pick(rank_flow_figure(d.stage_ids, d.fact_ids, top=depth, highlight=target, moved=moved,
+                                     note=adaptive_note(d)),
+                    f"{P}flow", TARGET)
+    if ex is not None:
+        explanation_details(ex, f"{P}x", normalisations(d, ex.trace_id))
+    typed = (st.session_state.get(TARGET) or "").strip()
+    link = {k: v for k, v in params.items() if k not in (f"{P}id", f"{P}depth")}
+    link.update({f"{P}id": typed} if typed else {}, **{f"{P}depth": str(depth)})
+    write_params(P, link)  # the address holds the explained id and the depth after a click too
+    with link_slot:
+        link_popover(share_link(link))
+
+
+def explanation(d, query: str):
+    """Why is it here? — the typed or clicked id (else the final #1): the summary; returns the explanation when
+    its details may be shown."""
     st.subheader("Why is it here?")
     st.text_input("Trace id to explain", key=TARGET, placeholder="click a row or a point, or type any id")
     target = (st.session_state.get(TARGET) or "").strip()
     if not target and d.stage_ids["final"]:
         target = d.stage_ids["final"][0]
         st.caption("Showing the final #1. Click any row or rank-flow point, or type an id.")
+    if not target:
+        return None
     # A limited visitor gets one answer for "in a scope you may not see" and "no such id" (no existence oracle).
-    ex = explain(d, target, d.lookup, sees=access.sees if access.limited else None) if target else None
-    shown_ex = ex is not None and explanation_summary(ex, query, f"{P}x", final_how(d, target))
-with left:
-    depth = st.select_slider("Ranks shown in the rank flow", DEPTHS, value=TOP_N, key=f"{P}depth",
-                             help="Ranks deeper than this sit on one row at the bottom.")
-    plotly_pick(rank_flow_figure(d.stage_ids, d.fact_ids, top=depth, highlight=target or None, moved=moved),
-                f"{P}flow", TARGET)
-if shown_ex:
-    explanation_details(ex, f"{P}x", normalisations(d, target))
+    ex = explain(d, target, d.lookup, sees=access.sees if access.limited else None)
+    if not explanation_summary(ex, query, f"{P}x", final_how(d, target)):
+        return None  # nothing about an id this visitor may not see (or that does not exist)
+    st.html(f"<div class='explained' data-id='{html.escape(target, quote=True)}'></div>")  # for tests and benches
+    return ex
+
+
+explorer(d, whole, query, scope, moved, list(result.traces), params)
 
 asof_ui.changes(ws, as_of, P, query, scope,  # Changes: this query at two versions (ui/asof.py)
                 lambda w: run_config(w, run_cfg, query, scope, get_reranker, get_generator)[0], d.facts)

@@ -125,7 +125,7 @@ def test_grade_three_results_restart_and_they_are_still_there(demo_env):
                                                                  "maya-washer-error": 1}
     restarted = AppTest.from_string(GRADING_SCRIPT, default_timeout=TIMEOUT).run()  # a new session
     assert [b.proto.label for b in restarted.button_group][:3] == [
-        "maya-inv-20931 · ● 3 perfect", "maya-dentist · ● 0 not relevant", "maya-washer-error · ● 1 related"]
+        "maya-inv-20931 · ● 3 · perfect", "maya-dentist · ● 0 · not relevant", "maya-washer-error · ● 1 · related"]
     assert [b.value for b in restarted.button_group] == [3, 0, 1, None]
     restarted.button_group[0].set_value(None).run()  # clicking the chosen grade again clears it
     restarted.button(key=[b.key for b in restarted.button if b.label == "2"][0]).click().run()  # keyboard key "2"

@@ -1,6 +1,8 @@
 """Grading widgets: grade a trace for a query (0–3 or binary) by mouse or keyboard, saved at once;
 add a query to a case; the query parameters that open Inspect on a query and a configuration; who the rater
-is; which results in a list nobody has graded yet (`unrated_ids`, for Inspect's final list and Compare).
+is; which results in a list nobody has graded yet (`unrated_ids`, for Inspect's final list and Compare); the one
+table of grade words every page writes (`GRADE_WORDS`, `grade_word`); Inspect's grading panel (`grading_panel`, a
+fragment: grades, the note on the query, add to a case, and why a read-only visitor cannot).
 
 Who grades: with sign-in on, the signed-in identity (a URL parameter never changes it). With sign-in off, a
 name chosen once per browser tab: kept in the session and in the page's URL (`?rater=maya`), so a bookmark or
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 
 import streamlit as st
 
@@ -41,8 +44,22 @@ def grade_key(prefix: str, scope: Scope | None, query: str, trace_id: str) -> st
     return f"{prefix}grade_{digest}"
 
 
-def grade_text(grade: int | None) -> str:
-    return UNGRADED if grade is None else f"● {grade} {GRADE_LABELS.get(grade, '')}".strip()
+# The grade words, one table for every page (Inspect, Judge, Snapshots, Compare): the store's own labels.
+GRADE_WORDS = {"graded": dict(GRADE_LABELS), "binary": {0: "not relevant", 1: "relevant"}}
+
+
+def grade_word(grade: int, scale: str = "graded") -> str:
+    """"3 · perfect" — a grade as every page writes it."""
+    return f"{grade} · {GRADE_WORDS.get(scale, GRADE_WORDS['graded']).get(grade, '')}".strip(" ·")
+
+
+def scale_words(scale: str = "graded") -> str:
+    """"0 · not relevant, 1 · related, 2 · relevant, 3 · perfect" — the whole scale in one line."""
+    return ", ".join(grade_word(g, scale) for g in SCALES[scale])
+
+
+def grade_text(grade: int | None, scale: str = "graded") -> str:
+    return UNGRADED if grade is None else f"● {grade_word(grade, scale)}"
 
 
 RATER_KEY = "rater"  # session key and URL parameter of the chosen rater name (sign-in off)
@@ -155,12 +172,10 @@ def grade_widget(js: JudgmentStore, scope: Scope | None, query: str, trace_id: s
         st.session_state[key] = human  # restart or another session: show what is stored
         st.session_state[f"{key}_stored"] = human
     allowed = list(SCALES[scale])
-    meaning = "; ".join(f"{g} {GRADE_LABELS[g] if scale == 'graded' else ('relevant' if g else 'not relevant')}"
-                        for g in allowed)
     st.segmented_control(
-        f"{plain(label or trace_id)} · {grade_text(human)}", allowed, key=key, on_change=_save,
+        f"{plain(label or trace_id)} · {grade_text(human, scale)}", allowed, key=key, on_change=_save,
         args=(js, scope, query, trace_id, key, scale, None, access, rater, content_hash), disabled=disabled,
-        help=f"Grade ({meaning}). Saved at once; click again to clear.")
+        help=f"Grade ({scale_words(scale)}). Saved at once; click again to clear.")
     if shortcuts:
         cols = st.columns(len(allowed))
         for col, g in zip(cols, allowed):
@@ -191,24 +206,23 @@ def own_case_name(access: Access | None) -> str:
     return f"{stem}-cases" if stem else "my-cases"
 
 
+LAST_CASE = "last_case"  # session key: the case this visitor last added a query to
+
+
 def add_to_case_widget(js: JudgmentStore, scope: Scope | None, query: str, key_prefix: str = "g_",
                        access: Access | None = None):
-    """A case name and an "Add to case" button; returns the case after adding, else None. A visitor limited to
-    some scopes is offered a case name of their own (from their sign-in), never a shared one such as `demo`; the
-    store checks `access` on the write and a refusal is an error message."""
+    """A case name and an "Add to case" button; returns the case after adding, else None. The name offered is
+    the case this visitor last added to, else a new case of their own ("maya-cases", "my-cases") — never a
+    shared one such as the shipped `demo` (whose grades metrics read). The store checks `access` on the write and
+    a refusal is an error message."""
     limited = access is not None and access.limited
-    if limited:
-        default = own_case_name(access)
-    else:
-        try:
-            names = js.case_names()
-        except JudgmentStoreError as exc:
-            st.warning(f"Cases are off: {plain(exc)}")
-            return None
-        default = names[-1] if names else "my-case"
-    c1, c2 = st.columns([3, 1])
-    name = c1.text_input("Case", value=default, key=f"{key_prefix}case_name",
-                         help="An existing case, or a new name (letters, digits, - _ .)")
+    key = f"{key_prefix}case_name"
+    if key not in st.session_state:
+        st.session_state[key] = st.session_state.get(LAST_CASE) or (own_case_name(access) if signed_in(access)
+                                                                          else "my-cases")
+    c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
+    name = c1.text_input("Case", key=key, help="A new name (letters, digits, - _ .), or an existing case to add "
+                                               "this query to")
     if c2.button("Add to case", key=f"{key_prefix}add_case"):
         try:
             case = js.add_to_case(name.strip(), query, scope, access=access)
@@ -220,6 +234,7 @@ def add_to_case_widget(js: JudgmentStore, scope: Scope | None, query: str, key_p
         except REFUSALS as exc:
             st.error(plain(exc))
             return None
+        st.session_state[LAST_CASE] = case.name
         st.success(f"“{plain(query)}” is in case {plain(case.name)} ({len(case.queries)} queries)")
         return case
     return None
@@ -230,3 +245,106 @@ def inspect_query_params(cfg: PipelineConfig, query: str, scope: Scope | None, p
     """The parameters of an Inspect link for this query, scope and configuration (`ui.links.write_link`:
     every knob, never the server URL); `target` opens the explanation of that trace."""
     return write_link(prefix, cfg, query, str(scope) if scope is not None else None, target=target)
+
+
+# ---------------------------------------------------------------- the grading panel (Inspect)
+def can_grade(access: Access | None) -> bool:
+    """What the store's `check_grading` allows: the grade permission, or writing outside demo mode."""
+    return access is None or (not access.denied and (access.grade or (access.write and not access.read_only)))
+
+
+def read_only_reason(access: Access | None) -> str | None:
+    """Why this visitor's grades, notes and cases are greyed, as one caption ("Read-only: …"); None when they
+    may grade."""
+    if access is None or can_grade(access):
+        return None
+    if access.denied:
+        return f"Read-only: {plain(access.denied)}"
+    if access.read_only:
+        return ("Read-only: this app runs as a demo, so grades, notes and cases cannot be changed here (whoever "
+                "runs it can allow grading with RETRIEVAL_ALLOW_GRADING=1).")
+    return (f"Read-only: the access policy lets {plain(access.user)} read these scopes but not grade or write; "
+            "ask whoever runs this app for write access.")
+
+
+def _save_note(js: JudgmentStore, scope: Scope | None, query: str, key: str, access: Access | None,
+               rater: str) -> None:
+    """Button callback: store the typed note (before the rerun that shows it); a refusal is kept to show."""
+    from retrieval.judgments.notes import set_query_note
+
+    try:
+        set_query_note(js, scope, query, st.session_state.get(key, ""), access=access, author=rater)
+    except REFUSALS as exc:
+        st.session_state[f"{key}_error"] = str(exc)
+        return
+    st.session_state.pop(f"{key}_error", None)
+    st.session_state.pop(f"{key}_stored", None)  # the next draw reads what is stored
+
+
+def note_widget(js: JudgmentStore, scope: Scope | None, query: str, key_prefix: str, access: Access | None,
+                rater: str, disabled: bool) -> None:
+    """The note on this query (one per scope and query, beside the grades): shown in a text box (text, never
+    Markdown), saved with a button; blank removes it."""
+    from retrieval.judgments.notes import NOTE_CHARS, query_note
+
+    key = grade_key(f"{key_prefix}note_", scope, query, "")
+    try:
+        note = query_note(js, scope, query)
+    except JudgmentStoreError as exc:
+        st.warning(f"Notes are off: {plain(exc)}")
+        return
+    stored = note.text if note else ""
+    if st.session_state.get(f"{key}_stored") != stored:  # first draw, or another session changed it
+        st.session_state[key] = st.session_state[f"{key}_stored"] = stored
+    st.text_area("Note on this query", key=key, height=68, max_chars=NOTE_CHARS, disabled=disabled,
+                 placeholder="What a grader should know: the need behind it, an ambiguity, the answer is missing…",
+                 help="One note per query and scope, kept beside the grades; every rater sees it.")
+    if note:
+        when = time.strftime("%d %b %Y %H:%M", time.localtime(note.updated_at))
+        st.caption(f"Saved by {plain(note.author)} on {when}")
+    if st.session_state.get(f"{key}_error"):
+        st.error(f"The note was not saved: {plain(st.session_state[f'{key}_error'])}")
+    if not disabled:
+        st.button("Save note", key=f"{key}_save", on_click=_save_note, args=(js, scope, query, key, access, rater))
+
+
+def grading_body(js: JudgmentStore, scope: Scope | None, query: str, traces, access: Access | None, rater: str,
+                 key_prefix: str, target: str | None, k: int) -> None:
+    """The panel's contents: the read-only reason, the note, one grade control per result, add to a case."""
+    from retrieval.judgments.model import content_hash
+    from retrieval.judgments.store import grades_of
+
+    allowed = can_grade(access)
+    reason = read_only_reason(access)
+    if reason:
+        st.caption(reason)
+    try:  # the ratings the page read on this run (`key_prefix + "ratings_now"`), else (the panel's own rerun) anew
+        ratings = st.session_state.pop(f"{key_prefix}ratings_now", None)
+        ratings = js.ratings(scope, query) if ratings is None else ratings
+    except JudgmentStoreError as exc:  # a damaged judgments table: grading is off, the rest of the page works
+        st.warning(f"Grading is off: {plain(exc)}")
+        return
+    grades = grades_of(ratings, rater)
+    unrated = unrated_ids([t.id for t in traces], query_grades(js, scope, query, ratings=ratings), k=k)
+    n_graded = sum(1 for t in traces if t.id in grades["human"])
+    st.caption(f"{n_graded} of {len(traces)} graded by {plain(rater)} · {len(unrated)} of the top {k} {UNRATED} by "
+               f"anyone. Grades: {scale_words()}; click a grade again to clear it. They save at once; Compare, Tune "
+               "and Snapshots score against them.")
+    note_widget(js, scope, query, key_prefix, access, rater, not allowed)
+    for rank, t in enumerate(traces, 1):
+        grade_widget(js, scope, query, t.id, key_prefix=f"{key_prefix}g_", grades=grades, disabled=not allowed,
+                     label=f"#{rank} {t.id} — {t.content[:90]}", shortcuts=t.id == target, access=access,
+                     rater=rater, content_hash=content_hash(t.content))
+    if allowed and access is not None and access.write:
+        add_to_case_widget(js, scope, query, key_prefix=f"{key_prefix}g_", access=access)
+
+
+@st.fragment
+def grading_panel(js: JudgmentStore, scope: Scope | None, query: str, traces, access: Access | None, rater: str,
+                  *, key_prefix: str, target: str | None = None, k: int = 10) -> None:
+    """Grade a final list, note the query, add it to a case — as its own fragment: a grade, a note or an add
+    reruns this panel only, never the search page. The expander is keyed (`key_prefix + "grading"`), so the
+    browser keeps it open across this panel's reruns and the page's (a slider move): no "keep open" switch."""
+    with st.expander(f"Grade the final list ({len(traces)} results) as {plain(rater)} · note · add to a case",
+                     key=f"{key_prefix}grading", icon=":material/grading:"):
+        grading_body(js, scope, query, traces, access, rater, key_prefix, target, k)

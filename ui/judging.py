@@ -11,22 +11,21 @@ import time
 import streamlit as st
 
 from retrieval.access import Access
-from retrieval.judgments import GRADE_LABELS, SCALES, JudgmentStore
+from retrieval.judgments import SCALES, JudgmentStore
 from retrieval.judgments.agreement import calibration, case_agreement
 from retrieval.judgments.exchange import export_ratings, import_ratings
 from retrieval.judgments.model import CANT_RATE, Case, Judgment, content_hash
 from retrieval.judgments.queue import QueueItem, next_open, progress
 from retrieval.judgments.raters import POLICIES, CasePolicy, item_key, usable
 
-from .grading import REFUSALS
+from .grading import REFUSALS, grade_word
 from .text import code, plain
 
 P = "j_"
 
 
 def _grade_label(g: int, scale: str) -> str:
-    meaning = GRADE_LABELS[g] if scale == "graded" else ("relevant" if g else "not relevant")
-    return f"{g} · {meaning}"
+    return grade_word(g, scale)  # the one table of grade words (ui/grading.py)
 
 
 def _save(js: JudgmentStore, item: QueueItem, grade: int, rater: str, text: str, scale: str,

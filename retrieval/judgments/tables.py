@@ -46,6 +46,8 @@ def schemas():
         "snapshots": pa.schema([("id", s), ("case_name", s), ("created_at", f), ("label", s), ("config", s),
                                 ("metrics", s), ("payload", s), ("elapsed_ms", f)]),
         "case_settings": pa.schema([("case_name", s), ("settings", s), ("updated_at", f)]),
+        "query_notes": pa.schema([("key", s), ("scope", s), ("query", s), ("query_key", s), ("note", s),
+                                  ("author", s), ("updated_at", f)]),
     }
 
 
