@@ -605,6 +605,7 @@ def section_speed(out: list[str]) -> None:
                 f"(median of {ap['runs']}, worst {ap['home_ready_s_max']} s; target ≤ 5 s). The embedding model loads on "
                 "the first search, under a spinner, not on Home.", ""]
     out += judge_lines(load("bench_judge.json"))
+    section_browser(out)
     m = load("bench_models.json")
     out += ["### Models", "", "Command: `python scripts/bench_models.py` (writes docs/bench_models.json).", ""]
     if m:
@@ -637,6 +638,37 @@ def section_asof(out: list[str]) -> None:
             f"| version diff for one query, `base` → latest, warm | {a['diff_warm_p50_ms']} ms | ≤ 1 s |",
             f"| log import, {imp['lines']:,} JSONL lines | {imp['seconds']} s ({imp['lines_per_s']:,} lines/s) | "
             "≤ 30 s |", ""]
+
+
+BROWSER_ACTIONS = (("slider", "Dense weight moved one step by the keyboard → the Final column repainted"),
+                   ("row_click", "a stage-table row clicked → its explanation shown"),
+                   ("grade", "a grade clicked → the grade shown as saved"),
+                   ("home_example", "Home's first example clicked → Inspect ready (fresh session)"))
+
+
+def section_browser(out: list[str]) -> None:
+    """Inspect's four user actions timed in headless Chromium (scripts/bench_browser.py), before and after."""
+    b = load("browser.json")
+    if not b:
+        return
+    before = (b.get("before") or {}).get("actions", {})
+    out += ["### Inspect in the browser", "",
+            "Command: `python scripts/bench_browser.py` (writes docs/browser.json): the app on the demo store "
+            f"({b['embedder']} embeddings), headless Chromium at {b['viewport']['width']} × {b['viewport']['height']}; "
+            "each action timed from the input to the changed page (a DOM change polled at every animation frame, "
+            f"never a sleep); median and p90 of {b['actions']['slider']['n']} after one warm-up, the 1-minute load "
+            f"average beside each (on {b['cores']} cores shared with other jobs: read the load before the number)."
+            + (" *Before*: the same script on the app before the click and grade paths became fragments "
+               f"(run {b['before'].get('when', '')}; *after* {b.get('when', '')}: compare the loads)." if before else ""), "",
+            "| action | median | p90 | load | " + ("before: median / p90 (load) | " if before else "") + "target |",
+            "|---|---|---|---|" + ("---|" if before else "") + "---|"]
+    for name, what in BROWSER_ACTIONS:
+        a, t = b["actions"][name], b["targets_ms"].get(name)
+        old = before.get(name)
+        was = f"{old['median_ms']:,} / {old['p90_ms']:,} ms ({old['load_avg_1m']}) | " if old else ("— | " if before else "")
+        out.append(f"| {what} | {a['median_ms']:,} ms | {a['p90_ms']:,} ms | {a['load_avg_1m']} | {was}"
+                   f"{'≤ ' + str(t) + ' ms' if t else '—'} |")
+    out.append("")
 
 
 def judge_lines(j: dict | None) -> list[str]:
