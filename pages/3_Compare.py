@@ -12,7 +12,7 @@ from retrieval.eval.runner import credited_ids, score_ranking
 from retrieval.eval.sessions import COMPARED, Side, compare_sets
 from retrieval.judgments.store import JudgmentStoreError
 from ui.cache import ensure_model, get_generator, get_reranker, judgments, workspace
-from ui.grading import UNRATED, query_grades, unrated_ids
+from ui.grading import UNRATED, grade_word, query_grades, unrated_ids
 from ui.sets import pick_labelled_set
 from ui.state import PipelineConfig, build_retriever, cache_key, run_config
 from ui import view
@@ -59,7 +59,7 @@ def render_lists(res_a, res_b, qrels: dict | None) -> list:
     for res in (res_a, res_b):
         texts.update(view.whole_texts(res.diagnostics, ws.store.get, res.ids))
     unrated = set(unrated_ids(cmp.a, qrels or {}) + unrated_ids([d.id for d in cmp.deltas], qrels or {}))
-    grade = (lambda t: UNRATED if t in unrated else "—" if not qrels or t not in qrels else f"{qrels[t]:g}")
+    grade = (lambda t: UNRATED if t in unrated else "—" if not qrels or t not in qrels else compare_grade(qrels[t]))
     with left:
         st.markdown(f"**A** · {cfg_a.preset}")
         ev_a = st.dataframe([{"rank": i + 1, "id": t, "left top-k": "✗" if t in cmp.left else "", "grade": grade(t),
@@ -77,6 +77,11 @@ def render_lists(res_a, res_b, qrels: dict | None) -> list:
                " · click a row to explain it in Inspect with that side's settings")
     return [(cfg_a, cmp.a[n]) for n in [selected_row(ev_a)] if n is not None] + \
         [(cfg_b, cmp.deltas[n].id) for n in [selected_row(ev_b)] if n is not None]
+
+
+def compare_grade(g: float) -> str:
+    """The grade words every page writes; a mean of several raters that is not whole says so."""
+    return grade_word(int(g)) if float(g).is_integer() else f"{g:.2g} (mean)"
 
 
 def interval_caption(iv) -> str:

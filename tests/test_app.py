@@ -403,6 +403,9 @@ def test_compare_puts_rrf_and_convex_side_by_side(demo_env):
     assert any(s.label.startswith("Ran A (agentos, rrf) and B (hybrid, convex)") for s in at.status)
     grades = [v for d in at.dataframe if "grade" in d.value.columns for v in d.value["grade"]]
     assert grades and all(g not in (None, "None", "nan") for g in grades)
+    from ui.grading import UNRATED  # a grade reads as on every page ("2 · relevant"), never a bare number
+
+    assert all(g in (UNRATED, "—") or " · " in g or g.endswith("(mean)") for g in grades), grades
 
 
 def test_tune_apply_best_sets_the_sliders_here_and_on_inspect(demo_env):
