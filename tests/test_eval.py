@@ -1,7 +1,10 @@
 """Metrics against hand-computed values; per-stage evaluation, fact crediting and the held-out sweep."""
+import json
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from retrieval.eval.datasets import parse_evidence, parse_session_date
 from retrieval.metrics import dcg_at_k, evidence_recall_at_k, mrr, ndcg_at_k, recall_at_k
@@ -114,3 +117,24 @@ def test_a_query_bm25_cannot_match_scores_zero_on_the_sparse_stage_instead_of_va
     rows = {r["stage"]: r for r in summarize(run_queries(ws.retriever(fact_store=None), queries))}
     assert rows["sparse"]["queries"] == 2 and rows["sparse"]["ndcg@10"] == pytest.approx(0.5)  # 1.0 and 0.0
     assert rows["final"]["queries"] == 2 and rows["merged"]["queries"] == 1  # "!!!" skipped fusion
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.integers(0, 10), st.floats(0, 10, allow_nan=False), st.integers(0, 4).map(str)),
+                min_size=1, max_size=4))
+def test_evaluation_reads_any_grade_a_case_import_would_refuse(grades):
+    """Evaluation keeps the old reader's range (TREC's 0–4, a mean 2.5, "2"); a case import holds its scale."""
+    from retrieval.eval.datasets import judgments_from_bytes
+
+    line = json.dumps({"qid": "q1", "query": "refund", "relevant": {f"d{i}": g for i, g in enumerate(grades)}})
+    (q,) = judgments_from_bytes(line.encode(), "mine.jsonl")
+    assert q.qrels == {f"d{i}": float(g) for i, g in enumerate(grades)}
+
+
+def test_evaluation_refuses_a_grade_below_zero_or_a_missing_relevant_object():
+    from retrieval.eval.datasets import judgments_from_bytes
+
+    for rel, why in [("null", "'relevant' must be an object"), ('{"d": -1}', "grade -1 must be a finite number"),
+                     ('{"d": "x"}', "grade 'x' must be a finite number"), ('{"d": NaN}', "grade nan must be")]:
+        with pytest.raises(ValueError, match=f"mine.jsonl, line 1: {why}"):
+            judgments_from_bytes(f'{{"qid": "q1", "query": "q", "relevant": {rel}}}'.encode(), "mine.jsonl")

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import contextlib
 import csv
 import io
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,10 +138,22 @@ LINE_HELP = ('each line needs qid, query and relevant (e.g. {"qid": "q1", "query
              '"relevant": {"trace-id": 2}})')
 
 
-def judgment_line(line: str, scale: str = "graded",
-                  need_relevant: bool = False) -> tuple[CaseQuery, dict[str, int], str | None]:
+def evaluation_grade(grade: object) -> float:
+    """A grade as evaluation reads it: any finite number >= 0 (TREC's 0–4, a mean 2.5), not only a case's scale."""
+    if isinstance(grade, str):
+        with contextlib.suppress(ValueError):
+            grade = float(grade.strip())
+    if isinstance(grade, bool) or not isinstance(grade, (int, float)) or not math.isfinite(grade) or grade < 0:
+        raise ValueError(f"grade {grade!r} must be a finite number >= 0")
+    return float(grade)
+
+
+def judgment_line(line: str, scale: str | None = "graded",
+                  need_relevant: bool = False) -> tuple[CaseQuery, dict[str, float], str | None]:
     """One judgments JSONL line {"qid", "query", "scope"?, "relevant": {id: grade}, "note"?, "phenomenon"?} →
-    (query, its grades, its phenomenon); ValueError naming the field at fault."""
+    (query, its grades, its phenomenon); ValueError naming the field at fault. Grades are checked against a case's
+    `scale`, or with `scale=None` (evaluation) as any finite number >= 0; `need_relevant` (evaluation) wants a
+    `relevant` object on every line."""
     r = json.loads(line)
     if not isinstance(r, dict):
         raise ValueError("the line is not a JSON object")
@@ -149,14 +163,15 @@ def judgment_line(line: str, scale: str = "graded",
     q = CaseQuery(str(r["qid"]), str(r["query"]).strip(), parse_scope(r.get("scope")), str(r.get("note") or ""))
     if not q.query:
         raise ValueError("empty query")
-    rel = {} if r.get("relevant") is None else r["relevant"]
+    rel = {} if r.get("relevant") is None and not need_relevant else r["relevant"]
     if not isinstance(rel, dict):
         raise ValueError("'relevant' must be an object of trace id → grade")
+    check = evaluation_grade if scale is None else (lambda g: float(check_grade(g, scale)))
     phenomenon = r.get("phenomenon")
-    return q, {str(t): check_grade(g, scale) for t, g in rel.items()}, None if phenomenon is None else str(phenomenon)
+    return q, {str(t): check(g) for t, g in rel.items()}, None if phenomenon is None else str(phenomenon)
 
 
-def _judgment_lines(data: bytes | str, scale: str, name: str, need_relevant: bool = False):
+def _judgment_lines(data: bytes | str, scale: str | None, name: str, need_relevant: bool = False):
     """(line number, (query, grades, phenomenon)) or (line number, LineError) for each non-blank line."""
     for n, line in enumerate(_lines(data), 1):
         if not line.strip():
@@ -180,20 +195,19 @@ def parse_jsonl(data: bytes | str, scale: str = "graded",
         q, grades, _ = parsed
         queries.append(q)
         if grades:
-            qrels[q.qid] = grades
+            qrels[q.qid] = {t: int(g) for t, g in grades.items()}  # on the case's scale: whole numbers
     return queries, qrels, errors
 
 
-def parse_labelled(data: bytes | str, name: str = "judgments.jsonl", scale: str = "graded") -> list[LabelledQuery]:
+def parse_labelled(data: bytes | str, name: str = "judgments.jsonl") -> list[LabelledQuery]:
     """The same JSONL as labelled queries for evaluation, which refuses a file with a bad line (naming `name` and
-    the line, never a temporary path) and needs `relevant` on every line."""
+    the line, never a temporary path), needs a `relevant` object on every line and takes any grade >= 0."""
     out = []
-    for n, parsed in _judgment_lines(data, scale, name, need_relevant=True):
+    for n, parsed in _judgment_lines(data, None, name, need_relevant=True):
         if isinstance(parsed, LineError):
             raise ValueError(f"{name}, line {n}: {parsed.reason}")
         q, grades, phenomenon = parsed
-        out.append(LabelledQuery(q.qid, q.query, {t: float(g) for t, g in grades.items()}, q.scope, phenomenon,
-                                 q.note))
+        out.append(LabelledQuery(q.qid, q.query, grades, q.scope, phenomenon, q.note))
     return out
 
 
