@@ -31,9 +31,6 @@ from retrieval.types import MemoryTrace, Mood, Scope
 if TYPE_CHECKING:
     from retrieval.history.view import AsOf
 
-FUSION_KNOBS = ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight", "fusion", "normalization", "adaptive")
-
-
 def _count_knob(name: str, value: Any) -> int:
     """`check_knob` for an integer knob (over_fetch_multiplier, multi_query_n): the int it returns for those."""
     return int(check_knob(name, value))

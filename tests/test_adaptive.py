@@ -303,3 +303,30 @@ def test_adapt_records_a_case_only_with_a_held_out_gain(tmp_path, capsys):
     else:
         assert "not recorded" in text and recorded is None
         assert main(["adapt", "--db", db, "--embedder", "hashing", "--undo"]) == 2
+
+
+def test_the_confidence_reason_names_the_side_surer_of_its_first_even_when_a_learned_strength_is_negative():
+    from retrieval.pipeline.adaptive import Features, _reason
+
+    sure_bm25 = Features((), 6, None, None, None, 0, dense_gap=0.02, sparse_gap=0.8)
+    signal = sure_bm25.signals()["confidence"]
+    assert signal < 0
+    assert _reason("confidence", sure_bm25, signal, shift=0.1 * signal) == "BM25's #1 leads its #2 by 80%"
+    learned = _reason("confidence", sure_bm25, signal, shift=-0.2 * signal)  # toward dense: away from the surer
+    assert learned.startswith("BM25's #1 leads its #2 by 80%") and "learned: the surer side gives weight" in learned
+
+
+def test_adapt_undo_refuses_in_demo_mode_and_writes_nothing(tmp_path, capsys, monkeypatch):
+    from retrieval.cli.main import main
+    from retrieval.store.adaptive import AdaptiveRecord, read_adaptive, write_adaptive
+
+    db = str(tmp_path / "db")
+    ws = Workspace(db, embedder=HashingEmbedder(64), fact_extractor=None)
+    ws.ingest(load_demo_traces()[:5])
+    rec = AdaptiveRecord({"identifier": 0.1, "length": 0.0, "rarity": 0.0, "confidence": 0.0}, "demo", "tester",
+                         "2026-01-01T00:00:00+00:00", "ndcg@10", 0.5, 0.6, {"delta": 0.1, "lo": 0.01, "hi": 0.2}, 45)
+    write_adaptive(ws.store, rec)
+    monkeypatch.setenv("RETRIEVAL_MODE", "demo")
+    assert main(["adapt", "--undo", "--db", db, "--embedder", "hashing"]) == 2
+    assert "demo mode" in capsys.readouterr().err
+    assert read_adaptive(Workspace(db, embedder=HashingEmbedder(64)).store) == rec

@@ -51,3 +51,12 @@ def test_a_link_with_adaptive_opens_with_it_on(demo_env):
     assert weights_lines(at)
     d = at.session_state["i_result"][1].diagnostics
     assert d.adaptive is not None and d.adaptive["sparse_weight"] > 0.5
+
+
+def test_reset_fusion_turns_adaptive_off_with_the_other_fusion_knobs(demo_env):
+    at = inspect(i_q=TICKET, i_scope="user:priya")
+    at.toggle(key="i_adaptive").set_value(True).run()
+    assert at.toggle(key="i_adaptive").value is True and weights_lines(at)
+    at.button(key="i_reset_fusion").click().run()
+    assert not at.exception
+    assert at.toggle(key="i_adaptive").value is False and not weights_lines(at)

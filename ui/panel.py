@@ -15,7 +15,7 @@ from retrieval.pipeline.presets import PRESETS, get_preset
 from retrieval.pipeline.settings import SWITCHES
 
 from .links import FIELDS
-from .state import CLASSIFIER_CHOICES, GENERATOR_CHOICES, RERANKER_CHOICES, PipelineConfig
+from .state import CLASSIFIER_CHOICES, FUSION_FIELDS, GENERATOR_CHOICES, RERANKER_CHOICES, PipelineConfig
 
 RERANKER_NOTES = {
     "embedding": "MiniLM bi-encoder stand-in: real but weak; a cross-encoder or Cohere reranks better.",
@@ -23,7 +23,6 @@ RERANKER_NOTES = {
     "cross-encoder": "A local sentence-transformers cross-encoder folder (none ships with this app).",
 }
 FUSION_LABELS = {"rrf": "RRF (ranks)", "convex": "convex (scores)"}
-FUSION_KNOBS = ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight", "fusion", "normalization")
 ADAPTIVE_HELP = (SWITCHES["adaptive"].capitalize() + ". Off by default: on the development sets it did not beat the "
                  "fixed weights (docs/BENCHMARKS.md). A store's strengths learned from a graded case "
                  "(`python -m retrieval adapt --case`) replace the shipped rules'. Switching it re-fuses cached lists "
@@ -89,7 +88,7 @@ def _fusion_section(prefix: str, d: PipelineConfig, kw: dict[str, Any]) -> dict[
 
     def follow_preset() -> None:  # switching preset loads its fusion defaults
         pd = PipelineConfig.for_preset(st.session_state[k("preset")])
-        for name in FUSION_KNOBS:
+        for name in FUSION_FIELDS:  # adaptive too: a preset or a reset turns it off
             st.session_state[k(name)] = getattr(pd, name)
 
     preset = st.radio("Preset", PRESETS, index=PRESETS.index(d.preset), key=k("preset"), horizontal=True,

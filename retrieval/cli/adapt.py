@@ -50,11 +50,16 @@ def _iv(d: dict[str, Any] | None) -> str:
 
 
 def _undo(args) -> int:
-    from retrieval.cli.store import open_workspace
+    from retrieval.cli.store import open_workspace, write_refusal
     from retrieval.store.adaptive import undo_adaptive
 
+    ws = open_workspace(args)
+    refusal = write_refusal(ws, "undo learned strengths")
+    if refusal:
+        print(f"error: {refusal}", file=sys.stderr)
+        return 2
     try:
-        now = undo_adaptive(open_workspace(args).store)
+        now = undo_adaptive(ws.store)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -68,7 +73,7 @@ def _record(args, out: dict[str, Any]) -> str:
 
     import getpass
 
-    from retrieval.cli.store import open_workspace
+    from retrieval.cli.store import open_workspace, write_refusal
     from retrieval.store.adaptive import AdaptiveRecord, write_adaptive
 
     learned = out["learned"]
@@ -79,8 +84,9 @@ def _record(args, out: dict[str, Any]) -> str:
     if args.dry_run:
         return "dry run: the learned strengths would be recorded"
     ws = open_workspace(args)
-    if getattr(ws, "demo_mode", False) or ws.store.read_only:
-        raise ValueError(f"store {ws.store.display_uri!r} is read-only here; pass --dry-run to see the result")
+    refusal = write_refusal(ws, "record learned strengths")
+    if refusal:
+        raise ValueError(refusal)
     try:
         who = getpass.getuser()
     except Exception:  # no login name in a container

@@ -14,6 +14,7 @@ import json
 import sys
 from typing import Any
 
+from retrieval.cli.store import write_refusal
 from retrieval.eval.calibrate import DEFAULT_SAMPLE
 
 
@@ -32,19 +33,10 @@ def _progress(quiet: bool):
     return report
 
 
-def _refuse_writes(ws: Any) -> str | None:
-    if getattr(ws, "demo_mode", False):
-        return "the store runs read-only (demo mode, RETRIEVAL_MODE=demo); unset RETRIEVAL_MODE to calibrate"
-    if ws.store.read_only:
-        return (f"store {ws.store.display_uri!r} is read-only (a table inspected in place); calibrate a store of "
-                "your own, or pass --dry-run to see the result without recording it")
-    return None
-
-
 def cmd_undo(ws: Any, args) -> int:
     from retrieval.store.calibration import read_calibration, undo_calibration
 
-    refusal = _refuse_writes(ws)
+    refusal = write_refusal(ws, "calibrate")
     if refusal:
         print(f"error: {refusal}", file=sys.stderr)
         return 2
@@ -69,7 +61,7 @@ def cmd_calibrate(args) -> int:
         ws = open_workspace(args)
         if args.undo:
             return cmd_undo(ws, args)
-        refusal = None if args.dry_run else _refuse_writes(ws)
+        refusal = None if args.dry_run else write_refusal(ws, "calibrate")
         if refusal:
             print(f"error: {refusal}", file=sys.stderr)
             return 2

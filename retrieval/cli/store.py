@@ -46,6 +46,16 @@ def report_bad_lines(errors, what: str = "bad lines", shown: int = 50) -> None:
         print(f"  … and {len(errors) - shown} more {what}", file=sys.stderr)
 
 
+def write_refusal(ws, what: str) -> str | None:
+    """Why this store must not record `what` here (demo mode, or a table inspected in place), else None."""
+    if getattr(ws, "demo_mode", False):
+        return f"the store runs read-only (demo mode, RETRIEVAL_MODE=demo); unset RETRIEVAL_MODE to {what}"
+    if ws.store.read_only:
+        return (f"store {ws.store.display_uri!r} is read-only (a table inspected in place); {what} on a store of "
+                "your own, or pass --dry-run to see the result without recording it")
+    return None
+
+
 def open_workspace(args, **kw):
     """The Workspace the flags describe (embedder: named, else recorded)."""
     from retrieval.store.columns import ColumnMap

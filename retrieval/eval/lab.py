@@ -38,7 +38,7 @@ class Candidate:
     def knobs(self) -> dict[str, Any]:
         return {"fusion": self.fusion, "dense_weight": self.dense_weight,
                 "sparse_weight": round(1.0 - self.dense_weight, 6), "rrf_k": self.rrf_k,
-                "normalization": self.normalization}
+                "normalization": self.normalization, "adaptive": False}  # a candidate is fixed weights
 
 
 def fusion_grid(dense_weights: Sequence[float] = DENSE_WEIGHTS, ks: Sequence[float] = RRF_KS,

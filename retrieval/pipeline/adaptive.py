@@ -145,9 +145,10 @@ def _reason(rule: str, f: Features, signal: float, shift: float) -> str:
     if rule == "rarity":
         return (f"{'its rarest term' if signal > 0 else 'even its rarest term'} “{f.rare_term}” is in {f.rare_df} of "
                 f"{f.docs} traces")
-    lead = "dense" if shift > 0 else "BM25"  # confidence: the side the share moved toward
+    lead = "dense" if signal > 0 else "BM25"  # confidence: the side surer of its #1 (the signal, not the move)
     gap = f.dense_gap if lead == "dense" else f.sparse_gap
-    return f"{lead}'s #1 leads its #2 by {gap or 0:.0%}"
+    against = " (learned: the surer side gives weight)" if shift * signal < 0 else ""
+    return f"{lead}'s #1 leads its #2 by {gap or 0:.0%}{against}"
 
 
 def adapt(record: Any, dense_weight: float, sparse_weight: float,
