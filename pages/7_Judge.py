@@ -12,7 +12,7 @@ import streamlit as st
 from retrieval.judgments.model import content_hash
 from retrieval.judgments.queue import judging_queue, next_open
 from retrieval.judgments.raters import item_key
-from retrieval.judgments.store import JudgmentStoreError
+from retrieval.judgments.store import JudgmentStoreError, may_grade
 from ui.access import page_guard
 from ui.cache import judgments, workspace
 from ui.grading import rater_picker, visible_case_names
@@ -29,7 +29,7 @@ js = judgments(ws.uri)
 st.title("Judge")
 with st.sidebar:
     rater = rater_picker(acc)
-can_grade = bool(acc.grade or (acc.write and not acc.read_only))
+can_grade = may_grade(acc)  # the store's own rule (a denied visitor too)
 
 
 def setup(case) -> None:

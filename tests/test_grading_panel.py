@@ -132,6 +132,7 @@ def test_notes_follow_the_grades_rules(tmp_path):
     with pytest.raises(ReadOnlyError):
         set_query_note(js, PRIYA, "where is the lens?", "x", access=Access("r", None, read_only=True))
     assert query_note(js, PRIYA, "where is the lens?").text == "ask Priya"  # nothing was lost
+    assert query_note(js, PRIYA, "where is the lens?", access=limited) is None  # not theirs to read either
     assert set_query_note(js, PRIYA, "where is the lens?", "   ") is None  # blank removes it
     assert query_note(js, PRIYA, "where is the lens?") is None
 

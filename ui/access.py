@@ -143,8 +143,10 @@ def page_guard(home: bool = False) -> Access:
         if acc.read_only:
             st.caption(":material/lock: Read-only demo: loading and deleting are off.")
     if home and acc.read_only:
+        grading = ("grading, query notes and cases stay on (the operator allows grading)" if acc.grade else
+                   "so are grades, query notes and cases")
         st.info("This app is **read-only** (demo mode): query, explain, compare and tune as usual; uploading, "
-                "deleting traces and running snapshots are off.")
+                f"deleting traces and running snapshots are off; {grading}.")
     return acc
 
 

@@ -26,7 +26,7 @@ from retrieval.pipeline.config import PipelineConfig
 from retrieval.judgments import GRADE_LABELS, SCALES, JudgmentStore
 from retrieval.judgments.model import check_rater, query_key, scope_text
 from retrieval.judgments.raters import CasePolicy, combined_grades
-from retrieval.judgments.store import JudgmentStoreError
+from retrieval.judgments.store import JudgmentStoreError, may_grade
 from retrieval.types import Scope
 
 from .links import write_link
@@ -249,8 +249,8 @@ def inspect_query_params(cfg: PipelineConfig, query: str, scope: Scope | None, p
 
 # ---------------------------------------------------------------- the grading panel (Inspect)
 def can_grade(access: Access | None) -> bool:
-    """What the store's `check_grading` allows: the grade permission, or writing outside demo mode."""
-    return access is None or (not access.denied and (access.grade or (access.write and not access.read_only)))
+    """What the store's `check_grading` allows (`judgments.store.may_grade`, the one rule)."""
+    return may_grade(access)
 
 
 def read_only_reason(access: Access | None) -> str | None:
@@ -289,7 +289,7 @@ def note_widget(js: JudgmentStore, scope: Scope | None, query: str, key_prefix: 
 
     key = grade_key(f"{key_prefix}note_", scope, query, "")
     try:
-        note = query_note(js, scope, query)
+        note = query_note(js, scope, query, access=access)
     except JudgmentStoreError as exc:
         st.warning(f"Notes are off: {plain(exc)}")
         return

@@ -40,9 +40,12 @@ def _key(scope: Scope | None, query: str) -> str:
     return f"{scope_text(scope)}\x1f{query_key(query)}"
 
 
-def query_note(tables: Tables, scope: Scope | None, query: str) -> QueryNote | None:
-    """The note on `query` in `scope` (queries match as grades do: whitespace collapsed, case folded), or None."""
-    rows = tables._rows(TABLE, f"key = {sql_quote(_key(scope, query))}")
+def query_note(tables: Tables, scope: Scope | None, query: str, *, access: Access | None = None) -> QueryNote | None:
+    """The note on `query` in `scope` (queries match as grades do: whitespace collapsed, case folded), or None —
+    also when `access` may not see `scope` (one answer for "hidden" and "none": no existence oracle)."""
+    if access is not None and not access.sees(scope):
+        return None
+    rows = tables.table_rows(TABLE, f"key = {sql_quote(_key(scope, query))}")
     if not rows:
         return None
     r = rows[0]
@@ -61,12 +64,12 @@ def set_query_note(tables: Tables, scope: Scope | None, query: str, text: str, *
     check_grading(access, [scope])
     key = _key(scope, query)
     if not text:
-        tables._delete(TABLE, f"key = {sql_quote(key)}")
-        tables._record(access, "grade", 0, [scope], detail="query note cleared")
+        tables.delete_rows(TABLE, f"key = {sql_quote(key)}")
+        tables.record_write(access, "grade", 0, [scope], detail="query note cleared")
         return None
     note = QueryNote(scope, str(query), text, author, time.time())
-    tables._upsert(TABLE, "key", [{"key": key, "scope": scope_text(scope), "query": note.query,
+    tables.upsert_rows(TABLE, "key", [{"key": key, "scope": scope_text(scope), "query": note.query,
                                    "query_key": query_key(query), "note": text, "author": author,
                                    "updated_at": note.updated_at}])
-    tables._record(access, "grade", 0, [scope], detail="query note")
+    tables.record_write(access, "grade", 0, [scope], detail="query note")
     return note

@@ -24,6 +24,12 @@ if TYPE_CHECKING:
 __all__ = ["JudgmentStore", "JudgmentStoreError", "check_grading", "grades_of", "judgment_key", "to_judgment"]
 
 
+def may_grade(access: Access | None) -> bool:
+    """The one grading rule (store, Inspect, Judge): not denied, and the grade permission or writing outside demo
+    mode. `None` is local use: allowed."""
+    return access is None or (not access.denied and bool(access.grade or (access.write and not access.read_only)))
+
+
 def check_grading(access: Access | None, scopes: Iterable[Scope | None]) -> None:
     """`ReadOnlyError` unless `access` may grade (or write), `AccessDenied` when any of `scopes` is
     not one of its scopes (a case line naming another user's scope). `None` is local use: allowed."""
@@ -31,7 +37,7 @@ def check_grading(access: Access | None, scopes: Iterable[Scope | None]) -> None
         return
     from retrieval.access import AccessDenied, ReadOnlyError
 
-    if access.denied or not (access.grade or (access.write and not access.read_only)):
+    if not may_grade(access):
         raise ReadOnlyError(f"nothing was saved: {access.denied or f'{access.user} may not grade here'}")
     hidden = sorted({scope_text(s) for s in scopes if not access.sees(s)})
     if hidden:
@@ -87,9 +93,9 @@ class JudgmentStore(Tables):
         judgments = list(judgments)
         check_grading(access, [j.scope for j in judgments])
         rows = [_row(j, scale, now) for j in judgments]
-        n = self._upsert("judgments", "key", rows)
+        n = self.upsert_rows("judgments", "key", rows)
         if audit and n:
-            self._record(access, "grade", n, [j.scope for j in judgments], detail=judgments[0].source)
+            self.record_write(access, "grade", n, [j.scope for j in judgments], detail=judgments[0].source)
         return n
 
     def set_grade(self, scope: Scope | None, query: str, trace_id: str, grade: int, grader: str = "human",
@@ -103,7 +109,7 @@ class JudgmentStore(Tables):
         if created_at is None:
             key = judgment_key(scope, query, trace_id, grader, check_rater(rater or grader))
             col = "created_at" if self._has_column("created_at") else "updated_at"
-            old = self._rows_columns("judgments", [col], f"key = {sql_quote(key)}")
+            old = self.table_rows_columns("judgments", [col], f"key = {sql_quote(key)}")
             created_at = float(old[0][col]) if old else 0.0
         created = created_at or now
         j = Judgment(scope, query, trace_id, grade, grader, source, now, rater or grader, content_hash, note,
@@ -118,8 +124,8 @@ class JudgmentStore(Tables):
     def clear_grade(self, scope: Scope | None, query: str, trace_id: str, grader: str = "human", *,
                     access: Access | None = None, rater: str = "") -> None:
         check_grading(access, [scope])
-        self._delete("judgments", f"key = {sql_quote(judgment_key(scope, query, trace_id, grader, rater))}")
-        self._record(access, "grade", 1, [scope], detail="cleared")
+        self.delete_rows("judgments", f"key = {sql_quote(judgment_key(scope, query, trace_id, grader, rater))}")
+        self.record_write(access, "grade", 1, [scope], detail="cleared")
 
     def clear_judgments(self, judgments: Iterable[Judgment], *, access: Access | None = None) -> int:
         """Delete these grades (bulk clear: by rater, by query, stale only — the caller picks them); nothing is
@@ -128,9 +134,9 @@ class JudgmentStore(Tables):
         check_grading(access, [j.scope for j in judgments])
         keys = [judgment_key(j.scope, j.query, j.trace_id, j.grader, j.who) for j in judgments]
         for n in range(0, len(keys), 500):
-            self._delete("judgments", "key IN (" + ", ".join(sql_quote(k) for k in keys[n:n + 500]) + ")")
+            self.delete_rows("judgments", "key IN (" + ", ".join(sql_quote(k) for k in keys[n:n + 500]) + ")")
         if keys:
-            self._record(access, "grade", len(keys), [j.scope for j in judgments], detail="cleared")
+            self.record_write(access, "grade", len(keys), [j.scope for j in judgments], detail="cleared")
         return len(keys)
 
     def grades(self, scope: Scope | None, query: str, rater: str = "human") -> dict[str, dict[str, int]]:
@@ -141,11 +147,11 @@ class JudgmentStore(Tables):
     def ratings(self, scope: Scope | None, query: str) -> list[Judgment]:
         """Every rater's grades for one query in one scope."""
         where = f"scope = {sql_quote(scope_text(scope))} AND query_key = {sql_quote(query_key(query))}"
-        return [to_judgment(r) for r in self._rows("judgments", where)]
+        return [to_judgment(r) for r in self.table_rows("judgments", where)]
 
     def judgments(self, grader: str | None = None) -> list[Judgment]:
         where = f"grader = {sql_quote(check_grader(grader))}" if grader else None
-        rows = sorted(self._rows("judgments", where), key=lambda r: (r["scope"], r["query_key"], r["trace_id"]))
+        rows = sorted(self.table_rows("judgments", where), key=lambda r: (r["scope"], r["query_key"], r["trace_id"]))
         return [to_judgment(r) for r in rows]
 
     def case_judgments(self, case: Case | str) -> list[Judgment]:
@@ -178,15 +184,15 @@ class JudgmentStore(Tables):
     # ------------------------------------------------------------------ case policy
     def policy(self, name: str) -> CasePolicy:
         """The case's combination policy and k (mean of human raters, k = 10, until set)."""
-        rows = self._rows("case_settings", f"case_name = {sql_quote(check_case_name(name))}")
+        rows = self.table_rows("case_settings", f"case_name = {sql_quote(check_case_name(name))}")
         return CasePolicy.from_json(rows[0]["settings"]) if rows else CasePolicy()
 
     def set_policy(self, name: str, policy: CasePolicy, *, access: Access | None = None) -> CasePolicy:
         case = self.case(name)
         check_grading(access, [q.scope for q in case.queries])
-        self._upsert("case_settings", "case_name", [{"case_name": name, "settings": policy.to_json(),
+        self.upsert_rows("case_settings", "case_name", [{"case_name": name, "settings": policy.to_json(),
                                                      "updated_at": time.time()}])
-        self._record(access, "case", 0, [q.scope for q in case.queries], detail=f"{name}: {policy.describe()}")
+        self.record_write(access, "case", 0, [q.scope for q in case.queries], detail=f"{name}: {policy.describe()}")
         return policy
 
     # ------------------------------------------------------------------ cases
@@ -208,8 +214,8 @@ class JudgmentStore(Tables):
             rows = [{"key": f"{case.name}\x1f{q.qid}", "case_name": case.name, "qid": q.qid, "query": q.query,
                      "scope": scope_text(q.scope), "note": q.note, "position": n, "scale": case.scale,
                      "case_note": case.note, "created_at": created} for n, q in enumerate(case.queries)]
-            self._upsert("cases", "key", rows)
-            self._record(access, "case", len(rows), [q.scope for q in case.queries], detail=case.name)
+            self.upsert_rows("cases", "key", rows)
+            self.record_write(access, "case", len(rows), [q.scope for q in case.queries], detail=case.name)
             return Case(case.name, case.queries, case.scale, case.note, created)
 
     def add_to_case(self, name: str, query: str, scope: Scope | None, note: str = "", scale: str = "graded", *,
@@ -234,12 +240,12 @@ class JudgmentStore(Tables):
         row = {"key": f"{name}\x1f{qid}", "case_name": name, "qid": qid, "query": query.strip(),
                "scope": scope_text(scope), "note": note, "position": time.time_ns(), "scale": scale,
                "case_note": case_note, "created_at": created}
-        self._upsert("cases", "key", [row])
-        self._record(access, "case", 1, [scope], detail=name)
+        self.upsert_rows("cases", "key", [row])
+        self.record_write(access, "case", 1, [scope], detail=name)
         return self.case(name)
 
     def find_case(self, name: str) -> Case | None:
-        rows = sorted(self._rows("cases", f"case_name = {sql_quote(check_case_name(name))}"),
+        rows = sorted(self.table_rows("cases", f"case_name = {sql_quote(check_case_name(name))}"),
                       key=lambda r: r["position"])
         if not rows:
             return None
@@ -262,12 +268,12 @@ class JudgmentStore(Tables):
                 for q in case.queries if q.qid in qrels]
 
     def case_names(self) -> list[str]:
-        return sorted({r["case_name"] for r in self._rows("cases")})
+        return sorted({r["case_name"] for r in self.table_rows("cases")})
 
     def cases(self) -> list[dict]:
         """One summary per case: queries, judged queries (human grades), scale, snapshots."""
         snaps: dict[str, int] = {}
-        for r in self._rows_columns("snapshots", ["case_name"]):
+        for r in self.table_rows_columns("snapshots", ["case_name"]):
             snaps[r["case_name"]] = snaps.get(r["case_name"], 0) + 1
         out = []
         for name in self.case_names():
@@ -277,7 +283,7 @@ class JudgmentStore(Tables):
         return out
 
     def delete_case(self, name: str) -> None:
-        self._delete("cases", f"case_name = {sql_quote(check_case_name(name))}")
+        self.delete_rows("cases", f"case_name = {sql_quote(check_case_name(name))}")
 
     # ------------------------------------------------------------------ snapshots
     def save_snapshot(self, snap: Snapshot, *, access: Access | None = None) -> Snapshot:
@@ -288,12 +294,12 @@ class JudgmentStore(Tables):
 
             raise ReadOnlyError(f"nothing was saved: {access.denied or 'storing a snapshot run needs write access'}")
         check_grading(access, [q.scope for q in snap.queries])
-        self._upsert("snapshots", "id", [snap.to_row()])
-        self._record(access, "snapshot", len(snap.queries), [q.scope for q in snap.queries], detail=snap.case)
+        self.upsert_rows("snapshots", "id", [snap.to_row()])
+        self.record_write(access, "snapshot", len(snap.queries), [q.scope for q in snap.queries], detail=snap.case)
         return snap
 
     def snapshot(self, snapshot_id: str) -> Snapshot:
-        rows = self._rows("snapshots", f"id = {sql_quote(snapshot_id)}")
+        rows = self.table_rows("snapshots", f"id = {sql_quote(snapshot_id)}")
         if not rows:
             known = [r["id"] for r in self.snapshot_rows()][-5:]
             raise ValueError(f"no snapshot {snapshot_id!r} in {self.display_uri}; latest: {', '.join(known) or 'none'} "
@@ -303,11 +309,11 @@ class JudgmentStore(Tables):
     def snapshot_rows(self, case: str | None = None) -> list[dict]:
         """Light rows (no stage lists) oldest first: id, case, created_at, label, config, metrics (JSON)."""
         where = f"case_name = {sql_quote(check_case_name(case))}" if case else None
-        rows = self._rows_columns("snapshots", ["id", "case_name", "created_at", "label", "config", "metrics",
+        rows = self.table_rows_columns("snapshots", ["id", "case_name", "created_at", "label", "config", "metrics",
                                                 "elapsed_ms"], where)
         return sorted(rows, key=lambda r: (r["created_at"], r["id"]))
 
     def snapshots(self, case: str | None = None) -> list[Snapshot]:
         where = f"case_name = {sql_quote(check_case_name(case))}" if case else None
-        snaps = (Snapshot.from_row(r) for r in self._rows("snapshots", where))
+        snaps = (Snapshot.from_row(r) for r in self.table_rows("snapshots", where))
         return sorted(snaps, key=lambda s: (s.created_at, s.id))

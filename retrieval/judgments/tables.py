@@ -74,7 +74,7 @@ class Tables:
             self._audit = AuditLog(self.uri, storage_options=self.storage_options)
         return self._audit
 
-    def _record(self, access: Access | None, action: str, count: int, scopes: Iterable[Scope | None],
+    def record_write(self, access: Access | None, action: str, count: int, scopes: Iterable[Scope | None],
                 detail: str = "") -> None:
         actor = access.user if access is not None else "local"
         self.audit.record(actor, action, count, sorted({scope_text(s) for s in scopes}), [], detail=detail)
@@ -129,21 +129,21 @@ class Tables:
             self._run(name, add)
             self._migrated.add(name)
 
-    def _rows(self, name: str, where: str | None = None) -> list[dict]:
+    def table_rows(self, name: str, where: str | None = None) -> list[dict]:
         def read(tbl):
             q = tbl.search()
             return (q.where(where) if where else q).limit(None).to_arrow().to_pylist()
 
         return self._run(name, read) or []
 
-    def _rows_columns(self, name: str, columns: Sequence[str], where: str | None = None) -> list[dict]:
+    def table_rows_columns(self, name: str, columns: Sequence[str], where: str | None = None) -> list[dict]:
         def read(tbl):
             q = tbl.search().select(list(columns))
             return (q.where(where) if where else q).limit(None).to_arrow().to_pylist()
 
         return self._run(name, read) or []
 
-    def _upsert(self, name: str, key: str, rows: list[dict]) -> int:
+    def upsert_rows(self, name: str, key: str, rows: list[dict]) -> int:
         if not rows:
             return 0
         rows = list({r[key]: r for r in rows}.values())  # the last row of a key wins
@@ -154,6 +154,6 @@ class Tables:
                       .when_not_matched_insert_all().execute(rows), create=True)
         return len(rows)
 
-    def _delete(self, name: str, where: str) -> None:
+    def delete_rows(self, name: str, where: str) -> None:
         with LOCK:
             self._run(name, lambda tbl: tbl.delete(where))
