@@ -9,12 +9,12 @@ import streamlit as st
 
 from retrieval.eval.compare import compare_rankings
 from retrieval.eval.runner import credited_ids, score_ranking
-from retrieval.eval.sessions import COMPARED, Side, compare_sets
+from retrieval.eval.sessions import COMPARED, compare_sets
 from retrieval.judgments.store import JudgmentStoreError
 from ui.cache import ensure_model, get_generator, get_reranker, judgments, workspace
 from ui.grading import UNRATED, grade_word, query_grades, unrated_ids
 from ui.sets import pick_labelled_set
-from ui.state import PipelineConfig, build_retriever, cache_key, run_config
+from ui.state import PipelineConfig, cache_key, run_config, side
 from ui import view
 from ui.access import page_guard
 from ui.text import plain
@@ -133,12 +133,8 @@ try:
             st.warning("None of the judged traces are in this store: load the demo corpus first.")
             st.stop()
         if st.button(f"Run A and B on {len(queries)} labelled queries", key=f"{P}run", type="primary"):
-            sides = []
-            for name, cfg in (("A", cfg_a), ("B", cfg_b)):
-                cfg, _ = usable_config(cfg, get_reranker, get_generator)
-                sides.append(Side(build_retriever(ws, cfg, get_reranker, get_generator), f"{name} ({cfg.preset})",
-                                  {"recall_top_k": cfg.recall_top_k,
-                                   "over_fetch_multiplier": cfg.over_fetch_multiplier}))
+            sides = [side(ws, usable_config(cfg, get_reranker, get_generator)[0], f"{name} ({cfg.preset})",
+                          get_reranker, get_generator) for name, cfg in (("A", cfg_a), ("B", cfg_b))]
             bar = st.progress(0.0, text=f"Running A and B on {len(queries)} queries…")
             st.session_state[f"{P}set"] = compare_sets(*sides, queries,
                                                        progress=lambda f, text: bar.progress(f, text=text))

@@ -11,12 +11,12 @@ from __future__ import annotations
 import streamlit as st
 
 from retrieval.eval.runner import METRICS
-from retrieval.eval.sessions import Side, tune
+from retrieval.eval.sessions import tune
 from ui.cache import ensure_model, get_generator, get_reranker, workspace
 from ui.calibration import calibrate_section, set_sliders, store_defaults
 from ui.sets import pick_labelled_set
 from ui.charts import heatmap_figure, metrics_figure
-from ui.state import PipelineConfig, build_retriever
+from ui.state import PipelineConfig, side
 from ui.access import page_guard
 from ui.panel import config_panel, usable_config
 from ui.text import plain
@@ -118,11 +118,6 @@ def search_view(lab) -> None:
     best_view(lab)
 
 
-def side(cfg: PipelineConfig, name: str) -> Side:
-    return Side(build_retriever(ws, cfg, get_reranker, get_generator), name,
-                {"recall_top_k": cfg.recall_top_k, "over_fetch_multiplier": cfg.over_fetch_multiplier})
-
-
 def evaluate(cfg: PipelineConfig) -> None:
     """The configuration per stage, the agentos baseline, and one fusion search (`retrieval.eval.sessions.tune`)."""
     ensure_model()
@@ -130,7 +125,9 @@ def evaluate(cfg: PipelineConfig) -> None:
     for note in notes:
         st.warning(note)
     bar = st.progress(0.0, text=f"Evaluating the configuration ({cfg.preset}) on {len(queries)} queries…")
-    out = tune(side(cfg, "configuration"), side(PipelineConfig.for_preset("agentos"), "agentos baseline"), queries,
+    models = (get_reranker, get_generator)
+    out = tune(side(ws, cfg, "configuration", *models),
+               side(ws, PipelineConfig.for_preset("agentos"), "agentos baseline", *models), queries,
                progress=lambda f, text: bar.progress(f, text=text))
     bar.empty()
     st.session_state[f"{P}out"] = out

@@ -56,3 +56,11 @@ def last_injected_facts() -> dict | None:
     import streamlit as st
 
     return st.session_state.get(INJECTED)
+
+
+def side(ws, cfg: PipelineConfig, name: str, get_reranker, get_generator):
+    """One configuration as `retrieval.eval.sessions` runs it: its retriever and its retrieve arguments."""
+    from retrieval.eval.sessions import Side
+
+    return Side(build_retriever(ws, cfg, get_reranker, get_generator), name,
+                {"recall_top_k": cfg.recall_top_k, "over_fetch_multiplier": cfg.over_fetch_multiplier})
