@@ -126,7 +126,7 @@ def test_snapshots_in_a_real_browser(browser, tmp_path, artifacts):
         wait_text(page, "Judged traces that moved")
         open_grading(page)
         # the three grades survived the restart, shown on their widgets
-        assert page.locator("[data-testid=stButtonGroup]", has_text="● 3 perfect").count() >= 3
+        assert page.locator("[data-testid=stButtonGroup]", has_text="● 3 · perfect").count() >= 3
         assert page.locator("[data-testid=stButtonGroup]", has_text="○ ungraded").count() == n0 - 3
         page.get_by_text("with B's configuration").first.click()
         page.wait_for_url("**/Inspect?**", timeout=LONG)
