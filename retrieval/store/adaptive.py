@@ -15,6 +15,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from retrieval.store.records import field_metadata, undo_record, write_record
+
 log = logging.getLogger(__name__)
 
 KEY_ADAPTIVE = "retrieval.adaptive"
@@ -74,16 +76,6 @@ class AdaptiveRecord:
         return cls(**data)
 
 
-def _metadata(store: Any) -> dict[str, str]:
-    tbl = store.table()
-    if tbl is None:
-        return {}
-    tbl.checkout_latest()
-    meta = tbl.schema.field(store.columns.vector).metadata or {}
-    return {(k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
-            for k, v in meta.items()}
-
-
 def _parse(text: str | None) -> AdaptiveRecord | None:
     if not text:
         return None
@@ -97,7 +89,7 @@ def _parse(text: str | None) -> AdaptiveRecord | None:
 def read_adaptive(store: Any) -> AdaptiveRecord | None:
     """The store's learned strengths, or None (none recorded, no table, or a record that does not validate)."""
     try:
-        return _parse(_metadata(store).get(KEY_ADAPTIVE))
+        return _parse(field_metadata(store).get(KEY_ADAPTIVE))
     except Exception as exc:  # an unreadable table: the shipped rules, as before
         log.warning("could not read the store's adaptive record: %s", exc)
         return None
@@ -105,26 +97,12 @@ def read_adaptive(store: Any) -> AdaptiveRecord | None:
 
 def write_adaptive(store: Any, record: AdaptiveRecord) -> None:
     """Record `record`, keeping the current one as the previous (one metadata-only commit)."""
-    store.check_writable()
-    with store.write_lock():
-        if store.table() is None:
-            raise ValueError(f"store {store.display_uri!r} has no table yet: ingest traces first")
-        current = _metadata(store).get(KEY_ADAPTIVE) or None
-        store.table().update_field_metadata({"path": store.columns.vector,
-                                             "metadata": {KEY_ADAPTIVE: record.to_json(), KEY_PREVIOUS: current}})
+    write_record(store, KEY_ADAPTIVE, KEY_PREVIOUS, record.to_json(), "learned adaptive strengths")
 
 
 def undo_adaptive(store: Any) -> AdaptiveRecord | None:
     """Restore the previous record (or none); returns what is now in force. ValueError when there is nothing."""
-    store.check_writable()
-    with store.write_lock():
-        meta = _metadata(store)
-        if not meta.get(KEY_ADAPTIVE):
-            raise ValueError(f"store {store.display_uri!r} has no learned adaptive strengths to undo")
-        previous = meta.get(KEY_PREVIOUS) or None
-        store.table().update_field_metadata({"path": store.columns.vector,
-                                             "metadata": {KEY_ADAPTIVE: previous, KEY_PREVIOUS: None}})
-    return _parse(previous)
+    return _parse(undo_record(store, KEY_ADAPTIVE, KEY_PREVIOUS, "learned adaptive strengths"))
 
 
 __all__ = ["KEY_ADAPTIVE", "AdaptiveRecord", "read_adaptive", "undo_adaptive", "write_adaptive"]

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from retrieval.fusion import FUSIONS, NORMALIZATIONS
+from retrieval.store.records import field_metadata, undo_record, write_record
 
 log = logging.getLogger(__name__)
 
@@ -100,17 +101,6 @@ class CalibrationRecord:
         return cls(**data)
 
 
-def _field_metadata(store: Any) -> dict[str, str]:
-    """The vector field's metadata map as text (what `identity.read_identity` reads)."""
-    tbl = store.table()
-    if tbl is None:
-        return {}
-    tbl.checkout_latest()
-    meta = tbl.schema.field(store.columns.vector).metadata or {}
-    return {(k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
-            for k, v in meta.items()}
-
-
 def _parse(text: str | None, where: str) -> CalibrationRecord | None:
     if not text:
         return None
@@ -123,38 +113,23 @@ def _parse(text: str | None, where: str) -> CalibrationRecord | None:
 
 def read_calibration(store: Any) -> CalibrationRecord | None:
     """The store's calibration, or None (none recorded, no table yet, or a record that does not validate)."""
-    return _parse(_field_metadata(store).get(KEY_CALIBRATION), "calibration")
+    return _parse(field_metadata(store).get(KEY_CALIBRATION), "calibration")
 
 
 def read_previous(store: Any) -> CalibrationRecord | None:
     """The calibration the current one replaced (what undo restores), or None."""
-    return _parse(_field_metadata(store).get(KEY_PREVIOUS), "previous calibration")
+    return _parse(field_metadata(store).get(KEY_PREVIOUS), "previous calibration")
 
 
 def write_calibration(store: Any, record: CalibrationRecord) -> None:
     """Record `record` as the store's calibration, keeping the current one as the previous (one commit)."""
-    store.check_writable()
-    with store.write_lock():
-        meta = _field_metadata(store)
-        if store.table() is None:
-            raise ValueError(f"store {store.display_uri!r} has no table yet: ingest traces before calibrating")
-        current = meta.get(KEY_CALIBRATION) or None
-        store.table().update_field_metadata({"path": store.columns.vector,
-                                             "metadata": {KEY_CALIBRATION: record.to_json(), KEY_PREVIOUS: current}})
+    write_record(store, KEY_CALIBRATION, KEY_PREVIOUS, record.to_json(), "a calibration")
 
 
 def undo_calibration(store: Any) -> CalibrationRecord | None:
     """Restore the previous calibration (or remove the calibration when there is none); returns what is now
     in force. ValueError when the store has no calibration to undo."""
-    store.check_writable()
-    with store.write_lock():
-        meta = _field_metadata(store)
-        if not meta.get(KEY_CALIBRATION):
-            raise ValueError(f"store {store.display_uri!r} has no calibration to undo")
-        previous = meta.get(KEY_PREVIOUS) or None
-        store.table().update_field_metadata({"path": store.columns.vector,
-                                             "metadata": {KEY_CALIBRATION: previous, KEY_PREVIOUS: None}})
-    return _parse(previous, "previous calibration")
+    return _parse(undo_record(store, KEY_CALIBRATION, KEY_PREVIOUS, "calibration"), "previous calibration")
 
 
 def calibrated_knobs(store: Any, preset: Any = CALIBRATED_PRESET) -> dict[str, Any]:
