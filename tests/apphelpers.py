@@ -26,6 +26,18 @@ def demo_app_env(tmp_path_factory, name: str):
             os.environ[k] = v
 
 
+def served_demo(tmp_path_factory, name: str):
+    """The demo store built with the hashing embedder and served by a real app (browser tests); yields (url, db)."""
+    from ui.serve import start_app
+
+    db = tmp_path_factory.mktemp(name) / "db"
+    build_demo_index(str(db), log=lambda m: None, embedder=HashingEmbedder(384))
+    proc, url = start_app(db, embedder="hashing")
+    yield url, db
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
 def open_page(path: str | None, timeout: float, user: dict | None = None, **params) -> AppTest:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
     if user is not None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ui.serve import start_app
+from apphelpers import served_demo
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.integration]
 
@@ -30,15 +30,7 @@ ERRORS = "[data-testid=stException], [data-testid=stAlertContentError]"
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     """The demo store built with the hashing embedder, served; yields (url, db)."""
-    from retrieval.ingest.demo import build_demo_index
-    from retrieval.models import HashingEmbedder
-
-    db = tmp_path_factory.mktemp("inspector") / "db"
-    build_demo_index(str(db), log=lambda m: None, embedder=HashingEmbedder(384))
-    proc, url = start_app(db, embedder="hashing")
-    yield url, db
-    proc.terminate()
-    proc.wait(timeout=20)
+    yield from served_demo(tmp_path_factory, "inspector")
 
 
 def expected_final(db) -> dict[str, float]:

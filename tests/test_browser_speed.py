@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ui.serve import start_app
+from apphelpers import served_demo
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.integration]
 
@@ -23,15 +23,8 @@ TABLE_EVENTS = "[data-testid=stBidiComponentIsolated]"  # the stage table's clic
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    from retrieval.ingest.demo import build_demo_index
-    from retrieval.models import HashingEmbedder
-
-    db = tmp_path_factory.mktemp("speed") / "db"
-    build_demo_index(str(db), log=lambda m: None, embedder=HashingEmbedder(384))
-    proc, url = start_app(db, embedder="hashing")
-    yield url, db
-    proc.terminate()
-    proc.wait(timeout=20)
+    """The demo store built with the hashing embedder, served; yields (url, db)."""
+    yield from served_demo(tmp_path_factory, "speed")
 
 
 def open_inspect(browser, url: str):
