@@ -2,6 +2,8 @@
 and the audit log of every write. Read-only visitors (demo mode, or no write grant) only browse."""
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 from retrieval.access import check_write
@@ -128,7 +130,7 @@ def load_tab() -> None:
             pick = {name: m[i].selectbox(name, opts, key=f"{P}map_{name}")
                     for i, name in enumerate(("id", "content", "title", "created_at"))}
             fields = FieldMap(**{k: (None if v == "(auto)" else v) for k, v in pick.items()})
-    if st.button("Ingest file", key=f"{P}ingest", disabled=up is None):
+    if st.button("Ingest file", key=f"{P}ingest", disabled=up is None) and up is not None:
         st.session_state[f"{P}report"] = None  # a new attempt: the previous file's rejected lines go
         if not sid.strip():
             st.error("The scope id is empty: type one (e.g. the user's id).")
@@ -176,7 +178,7 @@ def browse_tab() -> None:
               "tags": ", ".join(t.tags) or MISSING,
               "valence": f"{t.valence:+.2f}" if t.valence is not None else MISSING,
               "content": t.content or MISSING} for t in rows]
-    kw = {"on_select": "rerun", "selection_mode": "multi-row"} if access.write else {}
+    kw: dict[str, Any] = {"on_select": "rerun", "selection_mode": "multi-row"} if access.write else {}
     sel = st.dataframe(table, hide_index=True, width="stretch", key=f"{P}table",
                        column_config={"content": st.column_config.TextColumn(width="large")}, **kw)
     if len(rows) == PAGE_ROWS:

@@ -58,7 +58,7 @@ def render_lists(res_a, res_b, qrels: dict | None) -> list:
     texts = {t.id: t.content for t in res_a.traces + res_b.traces}
     for res in (res_a, res_b):
         texts.update(view.whole_texts(res.diagnostics, ws.store.get, res.ids))
-    unrated = set(unrated_ids(cmp.a, qrels or {}) + unrated_ids([d.id for d in cmp.deltas], qrels or {}))
+    unrated = set(unrated_ids(list(cmp.a), qrels or {}) + unrated_ids([d.id for d in cmp.deltas], qrels or {}))
     grade = (lambda t: UNRATED if t in unrated else "—" if not qrels or t not in qrels else compare_grade(qrels[t]))
     with left:
         st.markdown(f"**A** · {cfg_a.preset}")
@@ -101,8 +101,8 @@ try:
             # Each side keeps its searched result: a rerun re-fuses it instead of searching again.
             cfg_a, notes_a = usable_config(cfg_a, get_reranker, get_generator)
             cfg_b, notes_b = usable_config(cfg_b, get_reranker, get_generator)
-            for side, note in [("A", n) for n in notes_a] + [("B", n) for n in notes_b]:
-                st.warning(f"{side}: {note}")
+            for which, note in [("A", n) for n in notes_a] + [("B", n) for n in notes_b]:
+                st.warning(f"{which}: {note}")
             with st.status(f"Running A ({cfg_a.preset}, {cfg_a.fusion}) and B ({cfg_b.preset}, {cfg_b.fusion})…",
                            expanded=False) as status:
                 res_a, _ = run_config(ws, cfg_a, query, scope, get_reranker, get_generator,
@@ -133,10 +133,10 @@ try:
             st.warning("None of the judged traces are in this store: load the demo corpus first.")
             st.stop()
         if st.button(f"Run A and B on {len(queries)} labelled queries", key=f"{P}run", type="primary"):
-            sides = [side(ws, usable_config(cfg, get_reranker, get_generator)[0], f"{name} ({cfg.preset})",
-                          get_reranker, get_generator) for name, cfg in (("A", cfg_a), ("B", cfg_b))]
+            side_a, side_b = (side(ws, usable_config(cfg, get_reranker, get_generator)[0], f"{name} ({cfg.preset})",
+                                   get_reranker, get_generator) for name, cfg in (("A", cfg_a), ("B", cfg_b)))
             bar = st.progress(0.0, text=f"Running A and B on {len(queries)} queries…")
-            st.session_state[f"{P}set"] = compare_sets(*sides, queries,
+            st.session_state[f"{P}set"] = compare_sets(side_a, side_b, queries,
                                                        progress=lambda f, text: bar.progress(f, text=text))
             bar.empty()
         if f"{P}set" in st.session_state:

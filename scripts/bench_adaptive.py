@@ -43,7 +43,8 @@ def measure(spec: str, clock, cache_dir: str, resamples: int, examples: bool) ->
     r = build_retriever(ws, PipelineConfig.for_preset("hybrid", facts=False))
     runs = run_queries(r, queries, clock=sc, recall_top_k=10)
     log(f"  {spec} @ {sc.mode}: {len(runs)} queries searched in {time.perf_counter() - t0:.0f}s")
-    fixed, on, dense, sparse, moved, shown = [], [], [], [], 0, []
+    fixed, on, dense, sparse, moved = [], [], [], [], 0
+    shown: list[dict] = []
     for run in runs:
         adapted = reweight(run.result, adaptive=True)
         a = adapted.diagnostics.adaptive

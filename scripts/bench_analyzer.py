@@ -12,6 +12,7 @@ Run: .venv/bin/python scripts/bench_analyzer.py --beir ../shared/eval/scifact \
 from __future__ import annotations
 
 import argparse
+from typing import Any
 import json
 import os
 import sys
@@ -40,7 +41,7 @@ def run(spec: str, configs: dict[str, dict], cache_dir: str, clock=None) -> dict
         bm25 = BM25Index(tokenizer=make_tokenizer(analyzer))
         bm25.sync(stored)
         build_s = time.perf_counter() - t0
-        row = {"build_s": round(build_s, 2)}
+        row: dict[str, Any] = {"build_s": round(build_s, 2)}
         for label, knobs in configs.items():
             r = HybridRetriever(ws.store, bm25=bm25, **knobs)
             sparse, final = [], []
@@ -67,7 +68,7 @@ def main() -> int:
     ap.add_argument("--out", default="docs/bench_analyzer.json")
     ap.add_argument("--clock", type=clock_arg, metavar="now|end|ISO-TIME", help=CLOCK_HELP)
     args = ap.parse_args()
-    configs = {"hybrid defaults": {}}
+    configs: dict[str, dict] = {"hybrid defaults": {}}
     for item in args.config:
         label, _, knobs = item.partition("=")
         configs[label] = json.loads(knobs)

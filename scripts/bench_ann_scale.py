@@ -9,6 +9,7 @@ vector index with each type in turn (the store stays usable; rebuild ours after 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 import json
 import sys
 import time
@@ -20,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 from bench_scale import CENTROIDS, DIM, query_vectors, unit  # noqa: E402
 
-SWEEPS = {  # kind -> (probes, refine factors)
+SWEEPS: dict[str, tuple[list[int], list[int | None]]] = {  # kind -> (probes, refine factors)
     "sq": ([20, 100, 200, 300], [None, 2]),
     "flat": ([20, 40, 100, 200], [None]),
     "pq": ([20, 40], [None, 10, 20]),
@@ -57,23 +58,25 @@ def main() -> int:
     qv = np.stack(query_vectors(n, unit(np.random.default_rng(0).normal(size=(CENTROIDS, DIM)).astype(np.float32)),
                                 args.queries))
     exact = exact_top(tbl, qv)
-    res = {"command": "python " + " ".join(sys.argv), "rows": n, "partitions": parts, "queries": args.queries,
-           "indexes": {}}
-    configs = {"sq": lambda: IvfSq(distance_type="cosine", num_partitions=parts),
+    res: dict[str, Any] = {"command": "python " + " ".join(sys.argv), "rows": n, "partitions": parts,
+                           "queries": args.queries, "indexes": {}}
+    configs: dict[str, Any] = {"sq": lambda: IvfSq(distance_type="cosine", num_partitions=parts),
                "flat": lambda: IvfFlat(distance_type="cosine", num_partitions=parts),
                "pq": lambda: IvfPq(distance_type="cosine", num_partitions=parts, num_sub_vectors=48),
                "rq": lambda: IvfRq(distance_type="cosine", num_partitions=parts)}
     for kind in args.kinds:
         t0 = time.perf_counter()
         tbl.create_index("vector", config=configs[kind](), replace=True)
-        entry = {"build_s": round(time.perf_counter() - t0, 1), "sweep": []}
+        entry: dict[str, Any] = {"build_s": round(time.perf_counter() - t0, 1), "sweep": []}
         print(kind, "build", entry["build_s"], "s", flush=True)
         probes, refines = SWEEPS[kind]
         for p in probes:
             for rf in refines:
-                times, rec = [], []
+                times: list[float] = []
+                rec: list[float] = []
                 for v, e in zip(qv, exact):
-                    q = tbl.search(v).distance_type("cosine").nprobes(p)
+                    q: Any = tbl.search(v)
+                    q = q.distance_type("cosine").nprobes(p)
                     q = q.refine_factor(rf) if rf else q
                     t1 = time.perf_counter()
                     got = q.select(["id", "_distance"]).limit(30).to_arrow()["id"].to_pylist()

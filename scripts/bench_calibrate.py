@@ -16,6 +16,7 @@ Run: .venv/bin/python scripts/bench_calibrate.py --locomo ../shared/eval/locomo-
 from __future__ import annotations
 
 import argparse
+from typing import Any
 import json
 import os
 import sys
@@ -130,7 +131,7 @@ def scale_store(n: int, locomo: str, beir: str, cache_dir: str):
 
 def timing(ws, sample: int, seed: int) -> dict:
     phases: dict[str, float] = {}
-    last = [time.perf_counter(), "start"]
+    last: list[Any] = [time.perf_counter(), "start"]
 
     def progress(_fraction: float, text: str) -> None:
         phase = text.split(" ")[0]

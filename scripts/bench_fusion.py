@@ -10,6 +10,7 @@ Run: .venv/bin/python scripts/bench_fusion.py [--sizes 30 100 300 3000] [--repea
 from __future__ import annotations
 
 import argparse
+from typing import Any
 import json
 import os
 import platform
@@ -60,7 +61,8 @@ def main() -> int:
         dense, sparse = candidate_lists(n)
         # RRF re-fuses the cached id lists; convex the cached (id, score) lists.
         id_lists = [[i for i, _ in dense], [i for i, _ in sparse]]
-        cases = [("rrf", None, lambda id_lists=id_lists: reciprocal_rank_fusion(id_lists, weights=WEIGHTS, k=60))]
+        cases: list[tuple[str, str | None, Any]] = [
+            ("rrf", None, lambda id_lists=id_lists: reciprocal_rank_fusion(id_lists, weights=WEIGHTS, k=60))]
         for m in NORMALIZATIONS:
             cases.append(("convex", m, lambda m=m, dense=dense, sparse=sparse: convex_fusion(
                 [dense, sparse], weights=WEIGHTS, normalization=m, lower_bounds=LOWER_BOUNDS)))

@@ -98,7 +98,7 @@ def main() -> int:
     ap.add_argument("--out", default="docs/bench_peer.json")
     ap.add_argument("--clock", type=clock_arg, metavar="now|end|ISO-TIME", help=CLOCK_HELP)
     args = ap.parse_args()
-    configs = {"ours: hybrid preset (defaults)": {}}
+    configs: dict[str, dict] = {"ours: hybrid preset (defaults)": {}}
     for item in args.config:
         label, _, knobs = item.partition("=")
         configs[f"ours: {label}"] = json.loads(knobs)

@@ -52,7 +52,7 @@ def p50(values: list[float]) -> float:
 
 def recall_vs_exact(store: MemoryStore, queries: list[str], scopes: list[Scope] | None, k: int = 30) -> float:
     """Recall@k of the store's own dense path (query_vector: ANN or the exact-scope plan) vs exact search."""
-    from retrieval.store.memory import scope_filter
+    from retrieval.store.rows import scope_filter
 
     tbl = store.table()
     hits = 0.0

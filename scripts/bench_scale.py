@@ -16,6 +16,7 @@ Run (2 cores, idle: ~12 min at 1M):
 from __future__ import annotations
 
 import argparse
+from typing import Any
 import json
 import os
 import random
@@ -56,7 +57,7 @@ class SyntheticEmbedder:
     def embed(self, texts):
         if not texts:
             return np.zeros((0, DIM), np.float32)
-        return np.stack([self.table.get(t) if t in self.table else self._doc(t) for t in texts])
+        return np.stack([self.table[t] if t in self.table else self._doc(t) for t in texts])
 
     @staticmethod
     def _doc(text: str) -> np.ndarray:  # a stored trace re-written: any unit vector (upsert timing only)
@@ -132,7 +133,7 @@ def probe_sweep(uri: str, n: int, count: int, probes: list[int], log) -> dict:
                  .bypass_vector_index().select(["id", "_distance"]).limit(30).to_arrow()["id"].to_pylist())
              for v in qvecs]
     partitions, _, refine = store.ann.plan()
-    out = {"partitions": partitions, "queries": count, "sweep": []}
+    out: dict[str, Any] = {"partitions": partitions, "queries": count, "sweep": []}
     store.ann.pin_probes(max(probes))
     for v in qvecs:  # warm LanceDB's index cache first, so that the first row is not a cold one
         store.query_vector(v, top_k=30)
@@ -186,7 +187,9 @@ def build(root: Path, n: int, logf) -> dict:
     ws.progress = lambda d, t: logf(f"  BM25 {d}/{t} rss {rss_mb():.0f} MB") if d % 200_000 == 0 or d == t else None
     assert len(ws.bm25) == n
     res["bm25_build_s"] = round(time.perf_counter() - t0, 1)
-    res["bm25_sidecar_mb"] = round(ws.bm25_path.stat().st_size / 2**20, 1)
+    sidecar = ws.bm25_path
+    assert sidecar is not None, "a local store has a sidecar path"
+    res["bm25_sidecar_mb"] = round(sidecar.stat().st_size / 2**20, 1)
     res["build_peak_rss_mb"] = round(peak_rss_mb())
     logf(f"BM25 built in {res['bm25_build_s']}s, sidecar {res['bm25_sidecar_mb']} MB")
     return res
@@ -218,7 +221,8 @@ def serve(root: Path, n: int, count: int, logf) -> dict:
     r = ws.retriever(fact_store=None)
     for label, sc_list in (("scoped", scopes), ("unscoped", [None] * len(queries))):
         r.retrieve(queries[0], scope=sc_list[0])
-        times, stages = [], {}
+        times: list[float] = []
+        stages: dict[str, list[float]] = {}
         for q, sc in zip(queries, sc_list):
             t0 = time.perf_counter()
             out = r.retrieve(q, scope=sc)
@@ -286,10 +290,10 @@ def main() -> int:
     logf = lambda m: print(f"[{time.strftime('%H:%M:%S')}] {m}", flush=True)
     root = Path(args.root or tempfile.mkdtemp(prefix="bench-scale-"))
     if args.probe_sweep:
-        res = json.loads(Path(args.out).read_text()) if Path(args.out).is_file() else {}
-        res["probe_sweep"] = {"command": "python " + " ".join(sys.argv),
-                              **probe_sweep(str(root / "db"), args.n, 50, args.probe_sweep, logf)}
-        Path(args.out).write_text(json.dumps(res, indent=2) + "\n")
+        prior = json.loads(Path(args.out).read_text()) if Path(args.out).is_file() else {}
+        prior["probe_sweep"] = {"command": "python " + " ".join(sys.argv),
+                                **probe_sweep(str(root / "db"), args.n, 50, args.probe_sweep, logf)}
+        Path(args.out).write_text(json.dumps(prior, indent=2) + "\n")
         return 0
     if args.serve_only:
         Path(args.out).write_text(json.dumps(serve(root, args.n, args.queries, logf), indent=2) + "\n")

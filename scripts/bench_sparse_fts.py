@@ -46,7 +46,8 @@ def open_store(args, traces) -> tuple[MemoryStore, str]:
     if args.db:
         s = MemoryStore(args.db)
         if s.count() == len(traces):
-            return s, f"reused {args.db} ({s.identity().describe()})"
+            ident = s.identity()
+            return s, f"reused {args.db} ({ident.describe() if ident else 'no recorded identity'})"
     s = MemoryStore(args.build_dir, embedder=HashingEmbedder(64))
     if s.count() != len(traces):
         s.add(traces, batch_size=2048)

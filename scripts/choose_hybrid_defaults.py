@@ -21,6 +21,7 @@ Run: .venv/bin/python scripts/choose_hybrid_defaults.py --locomo ../shared/eval/
 from __future__ import annotations
 
 import argparse
+from typing import Any
 import json
 import os
 import sys
@@ -60,7 +61,8 @@ def grid(spec: str, metric_name: str, cache_dir: str, clock=None) -> dict:
             return evidence_recall_at_k(ids, list(q.qrels), 10)
         return ndcg_at_k(ids, q.qrels, 10)
 
-    out = {"dataset": spec, "metric": metric_name, "clock": sc.describe(), "weights": WEIGHTS, "ks": KS, "grids": {}}
+    out: dict[str, Any] = {"dataset": spec, "metric": metric_name, "clock": sc.describe(), "weights": WEIGHTS,
+                           "ks": KS, "grids": {}}
     # Variants are new frozen presets passed to the retriever; nothing global changes.
     variants = {"agentos": AGENTOS_PRESET, "hybrid": replace(HYBRID_PRESET, complete_ranks=False),
                 "hybrid+completion": replace(HYBRID_PRESET, complete_ranks=True)}
@@ -120,14 +122,14 @@ def designs_at(spec: str, clock, cache_dir: str, resamples: int, bm25_cache: dic
 
 def choose(results: list[dict]) -> dict:
     """The worst-case gain over the better single side across LoCoMo at `end` and SciFact (ties by the mean)."""
-    picked = {}
+    picked: dict[str, dict] = {}
     for r in results:
         kind = "locomo" if r["dataset"].startswith("locomo") else "beir"
         if kind == "beir" or r["clock"]["mode"] == "end":
             picked.setdefault(f"{kind} @ {r['clock']['mode']}", r)
     means = {k: {lb: d["mean"] for lb, d in r["designs"].items() if d["stage"] == "final"} for k, r in picked.items()}
-    out = {"datasets": list(picked), "criterion": "max over designs of min over datasets of (design − better single "
-           "side), ties by the mean gain"}
+    out: dict[str, Any] = {"datasets": list(picked), "criterion": "max over designs of min over datasets of "
+                           "(design − better single side), ties by the mean gain"}
     for name, singles in (("today", SINGLE_TODAY),
                           ("strict", tuple(lb for lb, d in next(iter(picked.values()))["designs"].items()
                                            if d["stage"] != "final"))):
@@ -166,15 +168,17 @@ def main() -> int:
     args = ap.parse_args()
     clocks = args.clock or [None]
     if args.designs:
-        results, seen, bm25_cache = [], set(), {}
+        results: list[dict] = []
+        seen: set = set()
+        bm25_cache: dict = {}
         specs = [f"locomo:{args.locomo}"] + ([f"beir:{args.beir}"] if args.beir else [])
         for spec in specs:
             for clock in clocks:
                 r = designs_at(spec, clock, args.cache_dir, args.resamples, bm25_cache, seen)
                 if r is not None:
                     results.append(r)
-        res = {"command": "scripts/choose_hybrid_defaults.py " + " ".join(sys.argv[1:]), "results": results,
-               "choice": choose(results)}
+        res: dict[str, Any] = {"command": "scripts/choose_hybrid_defaults.py " + " ".join(sys.argv[1:]),
+                               "results": results, "choice": choose(results)}
         print_table(results)
         print(json.dumps({k: v for k, v in res["choice"].items() if k != "datasets"}, indent=1)[:3000])
     else:

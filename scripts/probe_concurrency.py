@@ -73,7 +73,8 @@ def main() -> int:  # noqa: C901 (a probe: one table of cases, read top to botto
     rows.append(("truncated / corrupt BM25 sidecar on open", len(damages), fails))
 
     # 3. the index alone: one writer, four readers; every snapshot whole; equal to a rebuild after
-    idx, corpus, errors, checks = BM25Index(), {}, [0], [0]
+    idx, errors, checks = BM25Index(), [0], [0]
+    corpus: dict[str, str] = {}
     stop = threading.Event()
 
     def writer():
@@ -158,7 +159,7 @@ def main() -> int:  # noqa: C901 (a probe: one table of cases, read top to botto
     for r in range(3 * args.scale):
         w = ws_at(f"first{r}")
         batch = [tr(f"t{i}", f"note {i}") for i in range(100)]
-        errs = []
+        errs: list[BaseException] = []
         ts = [threading.Thread(target=_safe, args=(w.ingest, batch, errs)) for _ in range(2)]
         for t in ts:
             t.start()

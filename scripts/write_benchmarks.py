@@ -321,7 +321,7 @@ def section_choice(out: list[str]) -> None:
     if all(labs.values()):
         from retrieval.pipeline.presets import HYBRID_PRESET as H
 
-        score = {part: {s_["label"]: s_["all"] for s_ in lab["scores"]} for part, lab in labs.items()}
+        score = {part: {s_["label"]: s_["all"] for s_ in (lab or {}).get("scores", [])} for part, lab in labs.items()}
         labels = list(score["LoCoMo"])
         mean2 = {lb: (score["LoCoMo"][lb] + score["demo"][lb]) / 2 for lb in labels}
         best = max(labels, key=lambda lb: mean2[lb])
