@@ -1,32 +1,27 @@
-"""One JSON POST over the standard library, for OpenAI-compatible servers: a key only where it belongs,
-no redirects, bounded retries on 429/503 honouring Retry-After, and errors with every secret scrubbed."""
+"""One JSON POST (httpx) for OpenAI-compatible servers: a key only where it belongs, no redirects, bounded
+retries on 429/503 honouring Retry-After, and errors with every secret scrubbed."""
 from __future__ import annotations
 
 import base64
 import email.utils
 import json
+import logging
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
+import httpx
+
 from retrieval.models.credentials import BaseURL, Credential, secret_values
 from retrieval.models.errors import BackendError, http_error, scrub
 
 RETRY_STATUSES = (429, 503)
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """urllib would follow a 302 and copy the Authorization header to wherever it points."""
-
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ARG002 (urllib's signature)
-        return None  # the 3xx surfaces as an HTTPError
-
-
-_OPENER = urllib.request.build_opener(_NoRedirect)
+# httpx logs every request's full URL at INFO (a token in a base URL's query would reach the logs) and httpcore
+# traces at DEBUG: both quieter than WARNING never carry anything this client needs to say.
+for _name in ("httpx", "httpcore"):
+    logging.getLogger(_name).setLevel(logging.WARNING)
 
 
 def v1_path(base: BaseURL, suffix: str) -> str:
@@ -98,43 +93,40 @@ class JsonEndpoint:
     def post(self, path: str, payload: dict) -> Any:
         """The parsed JSON reply, unvalidated (`Any`, as `json.loads` gives it): callers pick out what they
         need and treat a KeyError/TypeError/IndexError as a reply in the wrong shape."""
-        body = json.dumps(payload).encode()
         secrets = self._secrets()
         attempt = 0
-        while True:
-            req = urllib.request.Request(self.base.request_url(path), data=body, headers=self.headers(), method="POST")
-            try:
-                with _OPENER.open(req, timeout=self.timeout) as resp:
-                    raw = resp.read()
-                break
-            except urllib.error.HTTPError as exc:
-                wait, why = self._retry_wait(exc, attempt)
+        # follow_redirects=False: a 3xx is an error, never a second request carrying the Authorization header.
+        with httpx.Client(follow_redirects=False, timeout=self.timeout, trust_env=False) as client:
+            while True:
+                try:
+                    resp = client.post(self.base.request_url(path), json=payload, headers=self.headers())
+                except httpx.TimeoutException:
+                    raise BackendError(f"{self.backend}: timed out after {self.timeout:g}s") from None
+                except httpx.TransportError as exc:  # connection refused, DNS, a reset
+                    raise BackendError(scrub(f"{self.backend}: cannot connect ({exc}); is the server running?",
+                                             *secrets)) from None
+                if resp.is_success:
+                    break
+                wait, why = self._retry_wait(resp, attempt)
                 if wait is None:
-                    detail = "; ".join(x for x in (_error_detail(exc), why) if x)
-                    raise http_error(self.backend, exc.code, *secrets, detail=detail,
+                    detail = "; ".join(x for x in (_error_detail(resp), why) if x)
+                    raise http_error(self.backend, resp.status_code, *secrets, detail=detail,
                                      keyless=self._keyless_reason()) from None
-                exc.close()
                 attempt += 1
                 self.sleep(wait)
-            except (TimeoutError, OSError) as exc:  # URLError, socket.timeout, connection refused
-                reason = getattr(exc, "reason", exc)
-                if "timed out" in str(reason).lower():
-                    raise BackendError(f"{self.backend}: timed out after {self.timeout:g}s") from None
-                raise BackendError(scrub(f"{self.backend}: cannot connect ({reason}); is the server running?",
-                                         *secrets)) from None
         try:
-            return json.loads(raw)
+            return json.loads(resp.content)
         except ValueError:
             raise BackendError(f"{self.backend}: the response was not the JSON this client expects "
                                f"(not JSON); is this an OpenAI-compatible endpoint?") from None
 
-    def _retry_wait(self, exc: urllib.error.HTTPError, attempt: int) -> tuple[float | None, str]:
+    def _retry_wait(self, resp: httpx.Response, attempt: int) -> tuple[float | None, str]:
         """(seconds to wait before retrying, "") or (None, why we give up)."""
-        if exc.code not in RETRY_STATUSES:
+        if resp.status_code not in RETRY_STATUSES:
             return None, ""
         if attempt >= self.max_retries:
             return None, f"gave up after {attempt} retries"
-        wait = retry_after_seconds(exc.headers.get("Retry-After") if exc.headers else None)
+        wait = retry_after_seconds(resp.headers.get("Retry-After"))
         if wait is None:
             wait = min(self.max_retry_wait, 0.5 * 2 ** attempt)  # no hint: a short exponential backoff
         if wait > self.max_retry_wait:
@@ -143,13 +135,9 @@ class JsonEndpoint:
         return wait, ""
 
 
-def _error_detail(exc: urllib.error.HTTPError) -> str:
+def _error_detail(resp: httpx.Response) -> str:
     try:
-        raw = exc.read(2000)
-    except Exception:  # a body we cannot read adds nothing to the message
-        return ""
-    try:
-        data = json.loads(raw)
+        data = json.loads(resp.content[:2000])
     except ValueError:
         return ""
     msg = data.get("message") or data.get("error") if isinstance(data, dict) else None
