@@ -15,7 +15,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from retrieval.store.records import field_metadata, undo_record, write_record
+from retrieval.store.records import field_metadata, parse_record, undo_record, write_record
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +24,6 @@ KEY_PREVIOUS = "retrieval.adaptive.previous"
 # The rules and bound of `retrieval.pipeline.adaptive` (the store sits below the pipeline; a test checks they agree).
 RULE_NAMES = ("identifier", "length", "rarity", "confidence")
 MAX_STRENGTH = 0.2
-MAX_RECORD_CHARS = 20_000
 
 
 @dataclass(frozen=True)
@@ -65,15 +64,8 @@ class AdaptiveRecord:
 
     @classmethod
     def from_json(cls, text: str) -> AdaptiveRecord:
-        if len(text) > MAX_RECORD_CHARS:
-            raise ValueError(f"adaptive record of {len(text)} characters is too large")
-        data = json.loads(text)
-        if not isinstance(data, dict):
-            raise ValueError("adaptive record is not a JSON object")
-        unknown = sorted(set(data) - set(cls.__dataclass_fields__))
-        if unknown:
-            raise ValueError(f"adaptive record has unknown field(s) {', '.join(unknown)}")
-        return cls(**data)
+        """Parse a stored record; ValueError naming what is wrong (`store.records.parse_record`)."""
+        return parse_record(cls, text, "adaptive record")
 
 
 def _parse(text: str | None) -> AdaptiveRecord | None:

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from retrieval.fusion import FUSIONS, NORMALIZATIONS
-from retrieval.store.records import field_metadata, undo_record, write_record
+from retrieval.store.records import field_metadata, parse_record, undo_record, write_record
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +26,6 @@ KEY_CALIBRATION = "retrieval.calibration"
 KEY_PREVIOUS = "retrieval.calibration.previous"
 CALIBRATED_PRESET = "hybrid"
 KNOB_NAMES = ("fusion", "normalization", "dense_weight", "sparse_weight", "rrf_k")
-MAX_RECORD_CHARS = 20_000  # a metadata value larger than this was not written by us
 # The ranges `retrieval.pipeline.settings.KNOBS` allows (the store sits below the pipeline; a test checks they agree).
 RANGES = {"dense_weight": (0.0, 1.0), "sparse_weight": (0.0, 1.0), "rrf_k": (0.0, 1000.0)}
 
@@ -83,22 +82,8 @@ class CalibrationRecord:
 
     @classmethod
     def from_json(cls, text: str) -> CalibrationRecord:
-        """Parse a stored record; ValueError naming what is wrong."""
-        if len(text) > MAX_RECORD_CHARS:
-            raise ValueError(f"calibration record of {len(text)} characters is too large")
-        data = json.loads(text)
-        if not isinstance(data, dict):
-            raise ValueError("calibration record is not a JSON object")
-        names = {f for f in cls.__dataclass_fields__}
-        unknown = sorted(set(data) - names)
-        if unknown:
-            raise ValueError(f"calibration record has unknown field(s) {', '.join(unknown)}")
-        if not isinstance(data.get("interval", {}), dict) or not isinstance(data.get("sample", {}), dict):
-            raise ValueError("calibration record's interval and sample must be objects")
-        for name in ("label", "by", "at", "metric"):
-            if not isinstance(data.get(name), str):
-                raise ValueError(f"calibration record field {name!r} must be text")
-        return cls(**data)
+        """Parse a stored record; ValueError naming what is wrong (`store.records.parse_record`)."""
+        return parse_record(cls, text, "calibration record")
 
 
 def _parse(text: str | None, where: str) -> CalibrationRecord | None:
