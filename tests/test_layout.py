@@ -21,6 +21,16 @@ def test_importing_retrieval_loads_no_model_and_no_database():
     assert out.stdout.strip() == "[]", out.stderr
 
 
+def test_import_retrieval_imports_no_io_module_and_sets_nothing():
+    """`import retrieval` is the public face only: its names load on first use (PEP 562)."""
+    code = ("import os, sys; before = dict(os.environ); import retrieval; "
+            "print(sorted(m for m in sys.modules if m.startswith('retrieval.') or m in ('pyarrow', 'numpy'))); "
+            "print(sorted(k for k, v in os.environ.items() if before.get(k) != v)); "
+            "from retrieval import HybridRetriever, reciprocal_rank_fusion; print(HybridRetriever.__name__)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.stdout.splitlines() == ["[]", "[]", "HybridRetriever"], out.stderr
+
+
 def test_readme_starts_with_the_two_commands_ci_runs():
     readme = (ROOT / "README.md").read_text()
     block = re.search(r"```bash\n(.*?)```", readme, re.S).group(1)

@@ -76,6 +76,9 @@ def open_db(uri: str, storage_options: Mapping[str, str] | None = None, *, consi
     (tables that several processes write and read back at once)."""
     import lancedb
 
+    from retrieval.store.tuning import bound_scan_read_ahead
+
+    bound_scan_read_ahead()
     kw: dict[str, Any] = {"storage_options": dict(storage_options) if storage_options else None}
     if consistent:
         kw["read_consistency_interval"] = timedelta(0)

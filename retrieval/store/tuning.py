@@ -6,11 +6,13 @@ import os
 
 import pyarrow as pa
 
-# LanceDB's scans read ahead up to this many bytes (its default: 2 GiB). Scanning the 1M benchmark
-# store's vectors peaked ~680 MB above the process's baseline with the default and ~420 MB with
-# 64 MB, for ~15 % longer scans (the row copy's build, BM25 builds). Read by LanceDB at each scan;
-# an operator's own setting wins.
-os.environ.setdefault("LANCE_DEFAULT_IO_BUFFER_SIZE", str(64 * 2**20))
+
+def bound_scan_read_ahead() -> None:
+    """LanceDB's scans read ahead up to LANCE_DEFAULT_IO_BUFFER_SIZE bytes (its default: 2 GiB). Scanning the 1M
+    benchmark store's vectors peaked ~680 MB above the process's baseline with the default and ~420 MB with
+    64 MB, for ~15 % longer scans (the row copy's build, BM25 builds). Read by LanceDB at each scan; an
+    operator's own setting wins. Called when a connection is made (`remote.open_db`), never at import."""
+    os.environ.setdefault("LANCE_DEFAULT_IO_BUFFER_SIZE", str(64 * 2**20))
 
 
 def release_freed_memory() -> None:
