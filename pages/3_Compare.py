@@ -85,9 +85,8 @@ def compare_grade(g: float) -> str:
 
 
 def interval_caption(iv) -> str:
-    where = ("above zero: B is better" if iv.above_zero else "below zero: B is worse" if iv.below_zero
-             else "includes zero: no difference shown")
-    return f"Δ 95 % interval [{iv.lo:+.3f}, {iv.hi:+.3f}] over {iv.n} queries (paired bootstrap), {where}"
+    where = "B is better" if iv.above_zero else "B is worse" if iv.below_zero else "no difference shown"
+    return f"Δ {iv.describe(3)}: {where} (paired bootstrap)"
 
 
 ensure_model()

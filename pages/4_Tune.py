@@ -58,7 +58,7 @@ def apply_best(knobs: dict) -> None:
 
 
 def interval_text(iv) -> str:
-    return f"{iv.delta:+.4f}, 95 % interval [{iv.lo:+.4f}, {iv.hi:+.4f}] over {iv.n} held-out queries"
+    return iv.describe(over="held-out queries")
 
 
 def lab_table(lab) -> None:

@@ -138,6 +138,20 @@ class PairedInterval:
     def as_dict(self, digits: int = 4) -> dict[str, float | int]:
         return {k: round(v, digits) if isinstance(v, float) else v for k, v in asdict(self).items()}
 
+    # The one way an interval is written (Compare, Tune, Snapshots, calibration, the CLI).
+    @property
+    def verdict(self) -> str:
+        return "above 0" if self.above_zero else "below 0" if self.below_zero else "includes 0"
+
+    def bounds(self, digits: int = 4) -> str:
+        """`[+0.0012, +0.0034]`"""
+        return f"[{self.lo:+.{digits}f}, {self.hi:+.{digits}f}]"
+
+    def describe(self, digits: int = 4, over: str = "queries") -> str:
+        """`+0.0030, 95 % interval [-0.0039, +0.0102] over 997 queries (includes 0)`"""
+        return (f"{self.delta:+.{digits}f}, {self.confidence:.0%} interval {self.bounds(digits)} over {self.n} "
+                f"{over} ({self.verdict})").replace("%", " %", 1)
+
 
 def paired_bootstrap(a: Sequence[float], b: Sequence[float], resamples: int = 10_000, confidence: float = 0.95,
                      seed: int = 0) -> PairedInterval:

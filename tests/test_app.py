@@ -1,6 +1,8 @@
 """Every page in streamlit.testing AppTest, on the demo corpus with the model-free hashing embedder."""
 from __future__ import annotations
 
+import re
+
 import json
 from pathlib import Path
 
@@ -262,7 +264,8 @@ def test_compare_labelled_set(demo_env):
     at.button(key="cmp_run").click().run()
     assert not at.exception
     assert {m.label for m in at.metric} >= {"ndcg@10 (B)", "recall@10 (B)", "mrr (B)"}
-    ivs = [c.value for c in at.caption if c.value.startswith("Δ 95 % interval [")]
+    ivs = [c.value for c in at.caption if re.match(r"Δ [+-]\d\.\d{3}, 95 % interval \[[+-]\d\.\d{3}, [+-]\d\.\d{3}\] "
+                                                   r"over \d+ queries \((above|below|includes) 0\)", c.value)]
     assert len(ivs) == 3 and all("(paired bootstrap)" in c for c in ivs)  # one interval per metric delta
 
 

@@ -100,7 +100,7 @@ def _result(ws, res, refusal: str | None, who: str) -> None:
                    "held-out": f"{res.lab.baseline.held_out:.4f}", "Δ vs default": "—", "95 % interval": "—"},
                   {"setting": "best on the tune half", "label": res.winner.label,
                    "held-out": f"{res.lab.best.held_out:.4f}", "Δ vs default": f"{iv.delta:+.4f}",
-                   "95 % interval": f"[{iv.lo:+.4f}, {iv.hi:+.4f}]"}], hide_index=True, width="stretch")
+                   "95 % interval": iv.bounds()}], hide_index=True, width="stretch")
     (st.success if res.adopt else st.info)(plain(res.verdict))
     st.caption(f"{res.queries} pseudo-queries from {res.traces} traces in {res.scopes} scope(s), "
                f"{len(res.lab.scores)} candidates, clock end, {res.seconds:.1f} s.")
