@@ -3,11 +3,13 @@
 that lacks the id contributes 0."""
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from retrieval.fusion.base import Fused, _check_weights
-from retrieval.fusion.normalize import _check_bound, _check_method, _normalize
+from retrieval.fusion.base import Fused, FusionStrategy, Param, _check_weights, g4, score_fusion
+from retrieval.fusion.normalize import NORMALIZATIONS, _check_bound, _check_method, _normalize, normalize
 
 
 def convex_fusion(
@@ -37,27 +39,45 @@ def convex_fusion(
         bounds = tuple(_check_bound(b, f"lower_bounds[{i}]") for i, b in enumerate(lower_bounds))
         if len(bounds) != n:
             raise ValueError(f"got {len(bounds)} lower_bounds for {n} score lists; give one per list")
-    if n == 0:
-        return []
-    rank_maps: list[dict[str, int]] = []
-    norm_maps: list[dict[str, float]] = []
-    for i, lst in enumerate(score_lists):
-        ids = [p[0] for p in lst]
-        scores = [float(p[1]) for p in lst]
-        if not all(map(math.isfinite, scores)):
-            pos = next(j for j, s in enumerate(scores) if not math.isfinite(s))
-            raise ValueError(f"score_lists[{i}][{pos}] has score {scores[pos]!r} for id {ids[pos]!r}; "
-                             "scores must be finite numbers")
-        # Built back to front so an id's first (best) position is the one that stays.
-        rank_of = {doc_id: pos for pos, doc_id in reversed(list(enumerate(ids, 1)))}
-        if len(rank_of) < len(ids):
-            ids = list(rank_of)
-            scores = [scores[rank_of[doc_id] - 1] for doc_id in ids]
-        rank_maps.append(rank_of)
-        norm_maps.append(dict(zip(ids, _normalize(scores, normalization, bounds[i]))))
-    fused = []
-    for doc_id in dict.fromkeys(doc_id for m in rank_maps for doc_id in m):
-        contrib = tuple([w * m.get(doc_id, 0.0) for w, m in zip(weights, norm_maps)])
-        fused.append(Fused(doc_id, sum(contrib), tuple([m.get(doc_id) for m in rank_maps]), contrib))
-    fused.sort(key=lambda f: (-f.score, f.id))
-    return fused
+    return score_fusion(score_lists, weights, lambda i, scores: _normalize(scores, normalization, bounds[i]))
+
+
+@dataclass(frozen=True, repr=False)
+class Convex(FusionStrategy):
+    """Convex fusion as a registered strategy. The pipeline's lists are both bounded below by 0 (the cognitive
+    score and BM25), so `theoretical` uses lower bound 0.0 for each."""
+
+    name = "convex"
+    short = "convex"
+    title = "convex (scores)"
+    formula = "w_d·φ(s_d) + w_s·φ(s_s), φ the normalisation"
+    params = (Param("normalization", "normalization", "choice", "minmax", choices=NORMALIZATIONS, grid=NORMALIZATIONS,
+                    help="minmax: each list to [0, 1]; theoretical: divide by the score's known maximum; zscore: "
+                         "distribution-based (DBSF)."),)
+    weights: tuple[float, float] = (0.5, 0.5)
+    normalization: str = "minmax"
+
+    def fuse(self, score_lists: Sequence[Sequence[tuple[str, float]]], weights: Sequence[float]) -> list[Fused]:
+        return convex_fusion(score_lists, weights=weights, normalization=self.normalization,
+                             lower_bounds=[0.0] * len(score_lists))
+
+    def explain_title(self, fmt: Callable[[Any], str] = g4) -> str:  # noqa: ARG002
+        return f"Convex fusion ({self.normalization} normalisation): each list adds weight × its normalised score"
+
+    def normalised(self, scores: Sequence[float], raw: float) -> tuple[float, str]:
+        method = self.normalization
+        value = normalize(scores, method)[list(scores).index(raw)]  # `raw` is one of the list's own scores
+        lo, hi = min(scores), max(scores)
+        if method == "theoretical":
+            how = f"{g4(value)} = {g4(raw)} ÷ list max {g4(hi)}"
+        elif method == "minmax":
+            how = (f"{g4(value)}: every score in the list is equal" if hi == lo else
+                   f"{g4(value)} = ({g4(raw)} − list min {g4(lo)}) ÷ (list max {g4(hi)} − min {g4(lo)})")
+        elif len(scores) < 2 or hi == lo:
+            how = f"{g4(value)}: one score or all equal, so the middle of [0, 1]"
+        else:
+            mu, sd = statistics.fmean(scores), statistics.stdev(scores)
+            how = f"{g4(value)} = ({g4(raw)} − (mean {g4(mu)} − 3 × sd {g4(sd)})) ÷ (6 × sd)"
+        if value in (0.0, 1.0) and method == "zscore" and len(scores) > 1 and hi != lo:
+            how += ", clipped to [0, 1]"
+        return value, how

@@ -4,9 +4,11 @@ the id contributes 0."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from retrieval.fusion.base import Fused, _check_weights
+from retrieval.fusion.base import Fused, FusionStrategy, Param, _check_weights, g4
 
 
 def reciprocal_rank_fusion(
@@ -41,3 +43,27 @@ def reciprocal_rank_fusion(
         fused.append(Fused(doc_id, sum(contrib), tuple(rk), contrib))
     fused.sort(key=lambda f: (-f.score, f.id))
     return fused
+
+
+@dataclass(frozen=True, repr=False)
+class RRF(FusionStrategy):
+    """Weighted RRF as a registered strategy: `k` flattens rank differences; scores are not read."""
+
+    name = "rrf"
+    short = "RRF"
+    title = "RRF (ranks)"
+    formula = "w_d/(k+rank_d) + w_s/(k+rank_s)"
+    params = (Param("rrf_k", "k", "float", 60.0, 0.0, 1000.0, 1.0, lo_open=True, ui=(1, 200), grid=(5, 10, 20, 60),
+                    help="Higher k flattens rank differences (RRF only)."),)
+    weights: tuple[float, float] = (0.5, 0.5)
+    k: float = 60.0
+
+    def fuse(self, score_lists: Sequence[Sequence[tuple[str, float]]], weights: Sequence[float]) -> list[Fused]:
+        return reciprocal_rank_fusion([[i for i, _ in lst] for lst in score_lists], weights=weights, k=self.k)
+
+    def term(self, weight: float, rank: int | None, contribution: float,  # noqa: ARG002
+             fmt: Callable[[Any], str] = g4) -> str:
+        return "not in this list: 0" if rank is None else f"{fmt(weight)} / ({fmt(self.k)} + {rank})"
+
+    def explain_title(self, fmt: Callable[[Any], str] = g4) -> str:
+        return f"RRF: each list adds weight / (k + rank), k = {fmt(self.k)}"
