@@ -10,11 +10,12 @@ from typing import Any
 
 from retrieval.fusion.base import WEIGHTS, Fused, FusionStrategy, Param, _Choice, _check_weights
 from retrieval.fusion.convex import Convex, convex_fusion
+from retrieval.fusion.dbsf import DBSF
 from retrieval.fusion.normalize import NORMALIZATIONS, Normalization, normalize
 from retrieval.fusion.rrf import RRF, reciprocal_rank_fusion
 
 # The registry: every strategy the API, CLI, links, config files, the panel and the lab offer, in this order.
-STRATEGIES: tuple[type[FusionStrategy], ...] = (RRF, Convex)
+STRATEGIES: tuple[type[FusionStrategy], ...] = (RRF, Convex, DBSF)
 REGISTRY: dict[str, type[FusionStrategy]] = {s.name: s for s in STRATEGIES}
 FUSIONS = tuple(REGISTRY)
 # The declared choice (as Haystack's `JoinMode.from_str`), built from the registry.
