@@ -65,14 +65,9 @@ def lab_table(lab) -> None:
     """Each fusion function's best on the tune half, its held-out score and interval against the current setting."""
     rows = [{"fusion": "current configuration", "setting": lab.baseline.candidate.label, "tune": lab.baseline.tune,
              "held-out": lab.baseline.held_out, "Δ held-out vs current": "—", "95 % interval": "—"}]
-    present = {(s.candidate.fusion, s.candidate.normalization if s.candidate.fusion == "convex" else None)
-               for s in lab.scores}
-    for fusion, norm in (("rrf", None), ("convex", "minmax"), ("convex", "theoretical"), ("convex", "zscore")):
-        if (fusion, norm) not in present:
-            continue
-        b = lab.best_of(fusion, norm)
+    for family, b in lab.best_by_family().items():  # each registered strategy (and its choices)
         iv = lab.interval(b)
-        rows.append({"fusion": "RRF" if fusion == "rrf" else f"convex · {norm}", "setting": b.candidate.label,
+        rows.append({"fusion": " · ".join(family), "setting": b.candidate.label,
                      "tune": b.tune, "held-out": b.held_out, "Δ held-out vs current": f"{iv.delta:+.4f}",
                      "95 % interval": f"[{iv.lo:+.4f}, {iv.hi:+.4f}]"})
     st.dataframe([{k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()} for r in rows],

@@ -91,8 +91,7 @@ class HybridRetriever:
 
     def __repr__(self) -> str:
         d = self.defaults
-        fusion = (f"RRF(k={d.rrf_k:g}, weights=({d.dense_weight:g}, {d.sparse_weight:g}))" if d.fusion == "rrf"
-                  else f"Convex({d.normalization}, weights=({d.dense_weight:g}, {d.sparse_weight:g}))")
+        fusion = str(d.strategy)  # the strategy shows its own settings: RRF(k=60, weights=(0.7, 0.3))
         fusion += ", adaptive per query" if d.adaptive else ""
         return (f"HybridRetriever(preset={self.preset.name!r}, {fusion}, "
                 f"reranker={getattr(self.reranker, 'name', None)!r}, rerank_weight={d.rerank_weight:g}, "

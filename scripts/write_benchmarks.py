@@ -319,14 +319,14 @@ def section_choice(out: list[str]) -> None:
     labs = {part: ((load(f"eval/{name}.json") or {}).get("configs", {}).get("hybrid") or {}).get("lab")
             for part, name in (("LoCoMo", "locomo"), ("demo", "demo"))}
     if all(labs.values()):
+        from retrieval.fusion import get_strategy
         from retrieval.pipeline.presets import HYBRID_PRESET as H
 
         score = {part: {s_["label"]: s_["all"] for s_ in (lab or {}).get("scores", [])} for part, lab in labs.items()}
         labels = list(score["LoCoMo"])
         mean2 = {lb: (score["LoCoMo"][lb] + score["demo"][lb]) / 2 for lb in labels}
         best = max(labels, key=lambda lb: mean2[lb])
-        chosen = (f"RRF k={H.rrf_k:g}, dense {H.dense_weight:g}" if H.fusion == "rrf"
-                  else f"convex {H.normalization}, dense {H.dense_weight:g}")
+        chosen = f"{get_strategy(H.fusion).from_knobs(H).setting}, dense {H.dense_weight:g}"
         old = "RRF k=10, dense 0.5"
         out += [f"The fusion (function, normalisation, weights) is chosen in the fusion lab: the candidate with the best "
                 f"mean of the two development sets (LoCoMo dev recall@10 and demo nDCG@10, all queries, weighted equally) "

@@ -10,6 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from apphelpers import demo_app_env, open_page, page_texts
+from retrieval.fusion import STRATEGIES
 from ui.text import plain
 from datetime import UTC
 
@@ -466,8 +467,9 @@ def test_tune_reads_the_demo_case_and_its_fusion_lab_shows_intervals(demo_env):
     assert not at.exception
     lab = at.session_state["t_out"].lab
     table = [d.value for d in at.dataframe if "held-out" in d.value.columns and "fusion" in d.value.columns][0]
+    later = [" · ".join(s.from_knobs({}).family) for s in STRATEGIES[2:]]  # strategies registered after these
     assert list(table["fusion"]) == ["current configuration", "RRF", "convex · minmax", "convex · theoretical",
-                                     "convex · zscore"]
+                                     "convex · zscore", *later]
     assert table["tune"].iloc[1:].max() == pytest.approx(round(lab.best.tune, 4))
     rrf = lab.best_of("rrf")
     iv = lab.interval(rrf)

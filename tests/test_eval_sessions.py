@@ -5,6 +5,7 @@ import pytest
 
 from conftest import U1, make_trace
 from retrieval.eval.lab import fusion_grid
+from retrieval.pipeline.presets import HYBRID_PRESET
 from retrieval.eval.sessions import COMPARED, Side, compare_sets, tune
 from retrieval.judgments.model import LabelledQuery
 from retrieval.models import HashingEmbedder
@@ -40,7 +41,7 @@ def test_tune_runs_the_configuration_and_the_baseline_and_searches_one_grid(ws):
     assert len(out.deltas) == len(queries()) and [d["delta"] for d in out.deltas] == sorted(
         d["delta"] for d in out.deltas)  # worst first
     assert sum(out.wins_losses_ties) == len(queries())
-    assert len(out.lab.scores) == len([c for c in fusion_grid() if c.fusion in ("rrf", "convex")])
+    assert len(out.lab.scores) == len([c for c in fusion_grid() if c.fusion in HYBRID_PRESET.fusions])
     fractions = [f for f, _ in seen]
     assert fractions == sorted(fractions) and fractions[0] > 0 and fractions[-1] == pytest.approx(1.0)
     assert any(t.startswith("agentos baseline: query") for _, t in seen)

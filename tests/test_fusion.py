@@ -75,7 +75,7 @@ def by_id(out):
 
 def test_constants():
     assert NORMALIZATIONS == ("minmax", "theoretical", "zscore")
-    assert FUSIONS == ("rrf", "convex")
+    assert FUSIONS[:2] == ("rrf", "convex")  # then any strategy registered later
 
 
 def test_golden_minmax():
@@ -353,14 +353,16 @@ def test_normalize_golden_values_unchanged_for_ordinary_inputs(scores, method, b
 
 
 def test_fusion_and_normalization_are_declared_choices_with_from_str():
-    from retrieval.fusion import FUSIONS, NORMALIZATIONS, Fusion, Normalization
+    from retrieval.fusion import FUSIONS, NORMALIZATIONS, STRATEGIES, Fusion, Normalization
     from retrieval.pipeline.settings import check_choice
 
-    assert FUSIONS == ("rrf", "convex") and NORMALIZATIONS == ("minmax", "theoretical", "zscore")
+    # the fusion choice is the registry's names, in its order (RRF first: the faithful preset's one fusion)
+    assert tuple(s.name for s in STRATEGIES) == FUSIONS and FUSIONS[:2] == ("rrf", "convex")
+    assert NORMALIZATIONS == ("minmax", "theoretical", "zscore")
     assert Fusion.from_str("convex") is Fusion.CONVEX and Fusion.CONVEX == "convex" and f"{Fusion.RRF}" == "rrf"
     assert Normalization.from_str("zscore") is Normalization.ZSCORE
-    for bad in ("RRF", " rrf", "", None, 1, "dbsf"):
-        with pytest.raises(ValueError, match=r"fusion=.* is unknown; use one of rrf, convex"):
+    for bad in ("RRF", " rrf", "", None, 1, "nope"):
+        with pytest.raises(ValueError, match=r"fusion=.* is unknown; use one of " + ", ".join(FUSIONS) + "$"):
             Fusion.from_str(bad)
     with pytest.raises(ValueError, match="normalization='l2' is unknown; use one of minmax, theoretical, zscore"):
         check_choice("normalization", "l2")

@@ -3,6 +3,7 @@ import pytest
 
 from retrieval.pipeline.assemble import reweight
 from retrieval.eval.lab import Candidate, fusion_grid, search_fusions
+from retrieval.fusion import FUSIONS
 from retrieval.eval.runner import LabelledQuery, credited_ids, held_out_split, run_queries, score_ranking
 from retrieval.models import HashingEmbedder
 from retrieval.workspace.core import Workspace
@@ -27,8 +28,11 @@ def test_grid_has_every_fusion_and_normalisation():
     grid = fusion_grid((0.3, 0.7), (10, 60))
     assert [c.label for c in grid[:4]] == ["RRF k=10, dense 0.3", "RRF k=60, dense 0.3", "RRF k=10, dense 0.7",
                                            "RRF k=60, dense 0.7"]
-    assert {(c.fusion, c.normalization) for c in grid[4:]} == {("convex", "minmax"), ("convex", "theoretical"),
-                                                                ("convex", "zscore")}
+    convex = [c for c in grid if c.fusion == "convex"]
+    assert [(c.normalization, c.dense_weight) for c in convex] == [(n, w) for n in ("minmax", "theoretical", "zscore")
+                                                                   for w in (0.3, 0.7)]
+    # then every strategy registered later, each × its own declared grid × the weights
+    assert {c.fusion for c in grid} == set(FUSIONS) and grid[4:10] == convex
     assert Candidate("convex", 0.3).knobs()["sparse_weight"] == 0.7
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from retrieval.eval.calibrate import DEFAULT_SAMPLE, calibrate
+from retrieval.fusion import get_strategy
 from retrieval.store.calibration import read_calibration, read_previous, undo_calibration, write_calibration
 
 from .links import fmt
@@ -20,8 +21,8 @@ def set_sliders(knobs: dict, preset: str | None = None) -> None:
     before the widgets are drawn."""
     best = {"dense_weight": float(knobs["dense_weight"]), "sparse_weight": float(knobs["sparse_weight"]),
             "rrf_k": int(knobs["rrf_k"]), "fusion": knobs.get("fusion", "rrf")}
-    if best["fusion"] == "convex":
-        best["normalization"] = knobs["normalization"]
+    own = {p.name for p in get_strategy(best["fusion"]).params} - {"rrf_k"}
+    best.update({n: knobs[n] for n in sorted(own)})  # the strategy's own choices (a convex normalisation)
     if preset is not None:
         best = {"preset": preset, **best}
     for prefix in PAGES:

@@ -1,17 +1,17 @@
 """Where the numbers on Inspect come from: the Final score from the Merged (or Dense, or blended) one, and a
-convex fusion's normalised score from the list's raw scores — so every number on the page can be derived
+score-based fusion's normalised score from the list's raw scores — so every number on the page can be derived
 from the page.
 
 Pure functions of the public records (no Streamlit). They restate `retrieval.pipeline.assemble` (hydrate:
-`fused ÷ top fused`; the blend) and `retrieval.fusion.normalize`; `tests/test_stage_table.py` checks every
-derivation against the numbers the pipeline produced, so the sentences cannot drift from the code.
+`fused ÷ top fused`; the blend); how a normalised score is made is the fusion strategy's own sentence
+(`FusionStrategy.normalised`); `tests/test_stage_table.py` checks every derivation against the numbers the
+pipeline produced, so the sentences cannot drift from the code.
 """
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 
-from retrieval.fusion import normalize
+from retrieval.fusion import Convex, strategy_for
 from retrieval.pipeline.assemble import complete_lists
 from retrieval.pipeline.explain import list_names
 
@@ -38,34 +38,25 @@ def fusion_lists(diag) -> list[list[tuple[str, float]]]:
 
 
 def normalisation_formula(scores: Sequence[float], raw: float, method: str) -> tuple[float, str]:
-    """`raw`'s normalised value in its list and how it is made, with the list's own numbers."""
-    value = normalize(scores, method)[list(scores).index(raw)]  # `raw` is one of the list's own scores
-    lo, hi = min(scores), max(scores)
-    if method == "theoretical":
-        how = f"{g(value, 4)} = {g(raw, 4)} ÷ list max {g(hi, 4)}"
-    elif method == "minmax":
-        how = (f"{g(value, 4)}: every score in the list is equal" if hi == lo else
-               f"{g(value, 4)} = ({g(raw, 4)} − list min {g(lo, 4)}) ÷ (list max {g(hi, 4)} − min {g(lo, 4)})")
-    elif len(scores) < 2 or hi == lo:
-        how = f"{g(value, 4)}: one score or all equal, so the middle of [0, 1]"
-    else:
-        mu, sd = statistics.fmean(scores), statistics.stdev(scores)
-        how = f"{g(value, 4)} = ({g(raw, 4)} − (mean {g(mu, 4)} − 3 × sd {g(sd, 4)})) ÷ (6 × sd)"
-    if value in (0.0, 1.0) and method == "zscore" and len(scores) > 1 and hi != lo:
-        how += ", clipped to [0, 1]"
-    return value, how
+    """`raw`'s normalised value in its list and how it is made, with the list's own numbers (a convex fusion
+    normalised by `method`; the sentence is `Convex.normalised`)."""
+    return Convex(normalization=method).normalised(scores, raw)
 
 
 def normalisations(diag, trace_id: str) -> dict[str, str]:
-    """Per fused list: how `trace_id`'s normalised score was made ({} unless the fusion is convex)."""
-    s = diag.settings
-    if s.fusion != "convex" or trace_id not in diag.fused:
+    """Per fused list: how `trace_id`'s normalised score was made, as the strategy says ({} when it does not
+    normalise scores, e.g. RRF)."""
+    strategy = strategy_for(diag.settings)
+    if trace_id not in diag.fused:
         return {}
     out = {}
     for name, lst in zip(list_names(diag.record), fusion_lists(diag)):
         scores = dict(lst)
         if trace_id in scores:
-            out[name] = normalisation_formula([sc for _, sc in lst], scores[trace_id], s.normalization)[1]
+            how = strategy.normalised([sc for _, sc in lst], scores[trace_id])
+            if how is None:
+                return {}
+            out[name] = how[1]
     return out
 
 
@@ -110,7 +101,7 @@ def final_note(diag, stage: str) -> str:
     if stage == "merged":
         a = getattr(diag, "adaptive", None)  # this query's own weights (`adaptive` on)
         weights = f", adaptive {g(a['dense_weight'], 3)}/{g(a['sparse_weight'], 3)}" if a else ""
-        return ("RRF" if s.fusion == "rrf" else f"convex, {s.normalization}") + weights
+        return ", ".join(strategy_for(s).family) + weights
     if stage == "reranked" and not diag.stage_ids.get("reranked"):
         return "off"
     if stage == "final" and not diag.stage_ids.get("reranked") and diag.stage_ids.get("merged"):

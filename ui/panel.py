@@ -9,7 +9,7 @@ from typing import Any
 
 import streamlit as st
 
-from retrieval.fusion import FUSIONS, NORMALIZATIONS
+from retrieval.fusion import FUSIONS, REGISTRY, STRATEGIES, get_strategy
 from retrieval.pipeline.factory import generator_spec, reranker_spec
 from retrieval.pipeline.presets import PRESETS, get_preset
 from retrieval.pipeline.settings import SWITCHES
@@ -22,7 +22,7 @@ RERANKER_NOTES = {
     "cohere": "Cohere rerank-v3.5, hosted (COHERE_API_KEY).",
     "cross-encoder": "A local sentence-transformers cross-encoder folder (none ships with this app).",
 }
-FUSION_LABELS = {"rrf": "RRF (ranks)", "convex": "convex (scores)"}
+FUSION_LABELS = {s.name: s.title for s in STRATEGIES}  # each registered strategy's own title
 ADAPTIVE_HELP = (SWITCHES["adaptive"].capitalize() + ". Off by default: on the development sets it did not beat the "
                  "fixed weights (docs/BENCHMARKS.md). A store's strengths learned from a graded case "
                  "(`python -m retrieval adapt --case`) replace the shipped rules'. Switching it re-fuses cached lists "
@@ -39,7 +39,7 @@ def preset_help() -> str:
     lines = []
     for name in PRESETS:
         p = get_preset(name)
-        fusion = f"RRF k {p.rrf_k:g}" if p.fusion == "rrf" else f"convex ({p.normalization})"
+        fusion = get_strategy(p.fusion).from_knobs(p).setting
         sparse_only = "sparse-only hits kept" if p.hydrate_sparse_only else "sparse-only hits dropped"
         lines.append(f"{name}: {sparse_only}, dense {p.dense_weight:g} / sparse {p.sparse_weight:g}, {fusion}.")
     return " ".join(lines) + " Switching loads the preset's fusion defaults."
@@ -103,21 +103,21 @@ def _fusion_section(prefix: str, d: PipelineConfig, kw: dict[str, Any]) -> dict[
         st.session_state[k("fusion")] = fusions[0]
     fusion = st.radio("Fusion", FUSIONS, index=FUSIONS.index(pdef.fusion), key=k("fusion"), horizontal=True,
                       format_func=FUSION_LABELS.get, disabled=len(fusions) == 1,
-                      help="RRF adds weight / (k + rank) per list; convex adds weight × the list's normalised "
-                           "score. " + ("" if len(fusions) > 1 else f"The {preset} preset is always {fusions[0]}."),
-                      **kw)
+                      help="; ".join(f"{s.short}: {s.formula}" for s in REGISTRY.values()) + ". "
+                           + ("" if len(fusions) > 1 else f"The {preset} preset is always {fusions[0]}."), **kw)
     fusion = fusion if fusion in fusions else fusions[0]
+    own = {p.name: p for p in get_strategy(fusion).params}  # the selected strategy's own parameters
     norm = pdef.normalization
-    if fusion == "convex":
-        norm = st.selectbox("Normalisation", NORMALIZATIONS, index=NORMALIZATIONS.index(pdef.normalization),
-                            key=k("normalization"), help="minmax: each list to [0, 1]; theoretical: divide by the "
-                            "score's known maximum; zscore: distribution-based (DBSF).", **kw)
+    if "normalization" in own:
+        p = own["normalization"]
+        norm = st.selectbox("Normalisation", p.choices, index=p.choices.index(pdef.normalization),
+                            key=k("normalization"), help=p.help, **kw)
     dw = st.slider("Dense weight", *_range("dense_weight")[:2], pdef.dense_weight, _range("dense_weight")[2],
                    key=k("dense_weight"), **kw)
     sw = st.slider("Sparse weight", *_range("sparse_weight")[:2], pdef.sparse_weight, _range("sparse_weight")[2],
                    key=k("sparse_weight"), **kw)
     lo, hi, step = _range("rrf_k", integer=True)
-    rrf_k = st.slider("RRF k", lo, hi, int(pdef.rrf_k), step, key=k("rrf_k"), disabled=fusion != "rrf",
+    rrf_k = st.slider("RRF k", lo, hi, int(pdef.rrf_k), step, key=k("rrf_k"), disabled="rrf_k" not in own,
                       help="Higher k flattens rank differences (RRF only).", **kw)
     adaptive = st.toggle("Adaptive weights (per query)", d.adaptive, key=k("adaptive"), help=ADAPTIVE_HELP, **kw)
     return {"preset": preset, "fusion": fusion, "normalization": norm, "dense_weight": float(dw),

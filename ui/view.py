@@ -11,6 +11,7 @@ from typing import Any
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from retrieval.bm25.index import default_tokenizer
+from retrieval.fusion import FusionStrategy, strategy_for
 
 from .text import plain
 
@@ -169,34 +170,33 @@ def dense_rows(terms: Sequence[Mapping[str, Any]] | None) -> list[dict[str, str]
 
 
 def fusion_rows(rrf: Mapping[str, Any] | None) -> list[dict[str, str]]:
-    """Each list's contribution to the fused score: RRF w/(k+rank), convex w × normalised score."""
+    """Each list's contribution to the fused score, as the fusion strategy writes it (RRF w/(k+rank), a
+    score-based fusion w × normalised score)."""
     if not rrf:
         return []
     rows = []
-    convex = rrf.get("fusion") == "convex"
-    weights, k = rrf.get("weights", {}), rrf.get("k")
+    strategy = explained_strategy(rrf)
+    weights = rrf.get("weights", {})
     for name, c in rrf["contributions"].items():
         rank = rrf["ranks"].get(name)
         w = weights.get("sparse" if name.startswith("sparse") else "dense")
         completed = rrf.get("imputed") == name
         rank_cell = DASH if rank is None else (f"{rank} (completed)" if completed else str(rank))
-        if rank is None:
-            formula = "not in this list: 0"
-        elif convex:
-            norm = c / w if w else None
-            formula = f"{num(w)} × {num(norm)}"
-        else:
-            formula = f"{num(w)} / ({num(k)} + {rank})"
+        formula = strategy.term(w, rank, c, num)
         rows.append({"list": name, "rank": rank_cell, "formula": formula, "contribution": num(c, 5)})
     rows.append({"list": "= fused score", "rank": "", "formula": "", "contribution": num(rrf.get("score"), 5)})
     return rows
 
 
+def explained_strategy(rrf: Mapping[str, Any]) -> FusionStrategy:
+    """The fusion strategy an explanation's fusion part names, with its parameters (`params`; an older record's
+    `k` and `normalization`)."""
+    params = rrf.get("params") or {"rrf_k": rrf.get("k"), "normalization": rrf.get("normalization")}
+    return strategy_for(params, fusion=rrf.get("fusion") or "rrf")
+
+
 def fusion_title(rrf: Mapping[str, Any]) -> str:
-    if rrf.get("fusion") == "convex":
-        return (f"Convex fusion ({rrf.get('normalization')} normalisation): each list adds weight × its "
-                "normalised score")
-    return f"RRF: each list adds weight / (k + rank), k = {num(rrf.get('k'))}"
+    return explained_strategy(rrf).explain_title(num)
 
 
 def blend_sentence(blend: Mapping[str, float] | None) -> str | None:

@@ -178,10 +178,10 @@ class Calibration:
             raise ValueError("the default was kept: there is no calibration to record")
         iv = self.interval
         k = self.winner.knobs()
-        if k["fusion"] == "rrf":  # what a fusion ignores stays the preset's, so switching fusion later finds it
-            k["normalization"] = HYBRID_PRESET.normalization
-        else:
-            k["rrf_k"] = HYBRID_PRESET.rrf_k
+        own = self.winner.strategy.knobs()
+        for name in ("normalization", "rrf_k"):  # what a fusion ignores stays the preset's, so switching fusion
+            if name not in own:                  # later finds it
+                k[name] = getattr(HYBRID_PRESET, name)
         return CalibrationRecord(
             fusion=k["fusion"], normalization=k["normalization"], dense_weight=k["dense_weight"],
             sparse_weight=k["sparse_weight"], rrf_k=k["rrf_k"], label=self.winner.label, by=by,
@@ -207,9 +207,7 @@ def default_candidate() -> Candidate:
 
 def same_setting(a: Candidate, b: Candidate) -> bool:
     """Whether two candidates fuse alike (k means nothing to a convex fusion, normalisation nothing to RRF)."""
-    if (a.fusion, a.dense_weight) != (b.fusion, b.dense_weight):
-        return False
-    return a.rrf_k == b.rrf_k if a.fusion == "rrf" else a.normalization == b.normalization
+    return a.strategy == b.strategy  # the strategy compares its own parameters and the weights only
 
 
 def decide(lab: LabResult, resamples: int = 10_000, seed: int = 0) -> tuple[PairedInterval, bool]:

@@ -1,4 +1,4 @@
-"""The fusion lab: search fusion function × normalisation × weight (× k for RRF) on cached runs.
+"""The fusion lab: search every registered fusion strategy × its parameter grid × weight on cached runs.
 
 Every candidate is a re-fusion of the same searched records (`retrieval.pipeline.assemble.reweight`): no
 embedding, search or model call. The best candidate is chosen on the 'tune' half of the queries
@@ -7,17 +7,18 @@ per-query wins and losses against the configuration the runs were made with.
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import asdict, dataclass
 from typing import Any
 from collections.abc import Callable, Mapping, Sequence
 
 from retrieval.pipeline.assemble import reweight
-from retrieval.fusion import NORMALIZATIONS
+from retrieval.fusion import FUSIONS, REGISTRY, RRF, FusionStrategy, strategy_for
 from retrieval.metrics import PairedInterval, mean, paired_bootstrap
 from retrieval.eval.runner import QueryRun, credited_ids, held_out_split, score_ranking
 
 DENSE_WEIGHTS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
-RRF_KS = (5, 10, 20, 60)
+RRF_KS = RRF.params[0].grid  # (5, 10, 20, 60): RRF's own declared grid
 
 
 @dataclass(frozen=True)
@@ -30,10 +31,13 @@ class Candidate:
     normalization: str = "minmax"
 
     @property
+    def strategy(self) -> FusionStrategy:
+        return strategy_for(self.knobs())
+
+    @property
     def label(self) -> str:
-        if self.fusion == "rrf":
-            return f"RRF k={self.rrf_k:g}, dense {self.dense_weight:g}"
-        return f"convex {self.normalization}, dense {self.dense_weight:g}"
+        """"RRF k=10, dense 0.5", "convex minmax, dense 0.5": the strategy's setting, then the weight."""
+        return f"{self.strategy.setting}, dense {self.dense_weight:g}"
 
     def knobs(self) -> dict[str, Any]:
         return {"fusion": self.fusion, "dense_weight": self.dense_weight,
@@ -41,11 +45,26 @@ class Candidate:
                 "normalization": self.normalization, "adaptive": False}  # a candidate is fixed weights
 
 
-def fusion_grid(dense_weights: Sequence[float] = DENSE_WEIGHTS, ks: Sequence[float] = RRF_KS,
-                normalizations: Sequence[str] = NORMALIZATIONS, convex: bool = True) -> list[Candidate]:
-    grid = [Candidate("rrf", w, k) for w in dense_weights for k in ks]
-    if convex:
-        grid += [Candidate("convex", w, normalization=n) for n in normalizations for w in dense_weights]
+def fusion_grid(dense_weights: Sequence[float] = DENSE_WEIGHTS, ks: Sequence[float] | None = None,
+                normalizations: Sequence[str] | None = None, convex: bool = True,
+                fusions: Sequence[str] | None = None) -> list[Candidate]:
+    """Registry × each strategy's declared parameter grid × dense weight (sparse = 1 − dense): per strategy, its
+    choice parameters outermost, then the weight, then its numeric parameters. `ks` and `normalizations` replace
+    the declared grids of `rrf_k` and `normalization`; `convex=False` keeps RRF only; `fusions` names the
+    strategies (default: every registered one)."""
+    given = {"rrf_k": ks, "normalization": normalizations}
+    names = fusions if fusions is not None else (FUSIONS if convex else (RRF.name,))
+    grid = []
+    for name in names:
+        params = REGISTRY[name].params
+        choice = [p for p in params if p.kind == "choice"]
+        numeric = [p for p in params if p.kind != "choice"]
+        values = lambda ps: itertools.product(*[given.get(p.name) or p.grid for p in ps])
+        for cs in values(choice):
+            for w in dense_weights:
+                for ns in values(numeric):
+                    knobs = dict(zip([p.name for p in choice + numeric], (*cs, *ns)))
+                    grid.append(Candidate(name, w, **knobs))
     return grid
 
 
@@ -82,7 +101,7 @@ class LabResult:
 
     def rrf_cells(self) -> tuple[list[float], list[float], list[list[float | None]]]:
         """The RRF candidates as a dense weight × k grid of tune-half scores (for a heatmap): weights, ks, cells."""
-        rrf = [s for s in self.scores if s.candidate.fusion == "rrf"]
+        rrf = [s for s in self.scores if s.candidate.fusion == RRF.name]
         ws = sorted({s.candidate.dense_weight for s in rrf})
         ks = sorted({s.candidate.rrf_k for s in rrf})
         cells: list[list[float | None]] = [[None] * len(ks) for _ in ws]
@@ -95,6 +114,16 @@ class LabResult:
         pool = [s for s in self.scores if s.candidate.fusion == fusion
                 and (normalization is None or s.candidate.normalization == normalization)]
         return max(pool, key=lambda s: s.tune)
+
+    def best_by_family(self) -> dict[tuple[str, ...], CandidateScore]:
+        """The tune-best candidate of each strategy family present (a strategy with its choices fixed: ("RRF",),
+        ("convex", "minmax"), …), in registry and grid order."""
+        best: dict[tuple[str, ...], CandidateScore] = {}
+        for s in self.scores:
+            fam = s.candidate.strategy.family
+            if fam not in best or s.tune > best[fam].tune:
+                best[fam] = s
+        return best
 
     def to_dict(self) -> dict[str, Any]:
         row = lambda s: {**asdict(s.candidate), "label": s.candidate.label, "tune": s.tune,
@@ -153,7 +182,7 @@ def search_fusions(runs: Sequence[QueryRun], candidates: Sequence[Candidate], me
         per_candidate.append(vals)
         if progress:
             progress(n + 1, len(candidates))
-    order = sorted(range(len(scores)), key=lambda i: (-scores[i].tune, scores[i].candidate.fusion != "rrf",
+    order = sorted(range(len(scores)), key=lambda i: (-scores[i].tune, FUSIONS.index(scores[i].candidate.fusion),
                                                        abs(scores[i].candidate.dense_weight - 0.5), i))
     b = order[0]
     per_query = tuple({"qid": r.q.qid, "query": r.q.query, "scope": str(r.q.scope), "half": h,

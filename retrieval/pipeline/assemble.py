@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from retrieval.fusion import Fused, convex_fusion, reciprocal_rank_fusion
+from retrieval.fusion import Fused, reciprocal_rank_fusion
 from retrieval.pipeline.adaptive import adapt
 from retrieval.pipeline.records import (ESC_RERANK, ESC_SPARSE_EMPTY, ESC_SPLIT, STAGES, Blend, Diagnostics,
                                         RetrievalResult,
@@ -183,11 +183,7 @@ def fuse(record: SearchRecord, s: Settings,
         dense[0], sparse[0], imputed = complete_lists(record, dense[0], sparse[0])
     lists = dense + sparse
     weights = [dw] * len(dense) + [sw] * len(sparse)
-    if s.fusion == "convex":
-        # Theoretical lower bounds (Bruch et al. 2023): the cognitive score and BM25 are both >= 0.
-        return convex_fusion(lists, weights=weights, normalization=s.normalization,
-                             lower_bounds=[0.0] * len(lists)), imputed
-    return reciprocal_rank_fusion([[i for i, _ in lst] for lst in lists], weights=weights, k=s.rrf_k), imputed
+    return s.strategy.fuse(lists, weights), imputed  # the registered strategy (`retrieval.fusion`) does the maths
 
 
 def complete_lists(record: SearchRecord, dense: list[tuple[str, float]], sparse: list[tuple[str, float]]):

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from retrieval.fusion import strategy_for
 from retrieval.pipeline.presets import AGENTOS
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ def explain(diag: Any, trace_id: str, lookup: Any = None, sees: Callable[[str], 
     oracle; None (every scope visible) tells them apart."""
     if not isinstance(trace_id, str) or not trace_id:
         raise ValueError(f"explain() needs a trace id string, got {trace_id!r}")
-    rec, s = diag.record, diag.settings
+    rec = diag.record
     out: dict[str, Any] = {"trace_id": trace_id, "stages": {st: _stage(diag, st, trace_id) for st in diag.stage_ids}}
     if getattr(diag, "adaptive", None) is not None:
         out["adaptive"] = dict(diag.adaptive)
@@ -77,16 +78,8 @@ def explain(diag: Any, trace_id: str, lookup: Any = None, sees: Callable[[str], 
     if out.get("dense_breakdown") is not None:
         out["dense_terms"] = dense_terms(out["dense_breakdown"])
 
-    fused = diag.fused.get(trace_id)
-    if fused is not None:
-        names = list_names(rec)
-        out["rrf"] = {
-            "fusion": s.fusion, "normalization": s.normalization if s.fusion == "convex" else None,
-            "score": fused.score, "k": s.rrf_k, "weights": dict(zip(("dense", "sparse"), diag.fusion_weights)),
-            "ranks": dict(zip(names, fused.ranks)), "contributions": dict(zip(names, fused.contributions)),
-            # rank completion (hybrid): which list's entry was estimated from the id's real score
-            "imputed": diag.imputed.get(trace_id),
-        }
+    if trace_id in diag.fused:
+        out["rrf"] = _fusion(diag, trace_id)
     if rec.rerank is not None and rec.rerank.scores is not None and trace_id in rec.rerank.scores:
         out["rerank_score"] = rec.rerank.scores[trace_id]
     if trace_id in diag.blend:
@@ -104,6 +97,22 @@ def explain(diag: Any, trace_id: str, lookup: Any = None, sees: Callable[[str], 
         return Explanation(dropped_at="dense", **_not_found(diag, trace_id, lookup, out, sees))
     dropped_at, reason = _verdict(diag, trace_id, out)
     return Explanation(dropped_at=dropped_at, reason=reason, **out)
+
+
+def _fusion(diag: Any, trace_id: str) -> dict[str, Any]:
+    """The fusion part of an explanation: the strategy (its name, settings, formula and own parameters), the
+    weights used, and per list the rank and contribution (the strategy writes each list's term from these)."""
+    s, fused, names = diag.settings, diag.fused[trace_id], list_names(diag.record)
+    strategy = strategy_for(s)
+    own = {k: v for k, v in strategy.knobs().items() if k not in ("fusion", "dense_weight", "sparse_weight")}
+    return {
+        "fusion": s.fusion, "normalization": own.get("normalization"), "params": own,
+        "strategy": str(strategy), "formula": strategy.formula,
+        "score": fused.score, "k": s.rrf_k, "weights": dict(zip(("dense", "sparse"), diag.fusion_weights)),
+        "ranks": dict(zip(names, fused.ranks)), "contributions": dict(zip(names, fused.contributions)),
+        # rank completion (hybrid): which list's entry was estimated from the id's real score
+        "imputed": diag.imputed.get(trace_id),
+    }
 
 
 def dense_terms(breakdown: dict[str, float]) -> list[dict[str, Any]]:
@@ -145,7 +154,7 @@ def _verdict(diag: Any, trace_id: str, ex: dict[str, Any]) -> tuple[str | None, 
         found = [f"dense #{st['dense'][0]}"] if st["dense"] else []
         found += [f"BM25 #{st['sparse'][0]}"] if st["sparse"] else []
         how = " and ".join(found) or "the pool"
-        fusion = "RRF" if diag.settings.fusion == "rrf" else "fusion"
+        fusion = strategy_for(diag.settings).short
         merged = f", {fusion} #{st['merged'][0]}" if st["merged"] else ""
         if ex.get("fact") is not None:
             f = ex["fact"]

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from retrieval.fusion import FUSIONS
+
 AGENTOS = "agentos"
 HYBRID = "hybrid"
 PRESETS = (AGENTOS, HYBRID)
@@ -47,7 +49,7 @@ class Preset:
     rerank_weight: float
     fusion: str = "rrf"
     normalization: str = "minmax"
-    fusions: tuple[str, ...] = ("rrf", "convex")  # the fusion functions this preset allows; the first is forced
+    fusions: tuple[str, ...] = FUSIONS  # the fusion strategies this preset allows (default: every registered one)
 
     def __post_init__(self) -> None:
         if not self.fusions or self.fusion not in self.fusions:

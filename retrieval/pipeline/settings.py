@@ -11,7 +11,7 @@ import math
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from retrieval.fusion import FUSIONS, NORMALIZATIONS, Fusion, Normalization
+from retrieval.fusion import FUSIONS, STRATEGIES, WEIGHTS, FusionStrategy, Param, get_strategy, strategy_for
 from retrieval.pipeline.adaptive import Strengths
 from retrieval.pipeline.presets import Preset, get_preset
 
@@ -40,11 +40,17 @@ class Knob:
         return self.ui if self.ui is not None else (self.lo, self.hi)
 
 
-# The one rule table: the API, PipelineConfig, config files, links and the settings panel all read it.
+def _knob(p: Param) -> Knob:
+    """A fusion parameter's declaration (`retrieval.fusion`) as a knob: the strategy owns its range."""
+    assert p.lo is not None and p.hi is not None, p.name
+    return Knob(p.lo, p.hi, integer=p.kind == "int", lo_open=p.lo_open, step=p.step or 1.0, ui=p.ui)
+
+
+FUSION_PARAMS: dict[str, Param] = {p.name: p for s in STRATEGIES for p in (*WEIGHTS, *s.params)}
+# The one rule table: the API, PipelineConfig, config files, links and the settings panel all read it. The
+# weights and each strategy's numeric parameters come from their declarations in `retrieval.fusion`.
 KNOBS: dict[str, Knob] = {
-    "dense_weight": Knob(0.0, 1.0, step=0.05),
-    "sparse_weight": Knob(0.0, 1.0, step=0.05),
-    "rrf_k": Knob(0.0, 1000.0, lo_open=True, ui=(1, 200)),
+    **{n: _knob(p) for n, p in FUSION_PARAMS.items() if p.kind != "choice"},
     "rerank_weight": Knob(0.0, 1.0, step=0.05),
     "recall_top_k": Knob(1, 1000, integer=True, ui=(1, 100)),
     "over_fetch_multiplier": Knob(1, 100, integer=True, ui=(1, 10)),
@@ -54,7 +60,8 @@ KNOBS: dict[str, Knob] = {
     "arousal": Knob(0.0, 1.0, step=0.1),
     "dominance": Knob(-1.0, 1.0, step=0.1),
 }
-CHOICES: dict[str, tuple[str, ...]] = {"fusion": FUSIONS, "normalization": NORMALIZATIONS}
+CHOICES: dict[str, tuple[str, ...]] = {"fusion": FUSIONS,
+                                       **{n: p.choices for n, p in FUSION_PARAMS.items() if p.kind == "choice"}}
 # On/off knobs (default off) and what each does, for the panel's help and the CLI's flag.
 SWITCHES: dict[str, str] = {
     "adaptive": "per-query fusion weights: bounded rules on the query (an identifier, its length, its rarest term's "
@@ -82,8 +89,11 @@ def check_switch(name: str, value: Any) -> bool:
 
 
 def check_choice(name: str, value: Any) -> str:
-    """`value` as the declared choice's string (`retrieval.fusion.Fusion`, `Normalization`), else ValueError."""
-    return {"fusion": Fusion, "normalization": Normalization}[name].from_str(value).value
+    """`value` as a registered fusion's name or a declared choice parameter's value, else ValueError naming it
+    and every allowed value."""
+    if name == "fusion":
+        return get_strategy(value).name
+    return str(FUSION_PARAMS[name].check(value))
 
 
 @dataclass(frozen=True)
@@ -116,6 +126,11 @@ class Settings:
         if self.adaptive_strengths is not None and not isinstance(self.adaptive_strengths, Strengths):
             object.__setattr__(self, "adaptive_strengths", Strengths(*self.adaptive_strengths))  # ValueError if bad
         self.preset.check_fusion(self.fusion)
+
+    @property
+    def strategy(self) -> FusionStrategy:
+        """The fusion strategy these settings select, with its parameters and the set weights."""
+        return strategy_for(self)
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data for display and JSON (the preset by name)."""
