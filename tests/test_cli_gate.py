@@ -213,3 +213,52 @@ def test_a_usage_error_is_one_error_line():
     out = run(["query"])
     assert out.rc == 2 and len(out.error_lines) == 1 and "the following arguments are required: text" in out.err
     assert "usage:" not in out.err
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint():
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    try:
+        import boto3
+        import moto  # noqa: F401
+    except ImportError:
+        pytest.skip('moto is not installed: pip install "moto[server]==5.2.5" (requirements-test.txt)')
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            time.sleep(0.2)
+    url = f"http://127.0.0.1:{port}"
+    boto3.client("s3", endpoint_url=url, aws_access_key_id="x", aws_secret_access_key="y",
+                 region_name="us-east-1").create_bucket(Bucket="memories")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def test_ingest_into_s3_with_credentials_in_the_uri_prints_none(built, env, s3_endpoint):
+    """Item 5: `ingest`'s summary line printed the URI whole; so did every command that names the store."""
+    root, base, files = built
+    for k, v in {"AWS_ENDPOINT_URL": s3_endpoint, "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "y",
+                 "AWS_REGION": "us-east-1"}.items():
+        env.setenv(k, v)
+    uri = "s3://AKIAKEY:s3cr3t/x@memories/store"  # a secret may hold '/'
+    runs = [run(["ingest", str(files.traces), "--db", uri, "--embedder", "hashing", "--no-facts"]),
+            run(["status", "--db", uri]), run(["tag", "v1", "--db", uri]), run(["tag", "--list", "--db", uri]),
+            run(["statistics", "store", "--db", uri]), run(["query", "kayak", "--db", uri, "--rows", "1"]),
+            run(["tag", "v1", "--db", uri]), run(["query", "kayak", "--db", uri, "--as-of", "nope"])]
+    assert [r.rc for r in runs] == [0, 0, 0, 0, 0, 0, 2, 2], [r.err for r in runs]
+    assert "wrote 1 to s3://***@memories/store in" in runs[0].out
+    for r in runs:
+        assert "s3cr3t" not in r.out + r.err and "AKIAKEY" not in r.out + r.err

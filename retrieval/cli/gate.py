@@ -15,7 +15,9 @@ check each scope (`scoped`).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
@@ -139,3 +141,27 @@ def writer(args: argparse.Namespace) -> dict:
     """`access=` and `actor=` for a Workspace write: who the gate admitted (nothing for the local operator)."""
     access = getattr(args, "access", None)
     return {} if access is None else {"access": access, "actor": access.user}
+
+
+class Scrubbed:
+    """A text stream that writes everything through `redact_text`: no command can print a URI's credentials,
+    whether it names the store (`--db`), a file, or echoes what was typed."""
+
+    def __init__(self, stream, uris: tuple[str, ...]):
+        self._stream, self._uris = stream, uris
+
+    def write(self, text: str) -> int:
+        self._stream.write(redact_text(text, *self._uris))
+        return len(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def scrubbed_output(args: argparse.Namespace):
+    """stdout and stderr scrubbed of credentials while a command runs (and reports its failure)."""
+    db = getattr(args, "db", None)
+    uris = (str(db),) if db else ()
+    with contextlib.redirect_stdout(Scrubbed(sys.stdout, uris)), contextlib.redirect_stderr(Scrubbed(sys.stderr, uris)):
+        yield

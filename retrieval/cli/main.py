@@ -12,8 +12,8 @@ from retrieval.judgments.store import JudgmentStoreError
 from retrieval.cli.adapt import add_adapt_command
 from retrieval.cli.calibrate import add_calibrate_command
 from retrieval.cli.cases import add_case_commands
-from retrieval.cli.gate import TRACEBACK_ENV, GateParser, admit, audited, failure_line, stamp, writer
-from retrieval.store.remote import redact_text
+from retrieval.cli.gate import (TRACEBACK_ENV, GateParser, admit, audited, failure_line, scrubbed_output, stamp,
+                                writer)
 from retrieval.cli.judge import add_judge_commands
 from retrieval.cli.history import AS_OF_HELP, add_history_commands, as_of_arg
 from retrieval.cli.store import add_store_commands, add_store_flags, embedder_help, report_bad_lines
@@ -179,7 +179,7 @@ def cmd_build_demo(args) -> int:
     from retrieval.models.registry import make_embedder
 
     try:
-        status = build_demo_index(args.db, force=args.force, log=lambda m: print(redact_text(m, args.db), flush=True),
+        status = build_demo_index(args.db, force=args.force, log=lambda m: print(m, flush=True),
                                   embedder=make_embedder(args.embedder))
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -317,6 +317,11 @@ EXPECTED = (ValueError, OSError, ImportError, OverflowError, RecursionError, Jud
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     args = build_parser().parse_args(argv)
+    with scrubbed_output(args):  # no command prints a URI's credentials, whatever it prints
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         args.access = admit(args)  # the one gate, before the command runs: demo mode, access, identity
         rc = args.func(args)

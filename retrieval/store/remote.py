@@ -98,7 +98,7 @@ def redact_uri(uri: str) -> str:
     return f"{scheme}://{path}{q}{query}"
 
 
-_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^\s'\"?#]*@")
+_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*:/{1,2})[^\s'\"?#]*@")  # `s3:/…` too: a Path folds `//`
 
 
 def redact_text(text: str, *uris: str) -> str:
