@@ -94,7 +94,7 @@ def _record(args, out: dict[str, Any]) -> str:
     record = AdaptiveRecord(learned["strengths"], args.case, who, datetime.now(UTC).isoformat(), out["metric"],
                             learned["held_out_fixed"], learned["held_out_adaptive"], iv, out["queries"])
     write_adaptive(ws.store, record)
-    return f"recorded: {record.describe()}; undo with `python -m retrieval adapt --undo --db {args.db}`"
+    return f"recorded: {record.describe()}; undo with `python -m retrieval adapt --undo --db {ws.store.display_uri}`"
 
 
 def cmd_adapt(args) -> int:

@@ -91,7 +91,7 @@ def cmd_calibrate(args) -> int:
               "on real queries; docs/BENCHMARKS.md); check with labelled queries when you have them")
     if recorded is not None:
         print(f"recorded: the store's hybrid defaults are now {recorded.describe()}; "
-              f"undo with `python -m retrieval calibrate --undo --db {args.db}`")
+              f"undo with `python -m retrieval calibrate --undo --db {ws.store.display_uri}`")
     elif result.adopt:
         print("dry run: nothing recorded")
     else:

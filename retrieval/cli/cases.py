@@ -47,11 +47,12 @@ def cmd_case_import(args) -> int:
     store = MemoryStore(args.db)  # only `get`: no embedder is loaded
     known = (lambda ids: {t.id for t in store.get(ids)}) if not args.no_id_check else None
     rep = import_files(JudgmentStore(args.db), args.name, queries=args.queries, qrels=args.qrels, jsonl=args.jsonl,
-                       scope=args.scope, scale=args.scale, known_ids=known, replace=args.replace)
+                       scope=args.scope, scale=args.scale, known_ids=known, replace=args.replace,
+                       access=getattr(args, "access", None))
     for e in rep.errors[:50]:
         print(f"  skipped {e}", file=sys.stderr)
     if rep.unknown_ids:
-        print(f"  {len(rep.unknown_ids)} judged id(s) are not in {args.db} and were skipped: "
+        print(f"  {len(rep.unknown_ids)} judged id(s) are not in {store.display_uri} and were skipped: "
               f"{', '.join(rep.unknown_ids[:20])}", file=sys.stderr)
     if rep.unknown_queries:
         print(f"  {len(rep.unknown_queries)} qrels query id(s) have no text and were skipped: "
@@ -97,11 +98,12 @@ def cmd_snapshot_run(args) -> int:
     cfg = snapshot_config(args)
     ws = open_workspace(args)  # the named embedder, else the one the store records
     if ws.store.count() == 0:
-        raise ValueError(f"the store at {args.db} is empty; run `python -m retrieval build-demo` or `ingest` first")
+        raise ValueError(f"the store at {ws.store.display_uri} is empty; run `python -m retrieval build-demo` or "
+                         "`ingest` first")
 
     js = JudgmentStore(args.db)
     snap = run_snapshot(ws, args.case, cfg, js, progress=progress_line("query"), label=args.label,
-                        as_of=_as_of(js, args.as_of))
+                        as_of=_as_of(js, args.as_of), access=getattr(args, "access", None))
     errors = {q.qid: q.error for q in snap.queries if q.error}
     return _print({"snapshot": snap.id, "case": snap.case, "metrics": snap.metrics, "queries": len(snap.queries),
                    "judged_queries": snap.judged_queries, "elapsed_ms": round(snap.elapsed_ms, 1),
@@ -149,7 +151,8 @@ def cmd_snapshot_grade(args) -> int:
     js = JudgmentStore(args.db)
     store = MemoryStore(args.db)
     rep = machine_grade(js, js.snapshot(args.snapshot), make_generator(args.generator),
-                        lambda ids: {t.id: t.content for t in store.get(ids)}, k=args.k, regrade=args.regrade)
+                        lambda ids: {t.id: t.content for t in store.get(ids)}, k=args.k, regrade=args.regrade,
+                       access=getattr(args, "access", None))
     _print(rep.to_dict())
     return 0 if rep.stopped is None else 1
 

@@ -37,7 +37,7 @@ def cmd_tag(args) -> int:
     ws = _workspace(args)
     tbl = ws.store.table()
     if tbl is None:
-        print(f"error: the store at {args.db} has no table yet; ingest something first", file=sys.stderr)
+        print(f"error: the store at {ws.store.display_uri} has no table yet; ingest something first", file=sys.stderr)
         return 2
     if args.list or not args.name:
         tags = ws.store.tags()
@@ -121,14 +121,15 @@ def cmd_import_log(args) -> int:
     from retrieval.replay.store import QueryLog, record_implicit_grades
 
     log = QueryLog(args.db)
+    access = getattr(args, "access", None)  # a writer limited to some scopes imports only their lines
     try:
-        rep = log.import_file(args.file, progress=progress_line("importing"))
+        rep = log.import_file(args.file, progress=progress_line("importing"), allowed=access.sees if access else None)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     report_bad_lines(rep.errors)
     grades = 0 if args.no_grades else record_implicit_grades(JudgmentStore(args.db), rep.with_feedback,
-                                                             source=str(args.file).rsplit("/", 1)[-1])
+                                                             source=str(args.file).rsplit("/", 1)[-1], access=access)
     rate = (rep.added + rep.already + len(rep.errors)) / rep.seconds if rep.seconds else 0.0
     print(f"{rep.summary()}; {grades} implicit grade(s); {rep.seconds:.1f}s ({rate:,.0f} lines/s)")
     return 0 if rep.added or rep.already or not rep.errors else 2

@@ -43,7 +43,7 @@ def cmd_import(args) -> int:
     store = MemoryStore(args.db)
     known = None if args.no_id_check else (lambda ids: {t.id for t in store.get(ids)})
     rep = import_ratings(JudgmentStore(args.db), args.case, Path(args.file).read_bytes(), Path(args.file).name,
-                         rename=_renames(args.rename), known_ids=known)
+                         rename=_renames(args.rename), known_ids=known, access=getattr(args, "access", None))
     for e in rep.errors[:50]:
         print(f"  skipped {e}", file=sys.stderr)
     return _print(rep.to_dict())
@@ -76,7 +76,7 @@ def cmd_policy(args) -> int:
     combine = args.combine or old.combine
     pol = CasePolicy(combine, args.rater or (old.rater if combine == "rater" else ""), args.k or old.k,
                      bool(args.machine), {"rows": cal} if args.machine else {})
-    js.set_policy(args.case, pol)
+    js.set_policy(args.case, pol, access=getattr(args, "access", None))
     return _print({"case": args.case, "policy": json.loads(pol.to_json()), "describe": pol.describe()})
 
 

@@ -12,6 +12,8 @@ from retrieval.judgments.store import JudgmentStoreError
 from retrieval.cli.adapt import add_adapt_command
 from retrieval.cli.calibrate import add_calibrate_command
 from retrieval.cli.cases import add_case_commands
+from retrieval.cli.gate import (TRACEBACK_ENV, GateParser, admit, audited, failure_line, scrubbed_output, stamp,
+                                writer)
 from retrieval.cli.judge import add_judge_commands
 from retrieval.cli.history import AS_OF_HELP, add_history_commands, as_of_arg
 from retrieval.cli.store import add_store_commands, add_store_flags, embedder_help, report_bad_lines
@@ -88,9 +90,9 @@ def cmd_ingest(args) -> int:
     def progress(done: int, total: int) -> None:
         print(f"\r  embedding {done}/{total}", end="", file=sys.stderr, flush=True)
 
-    rep2 = ws.ingest(rep.traces, progress=progress, extract_facts=not args.no_facts)
+    rep2 = ws.ingest(rep.traces, progress=progress, extract_facts=not args.no_facts, **writer(args))
     print(file=sys.stderr)
-    print(f"{rep.summary()}; wrote {rep2.written} to {args.db} in {time.perf_counter() - t0:.1f}s, "
+    print(f"{rep.summary()}; wrote {rep2.written} to {ws.store.display_uri} in {time.perf_counter() - t0:.1f}s, "
           f"{rep2.facts} new fact(s)")
     if rep2.duplicates:
         print(f"  duplicate ids in the file (last kept): {', '.join(rep2.duplicates[:20])}")
@@ -118,8 +120,8 @@ def print_stages(result, limit: int = 15, file=None) -> None:
 def cmd_query(args) -> int:
     ws = _workspace(args)
     if ws.store.count() == 0:
-        print(f"error: the store at {args.db} is empty; run `python -m retrieval build-demo` or `ingest` first",
-              file=sys.stderr)
+        print(f"error: the store at {ws.store.display_uri} is empty; run `python -m retrieval build-demo` or "
+              "`ingest` first", file=sys.stderr)
         return 2
     scope = args.scope
     if scope is None and not args.all_scopes:
@@ -291,7 +293,7 @@ def add_eval_command(sub) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m retrieval", description=__doc__)
+    p = GateParser(prog="python -m retrieval", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     add_ingest_command(sub)
     add_query_command(sub)
@@ -304,16 +306,39 @@ def build_parser() -> argparse.ArgumentParser:
     add_adapt_command(sub, db_flags)
     add_store_commands(sub, db_flags)
     add_history_commands(sub, db_flags, _scope_arg)
-    return p
+    return stamp(p)  # every command knows its name; `main` looks it up in the command table (cli/gate.py)
+
+
+# What a command may fail with on bad input or a bad environment: one `error:` line, exit code 2. Anything else
+# is a bug: one line too (exit code 1), or its traceback with RETRIEVAL_TRACEBACK=1.
+EXPECTED = (ValueError, OSError, ImportError, OverflowError, RecursionError, JudgmentStoreError, FactStoreError)
 
 
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     args = build_parser().parse_args(argv)
+    with scrubbed_output(args):  # no command prints a URI's credentials, whatever it prints
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
-        return args.func(args)
+        args.access = admit(args)  # the one gate, before the command runs: demo mode, access, identity
+        rc = args.func(args)
+        if rc == 0:
+            audited(args)
+        return rc
     except BrokenPipeError:  # `| head`
         return 0
-    except (JudgmentStoreError, FactStoreError) as exc:  # a damaged side table: what to do, not a traceback
-        print(f"error: {exc}", file=sys.stderr)
+    except EXPECTED as exc:  # incl. ReadOnlyError, AccessDenied, ENOSPC, a damaged side table
+        print(failure_line(exc, args), file=sys.stderr)
         return 2
+    except Exception as exc:
+        if str(exc).startswith("lance error:"):  # LanceDB refusing an input (a ref, a filter): bad input
+            print(failure_line(exc, args), file=sys.stderr)
+            return 2
+        if os.environ.get(TRACEBACK_ENV, "").strip() not in ("", "0"):
+            raise
+        print(failure_line(RuntimeError(f"internal error ({type(exc).__name__}: {exc}); this is a bug: rerun with "
+                                        f"{TRACEBACK_ENV}=1 for its traceback and report it"), args), file=sys.stderr)
+        return 1

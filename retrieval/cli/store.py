@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 import time
 
+from retrieval.cli.gate import writer
 from retrieval.sparse.build import SPARSE_BACKENDS
 from retrieval.bm25.scoped import STATISTICS
 from retrieval.bm25.tokenizer import ANALYZERS
@@ -79,7 +80,7 @@ def cmd_reembed(args) -> int:
         ws = Workspace(args.db, table=args.table, fact_extractor=None)
         emb = make_embedder(args.embedder)
         t0 = time.perf_counter()
-        out = ws.reembed(emb, progress=progress_line("re-embedding"), batch_size=args.batch_size)
+        out = ws.reembed(emb, progress=progress_line("re-embedding"), batch_size=args.batch_size, **writer(args))
     except (ValueError, ImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -91,23 +92,23 @@ def cmd_analyzer(args) -> int:
     try:
         ws = open_workspace(args)
         t0 = time.perf_counter()
-        ws.set_analyzer(args.name, progress=progress_line("rebuilding BM25"))
+        ws.set_analyzer(args.name, progress=progress_line("rebuilding BM25"), **writer(args))
     except (ValueError, ImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"BM25 analyzer of {args.db} is now {args.name} ({time.perf_counter() - t0:.1f}s)")
+    print(f"BM25 analyzer of {ws.store.display_uri} is now {args.name} ({time.perf_counter() - t0:.1f}s)")
     return 0
 
 
 def cmd_statistics(args) -> int:
     try:
         ws = open_workspace(args)
-        ws.set_bm25_statistics(args.mode)
+        ws.set_bm25_statistics(args.mode, **writer(args))
     except (ValueError, ImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     what = "the queried scope's own" if args.mode == "scope" else "every document's (the seed's)"
-    print(f"BM25 of {args.db} now scores a scoped query with {what} N, df and avgdl")
+    print(f"BM25 of {ws.store.display_uri} now scores a scoped query with {what} N, df and avgdl")
     return 0
 
 

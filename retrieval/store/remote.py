@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
@@ -92,10 +93,22 @@ def redact_uri(uri: str) -> str:
     scheme, sep, rest = text.partition("://")
     if not sep:
         return text
-    head, slash, tail = rest.partition("/")
-    if "@" in head:
-        head = "***@" + head.rsplit("@", 1)[1]
-    path, q, query = (head + slash + tail).partition("?")
+    path, q, query = rest.partition("?")
+    if "@" in path:  # userinfo; a secret may hold '/', so everything up to the last '@' goes (display only)
+        path = "***@" + path.rsplit("@", 1)[1]
     if q:
         query = "&".join(f"{p.split('=', 1)[0]}=***" if "=" in p else p for p in query.split("&"))
     return f"{scheme}://{path}{q}{query}"
+
+
+_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*:/{1,2})[^\s'\"?#]*@")  # `s3:/…` too: a Path folds `//`
+
+
+def redact_text(text: str, *uris: str) -> str:
+    """Free text (an error, a summary line) fit to print: each of `uris` as `redact_uri` shows it, and the
+    userinfo of any other `scheme://user:secret@…` in the text replaced by `***`."""
+    out = str(text)
+    for uri in uris:
+        if uri and redact_uri(uri) != uri:
+            out = out.replace(uri, redact_uri(uri))
+    return _USERINFO.sub(r"\1***@", out)

@@ -55,10 +55,21 @@ def list_tags(tbl: Any) -> dict[str, int]:
     return {str(k): int(v["version"]) for k, v in sorted(tbl.tags.list().items())}
 
 
+RESERVED_TAGS = ("latest",)  # `--as-of latest` means the newest version: a tag of that name could never be read
+
+
 def check_tag_name(name: str) -> str:
+    """`name` if it may name a tag, else a ValueError saying why: the project's pattern, LanceDB's own rules
+    (no '..', no '.' or '.lock' at the end) and no reserved word."""
     if not isinstance(name, str) or not _TAG.fullmatch(name):
-        raise ValueError(f"tag name {str(name)[:80]!r} is not allowed: start with a letter or '_', then letters, "
-                         "digits, '_', '-' or '.', at most 100 characters")
+        raise ValueError(f"tag name {ascii(str(name)[:80])} is not allowed: start with a letter or '_', then "
+                         "letters, digits, '_', '-' or '.', at most 100 characters")
+    if ".." in name or name.endswith(".") or name.lower().endswith(".lock"):
+        raise ValueError(f"tag name {name!r} is not allowed: no '..' inside and no '.' or '.lock' at the end "
+                         "(LanceDB refuses them); e.g. release-1.0")
+    if name.lower() in RESERVED_TAGS:
+        raise ValueError(f"tag name {name!r} is reserved: --as-of {name} means the newest version, so a tag of "
+                         "that name could never be read; choose another name")
     return name
 
 
@@ -80,7 +91,7 @@ def parse_as_of(text: str | None) -> int | str | datetime | None:
     """What a user typed (CLI, URL) as an `as_of`: '' or 'latest' → None, digits → version, an ISO time
     with a zone → datetime, else a tag name. A time without a zone is a ValueError (never guessed)."""
     text = (text or "").strip()
-    if text in ("", "latest"):
+    if text.lower() in ("", "latest"):
         return None
     if text.isdigit():
         return int(text)
