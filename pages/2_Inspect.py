@@ -147,7 +147,7 @@ def explorer(d, whole: dict, query: str, scope, moved: dict, traces: list, param
     st.caption(legend(bool(moved)) + " " + (final_rule(d) or "")
                + (f" {len(unrated)} of the final top {ROWS} are ○ unrated by anyone." if unrated else ""))
     target = (st.session_state.get(TARGET) or "").strip() or (d.stage_ids["final"] or [None])[0]
-    grading_panel(js, scope, query, traces, access, rater, key_prefix=P, target=target, k=ROWS)
+    grading_panel(js, scope, query, traces, access, rater, key_prefix=P, k=ROWS)
     st.divider()
     left, right = st.columns([3, 2])
     with right:
