@@ -61,7 +61,7 @@ with st.sidebar:
     config_io(P, cfg)
 
 st.title("Inspect")
-asof_ui.banner(ws, as_of)  # which state is shown, when not the newest
+asof_ui.banner(ws, as_of, access)  # which state is shown, when not the newest
 calibration_caption(ws, always=False)  # one line when the store is calibrated (ui/calibration.py)
 if ws.store.count() == 0:
     st.info("The store is empty: load the demo corpus on the Corpus page first.")
@@ -190,7 +190,7 @@ def explanation(d, query: str):
 explorer(d, whole, query, scope, moved, list(result.traces), params)
 
 asof_ui.changes(ws, as_of, P, query, scope,  # Changes: this query at two versions (ui/asof.py)
-                lambda w: run_config(w, run_cfg, query, scope, get_reranker, get_generator)[0], d.facts)
+                lambda w: run_config(w, run_cfg, query, scope, get_reranker, get_generator)[0], d.facts, access)
 
 with st.expander("Timings and settings"):
     if d.timings_ms:

@@ -16,6 +16,7 @@ import streamlit as st
 
 from retrieval.history import WorkspaceAsOf, diff_results, fact_changes, pin
 from retrieval.hybrid import STAGES
+from retrieval.pipeline.factory import visitor_statistics
 from retrieval.store.versions import list_versions, parse_as_of
 from ui.text import plain
 
@@ -128,14 +129,21 @@ def store_get(ws: Any, choice: AsOfChoice) -> Any:
     return ws.store.get if choice.value is None else ws.retriever(as_of=choice.value).memory_store.get
 
 
-def banner(ws: Any, choice: AsOfChoice) -> None:
-    """Which state the page shows (always, when it is not the newest)."""
+def _scopes(access: Any) -> Any:
+    """The scope labels a visitor's counts are made over (None: every scope)."""
+    return access.scopes if access is not None and access.limited else None
+
+
+def banner(ws: Any, choice: AsOfChoice, access: Any = None) -> None:
+    """Which state the page shows (always, when it is not the newest); a limited visitor's counts are of their
+    scopes only."""
     if choice.error:
         st.warning(plain(f"{choice.error} — showing the newest state instead."), icon=":material/history:")
     if choice.value is None:
         return
     state = ws.retriever(as_of=choice.value).as_of_state
-    st.info(plain(state.banner) + " Writes and grades still go to the newest state.", icon=":material/history:")
+    st.info(plain(state.banner_for(_scopes(access))) + " Writes and grades still go to the newest state.",
+            icon=":material/history:")
 
 
 def superseded(ws: Any, choice: AsOfChoice, scope: Any, facts: Any) -> None:
@@ -147,9 +155,11 @@ def superseded(ws: Any, choice: AsOfChoice, scope: Any, facts: Any) -> None:
             st.caption(":material/update: " + plain(c["sentence"]))
 
 
-def changes(ws: Any, choice: AsOfChoice, prefix: str, query: str, scope: Any, run: Any, facts: Any = ()) -> None:
+def changes(ws: Any, choice: AsOfChoice, prefix: str, query: str, scope: Any, run: Any, facts: Any = (),
+            access: Any = None) -> None:
     """The Changes view: `run(workspace)` searches with the page's configuration; A and B are versions.
-    `facts` (those the page's search injected) are checked against the newest facts first."""
+    `facts` (those the page's search injected) are checked against the newest facts first. The idf explanations
+    read each version with the statistics the visitor's searches use (`visitor_statistics(access)`)."""
     superseded(ws, choice, scope, facts)
     tbl = ws.store.table()
     versions = [v for v, _ in list_versions(tbl)] if tbl is not None else []
@@ -166,7 +176,8 @@ def changes(ws: Any, choice: AsOfChoice, prefix: str, query: str, scope: Any, ru
         if not cc.toggle("Show changes", key=f"{prefix}chg_on"):
             st.caption("Runs the query at both versions with these settings and says what moved and why.")
             return
-        then, now = ws.retriever(as_of=a), ws.retriever(as_of=b)
+        stats = visitor_statistics(access)
+        then, now = ws.retriever(as_of=a, bm25_statistics=stats), ws.retriever(as_of=b, bm25_statistics=stats)
         res_a, res_b = run(WorkspaceAsOf(ws, a)), run(WorkspaceAsOf(ws, b))
         show_diff(diff_results(then, now, res_a, res_b, query, scope))
 

@@ -145,7 +145,7 @@ def cmd_query(args) -> int:
         return 0
     print(f"query: {args.text!r}   preset: {args.preset}   {retriever!r}")
     if retriever.as_of_state is not None:
-        print(retriever.as_of_state.banner)
+        print(retriever.as_of_state.banner_for([str(scope)] if scope is not None else None))
     if d.hyde:
         print(f"HyDE hypothesis: {d.hyde}")
     if d.multi_query:
