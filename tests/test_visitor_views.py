@@ -21,7 +21,7 @@ def stores(tmp_path_factory):
     root = tmp_path_factory.mktemp("visitor_views")
     out = {"t0": datetime.now(UTC)}
     for name, only in (("S", False), ("S'", True)):
-        build(str(root / name), "store", only)
+        assert build(str(root / name), "store", only) == AS_OF
         out[name] = str(root / name)
     return out
 
