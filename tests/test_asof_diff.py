@@ -83,3 +83,31 @@ def test_cli_diff_versions_json_and_tags(two_versions, capsys):
     assert "already exists" in capsys.readouterr().err
     assert main(["diff-versions", "x", "--from", "nope", "--db", db, "--embedder", "hashing"]) == 2
     assert "no tag 'nope'" in capsys.readouterr().err
+
+
+def test_without_scope_as_of_reads_pick_the_first_scope_of_the_version_read(tmp_path, capsys):
+    """Issue 32 item 11: `query --as-of` and `diff-versions` without --scope searched the first scope of the
+    newest store (user:u1, added later) — not of the version read — so a fresh store built to that state
+    (whose first scope is user:u2) answered differently."""
+    traces = [make_trace("a", "invoice refund approved", "u2"), make_trace("b", "garden tomato soil", "u2")]
+    ws = Workspace(str(tmp_path / "db"), embedder=make_embedder("hashing"), clock=lambda: NOW)
+    ws.ingest(traces)
+    a = ws.store.version()
+    ws.ingest([make_trace("c", "invoice refund for the first user", "u1")])
+    fresh = Workspace(str(tmp_path / "fresh"), embedder=make_embedder("hashing"), clock=lambda: NOW)
+    fresh.ingest(traces)
+    flags = ["--embedder", "hashing", "--top-k", "2"]
+
+    def query(db, *extra):
+        assert main(["query", "invoice refund", "--db", db, *flags, *extra]) == 0
+        return capsys.readouterr().out
+
+    then, built = query(ws.uri, "--as-of", str(a)), query(fresh.uri)
+    assert then.splitlines()[0] == f"scope: user:u2 (the first in version {a}; pass --scope or --all-scopes)"
+    assert built.splitlines()[0] == "scope: user:u2 (the first in the store; pass --scope or --all-scopes)"
+    assert [ln for ln in then.splitlines() if ln.startswith("  1.")] == [
+        ln for ln in built.splitlines() if ln.startswith("  1.")] and "  1. a  " in then
+    assert json.loads(query(ws.uri, "--as-of", str(a), "--json"))["final"][0]["id"] == "a"  # stdout stays JSON
+    assert main(["diff-versions", "invoice refund", "--from", str(a), "--db", ws.uri, *flags, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["scope"] == "user:u2" and out["stages"]["final"]["a"] == ["a", "b"]
