@@ -111,3 +111,41 @@ def test_without_scope_as_of_reads_pick_the_first_scope_of_the_version_read(tmp_
     assert main(["diff-versions", "invoice refund", "--from", str(a), "--db", ws.uri, *flags, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["scope"] == "user:u2" and out["stages"]["final"]["a"] == ["a", "b"]
+
+
+def test_entered_and_left_are_over_the_printed_lists(tmp_path):
+    """Issue 32 item 15: "left: X" named an id that was in neither printed list (A's 11th and beyond), while ids
+    that visibly dropped out of the printed top 10 (still in B's longer list) were not named."""
+    from retrieval.history.diff import SHOWN
+
+    ws = Workspace(str(tmp_path / "db"), embedder=make_embedder("hashing"), clock=lambda: NOW)
+    ws.ingest([make_trace(f"t{n:02d}", "invoice refund " + " ".join(["note"] * n), "u1", n) for n in range(40)])
+    a = ws.store.version()
+    ra = ws.retriever(as_of=a).retrieve("invoice refund", scope=U1, recall_top_k=10)
+    below = ra.diagnostics.stage_ids["sparse"][SHOWN + 2]  # printed at neither version
+    ws.delete([below])
+    ws.ingest([make_trace(f"new{n}", "invoice refund invoice refund", "u1", 0) for n in range(3)])
+    out = diff_versions(ws.retriever(as_of=a), ws.retriever(), "invoice refund", U1, recall_top_k=10)
+    assert out["shown"] == SHOWN == 10
+    for stage, s in out["stages"].items():
+        top_a, top_b = s["a"][:SHOWN], s["b"][:SHOWN]
+        assert s["left"] == [i for i in top_a if i not in top_b], stage
+        assert s["entered"] == [i for i in top_b if i not in top_a], stage
+    sparse = out["stages"]["sparse"]
+    assert below in sparse["a"] and below not in sparse["left"]
+    assert len(sparse["left"]) == 3 and all(i in sparse["b"] for i in sparse["left"])  # dropped to 11–13, named
+
+
+def test_an_idf_move_is_told_once(tmp_path):
+    """Issue 32 item 15: each idf sentence was printed twice (in a displaced trace's reasons and in the list)."""
+    ws = Workspace(str(tmp_path / "db"), embedder=make_embedder("hashing"), clock=lambda: NOW)
+    ws.ingest([make_trace("x", "invoice refund approved", "u1"), make_trace("y", "garden tomato soil", "u1")])
+    a = ws.store.version()
+    ws.ingest([make_trace("w1", "invoice refund invoice", "u1"), make_trace("w2", "garden hose", "u1"),
+               make_trace("w3", "tomato hose", "u1")])
+    out = diff_versions(ws.retriever(as_of=a), ws.retriever(), "invoice refund", U1, recall_top_k=1)
+    reasons = [r for d in out["displaced"] for y in d["displaced_by"] for r in y["reasons"]]
+    sentences = [m["sentence"] for m in out["idf"]]
+    assert [m["term"] for m in out["idf"]] == ["invoic", "refund"]
+    assert sentences and not [r for r in reasons if r in sentences]
+    assert reasons == ["new trace (added after version A)", "the BM25 idf of 'invoic', 'refund' moved (why: below)"]

@@ -11,6 +11,9 @@ import pytest
 
 import ui.access
 from apphelpers import open_page
+from retrieval.models import HashingEmbedder
+from retrieval.store.versions import create_tag, list_versions
+from retrieval.workspace import Workspace
 from nonint import AS_OF, POLICY, QUERY, VISITOR, build, fixed_clock, normalise
 
 TIMEOUT = 120
@@ -23,6 +26,8 @@ def stores(tmp_path_factory):
     for name, only in (("S", False), ("S'", True)):
         assert build(str(root / name), "store", only) == AS_OF
         out[name] = str(root / name)
+        tbl = Workspace(out[name], embedder=HashingEmbedder(384)).store.table()
+        create_tag(tbl, "release-1", AS_OF)  # a tag: no new version
     return out
 
 
@@ -70,3 +75,21 @@ def test_the_as_of_banner_counts_only_the_visitors_scope(stores, maya):
         banners[name] = [normalise(i.value, window) for i in at.info if i.value.startswith("Showing an earlier")]
     assert banners["S"] == banners["S'"] and len(banners["S'"]) == 1
     assert f"the sidecar of version {AS_OF + 2}, 0 added and 1 removed" in banners["S'"][0]
+
+
+def test_the_changes_view_tells_each_idf_move_once_and_names_versions(stores, maya):
+    """Item 15: every idf sentence was shown twice; the version pickers showed bare numbers."""
+    at = inspect(maya, stores["S'"], changes=True)
+    shown = [m.value for m in at.markdown] + [c.value for c in at.caption]
+    for term in ("wash", "machin", "error"):
+        assert sum(f"BM25 idf of \\'{term}\\' moved from" in t or f"BM25 idf of '{term}' moved from" in t
+                   for t in shown) == 1, term
+    assert any("the BM25 idf of 'wash', 'machin', 'error' moved \\(why: below\\)" in t.replace("\\'", "'")
+               for t in shown)
+    times = dict(list_versions(Workspace(stores["S'"], embedder=HashingEmbedder(384)).store.table()))
+    want = [f"v{v} · release-1 · {t:%Y-%m-%d %H:%M} UTC" if v == AS_OF else f"v{v} · {t:%Y-%m-%d %H:%M} UTC"
+            for v, t in sorted(times.items(), reverse=True)]
+    assert at.selectbox(key="i_chg_a").options == want == at.selectbox(key="i_chg_b").options
+    assert at.selectbox(key="i_chg_a").value == AS_OF
+    at.sidebar.radio(key="i_asof_mode").set_value("version").run()
+    assert at.selectbox(key="i_asof_version").options == want

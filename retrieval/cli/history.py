@@ -111,10 +111,11 @@ def print_diff(out: dict, file=None) -> None:
     file = file or sys.stdout
     print(f"query {out['query']!r} in {out['scope'] or 'every scope'}", file=file)
     print(f"A: {out['from']['label']}\nB: {out['to']['label']}", file=file)
+    n = out.get("shown", 10)
     for stage, s in out["stages"].items():
         if s["entered"] or s["left"]:
-            print(f"  {stage:<9} entered: {', '.join(s['entered']) or '-'}   left: {', '.join(s['left']) or '-'}",
-                  file=file)
+            print(f"  {stage:<9} entered the top {n}: {', '.join(s['entered']) or '-'}   left the top {n}: "
+                  f"{', '.join(s['left']) or '-'}", file=file)
     for d in out["displaced"]:
         print(f"{d['id']} left the top {out['k']} (was #{d['rank_a']}): {d['why']}", file=file)
         for y in d["displaced_by"]:
