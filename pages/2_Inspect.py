@@ -61,7 +61,7 @@ with st.sidebar:
     config_io(P, cfg)
 
 st.title("Inspect")
-asof_ui.banner(ws, as_of)  # which state is shown, when not the newest
+asof_ui.banner(ws, as_of, access)  # which state is shown, when not the newest
 calibration_caption(ws, always=False)  # one line when the store is calibrated (ui/calibration.py)
 if ws.store.count() == 0:
     st.info("The store is empty: load the demo corpus on the Corpus page first.")
@@ -147,7 +147,7 @@ def explorer(d, whole: dict, query: str, scope, moved: dict, traces: list, param
     st.caption(legend(bool(moved)) + " " + (final_rule(d) or "")
                + (f" {len(unrated)} of the final top {ROWS} are ○ unrated by anyone." if unrated else ""))
     target = (st.session_state.get(TARGET) or "").strip() or (d.stage_ids["final"] or [None])[0]
-    grading_panel(js, scope, query, traces, access, rater, key_prefix=P, target=target, k=ROWS)
+    grading_panel(js, scope, query, traces, access, rater, key_prefix=P, k=ROWS)
     st.divider()
     left, right = st.columns([3, 2])
     with right:
@@ -190,7 +190,7 @@ def explanation(d, query: str):
 explorer(d, whole, query, scope, moved, list(result.traces), params)
 
 asof_ui.changes(ws, as_of, P, query, scope,  # Changes: this query at two versions (ui/asof.py)
-                lambda w: run_config(w, run_cfg, query, scope, get_reranker, get_generator)[0], d.facts)
+                lambda w: run_config(w, run_cfg, query, scope, get_reranker, get_generator)[0], d.facts, access)
 
 with st.expander("Timings and settings"):
     if d.timings_ms:

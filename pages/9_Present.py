@@ -21,7 +21,7 @@ from ui.state import run_config
 from ui.text import code, plain
 
 STEP = "present_step"  # 1-based step number
-RESULTS = "present_results"  # step id -> ("ok", result) | ("skip", sentence)
+RESULTS = "present_results"  # (step id, store version) -> ("ok", result, cfg) | ("skip", sentence, cfg)
 RUN, ARMED = "present_run", "present_ahead_armed"  # a number per run of the whole page; the one look_ahead saw
 CSS = """<style>
 [data-testid=stSidebar], [data-testid=stSidebarCollapsedControl], [data-testid=stExpandSidebarButton]{display:none}
@@ -88,12 +88,14 @@ def story(step: present.Step, outcome) -> None:
     if kind == "skip":
         st.info(plain(value))
         return
-    verdict = present.check(step, value)
-    if verdict.holds:
+    verdict = present.check(step, value)  # against this very result, the list shown beside it
+    if not verdict.checked:
+        st.info("What to look for: " + plain(step.story.claim), icon=":material/visibility:")
+    elif verdict.holds:
         st.success(plain(step.story.claim), icon=":material/check_circle:")
     else:
         st.warning("Not this time: " + plain(step.story.claim), icon=":material/info:")
-    st.markdown(plain(verdict.evidence))
+    st.markdown(("What happened: " if verdict.checked and not verdict.holds else "") + plain(verdict.evidence))
     st.markdown("**Why:** " + plain(step.story.why))
     st.caption("How this search works: " + plain("; ".join(present.setup_words(cfg))) + ".")
     d = value.diagnostics
@@ -136,8 +138,9 @@ def look_ahead(ws, ahead: present.Step) -> None:
         st.session_state[ARMED] = st.session_state.get(RUN)
         return
     memo = st.session_state.setdefault(RESULTS, {})
-    if ahead.id not in memo:
-        memo[ahead.id] = run_step(ws, ahead)
+    key = (ahead.id, ws.store.version())
+    if key not in memo:
+        memo[key] = run_step(ws, ahead)
 
 
 ws = workspace()
@@ -151,17 +154,18 @@ number = min(max(int(st.session_state.get(STEP, 1)), 1), len(steps))
 step = steps[number - 1]
 show_ids = bool(st.session_state.get("present_ids", False))
 header(step, show_ids)
-memo = st.session_state.setdefault(RESULTS, {})
+version = ws.store.version()  # a result searched before the store changed is searched again: the claim follows
+memo = st.session_state[RESULTS] = {k: v for k, v in st.session_state.get(RESULTS, {}).items() if k[1] == version}
 # The step's claim and list live in one placeholder, cleared as this run reaches it: while a slow step searches
 # (HyDE), the previous step's claim and list must not stay on screen, faded, under this step's question.
 # An element (not a container) replaces the old region whole; a container at the same place would keep the old
 # step's elements, faded, until the run ends.
 body = st.empty()
 st.page_link("app.py", label="Leave presenter mode", icon=":material/home:")
-if step.id not in memo:
+if (step.id, version) not in memo:
     body.info("Searching for this step's answer…", icon=":material/hourglass_top:")
-    memo[step.id] = run_step(ws, step)
-outcome = memo[step.id]
+    memo[(step.id, version)] = run_step(ws, step)
+outcome = memo[(step.id, version)]
 with body.container():
     left, right = st.columns([5, 7], gap="large")
     with left:
@@ -170,5 +174,5 @@ with body.container():
         results(step, outcome, show_ids)
 st.session_state[RUN] = st.session_state.get(RUN, 0) + 1
 ahead = steps[number % len(steps)]
-if ahead.id not in memo:
+if (ahead.id, version) not in memo:
     look_ahead(ws, ahead)

@@ -83,3 +83,69 @@ def test_cli_diff_versions_json_and_tags(two_versions, capsys):
     assert "already exists" in capsys.readouterr().err
     assert main(["diff-versions", "x", "--from", "nope", "--db", db, "--embedder", "hashing"]) == 2
     assert "no tag 'nope'" in capsys.readouterr().err
+
+
+def test_without_scope_as_of_reads_pick_the_first_scope_of_the_version_read(tmp_path, capsys):
+    """Issue 32 item 11: `query --as-of` and `diff-versions` without --scope searched the first scope of the
+    newest store (user:u1, added later) — not of the version read — so a fresh store built to that state
+    (whose first scope is user:u2) answered differently."""
+    traces = [make_trace("a", "invoice refund approved", "u2"), make_trace("b", "garden tomato soil", "u2")]
+    ws = Workspace(str(tmp_path / "db"), embedder=make_embedder("hashing"), clock=lambda: NOW)
+    ws.ingest(traces)
+    a = ws.store.version()
+    ws.ingest([make_trace("c", "invoice refund for the first user", "u1")])
+    fresh = Workspace(str(tmp_path / "fresh"), embedder=make_embedder("hashing"), clock=lambda: NOW)
+    fresh.ingest(traces)
+    flags = ["--embedder", "hashing", "--top-k", "2"]
+
+    def query(db, *extra):
+        assert main(["query", "invoice refund", "--db", db, *flags, *extra]) == 0
+        return capsys.readouterr().out
+
+    then, built = query(ws.uri, "--as-of", str(a)), query(fresh.uri)
+    assert then.splitlines()[0] == f"scope: user:u2 (the first in version {a}; pass --scope or --all-scopes)"
+    assert built.splitlines()[0] == "scope: user:u2 (the first in the store; pass --scope or --all-scopes)"
+    assert [ln for ln in then.splitlines() if ln.startswith("  1.")] == [
+        ln for ln in built.splitlines() if ln.startswith("  1.")] and "  1. a  " in then
+    assert json.loads(query(ws.uri, "--as-of", str(a), "--json"))["final"][0]["id"] == "a"  # stdout stays JSON
+    assert main(["diff-versions", "invoice refund", "--from", str(a), "--db", ws.uri, *flags, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["scope"] == "user:u2" and out["stages"]["final"]["a"] == ["a", "b"]
+
+
+def test_entered_and_left_are_over_the_printed_lists(tmp_path):
+    """Issue 32 item 15: "left: X" named an id that was in neither printed list (A's 11th and beyond), while ids
+    that visibly dropped out of the printed top 10 (still in B's longer list) were not named."""
+    from retrieval.history.diff import SHOWN
+
+    ws = Workspace(str(tmp_path / "db"), embedder=make_embedder("hashing"), clock=lambda: NOW)
+    ws.ingest([make_trace(f"t{n:02d}", "invoice refund " + " ".join(["note"] * n), "u1", n) for n in range(40)])
+    a = ws.store.version()
+    ra = ws.retriever(as_of=a).retrieve("invoice refund", scope=U1, recall_top_k=10)
+    below = ra.diagnostics.stage_ids["sparse"][SHOWN + 2]  # printed at neither version
+    ws.delete([below])
+    ws.ingest([make_trace(f"new{n}", "invoice refund invoice refund", "u1", 0) for n in range(3)])
+    out = diff_versions(ws.retriever(as_of=a), ws.retriever(), "invoice refund", U1, recall_top_k=10)
+    assert out["shown"] == SHOWN == 10
+    for stage, s in out["stages"].items():
+        top_a, top_b = s["a"][:SHOWN], s["b"][:SHOWN]
+        assert s["left"] == [i for i in top_a if i not in top_b], stage
+        assert s["entered"] == [i for i in top_b if i not in top_a], stage
+    sparse = out["stages"]["sparse"]
+    assert below in sparse["a"] and below not in sparse["left"]
+    assert len(sparse["left"]) == 3 and all(i in sparse["b"] for i in sparse["left"])  # dropped to 11–13, named
+
+
+def test_an_idf_move_is_told_once(tmp_path):
+    """Issue 32 item 15: each idf sentence was printed twice (in a displaced trace's reasons and in the list)."""
+    ws = Workspace(str(tmp_path / "db"), embedder=make_embedder("hashing"), clock=lambda: NOW)
+    ws.ingest([make_trace("x", "invoice refund approved", "u1"), make_trace("y", "garden tomato soil", "u1")])
+    a = ws.store.version()
+    ws.ingest([make_trace("w1", "invoice refund invoice", "u1"), make_trace("w2", "garden hose", "u1"),
+               make_trace("w3", "tomato hose", "u1")])
+    out = diff_versions(ws.retriever(as_of=a), ws.retriever(), "invoice refund", U1, recall_top_k=1)
+    reasons = [r for d in out["displaced"] for y in d["displaced_by"] for r in y["reasons"]]
+    sentences = [m["sentence"] for m in out["idf"]]
+    assert [m["term"] for m in out["idf"]] == ["invoic", "refund"]
+    assert sentences and not [r for r in reasons if r in sentences]
+    assert reasons == ["new trace (added after version A)", "the BM25 idf of 'invoic', 'refund' moved (why: below)"]

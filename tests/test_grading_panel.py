@@ -144,3 +144,12 @@ def test_a_damaged_notes_table_is_one_clear_error(tmp_path):
         f.write_bytes(b"not a lance file")
     with pytest.raises(JudgmentStoreError, match="query_notes"):
         query_note(JudgmentStore(str(tmp_path / "db")), PRIYA, "q")
+
+
+def test_the_grading_panel_is_the_only_grading_control(demo_env):
+    """Issue 32 item 18: no stray row of 0–3 buttons under the explained row (it regraded row #1)."""
+    at = inspect()
+    assert not at.exception
+    assert [b.label for b in at.button if b.label in ("0", "1", "2", "3")] == []
+    assert [b.key for b in at.button if "_k" in (b.key or "") and (b.key or "")[-1] in "0123"] == []
+    assert len(grade_groups(at)) == len(at.session_state["i_result"][1].traces)  # the panel itself is there

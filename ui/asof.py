@@ -16,6 +16,7 @@ import streamlit as st
 
 from retrieval.history import WorkspaceAsOf, diff_results, fact_changes, pin
 from retrieval.hybrid import STAGES
+from retrieval.pipeline.factory import visitor_statistics
 from retrieval.store.versions import list_versions, parse_as_of
 from ui.text import plain
 
@@ -81,14 +82,22 @@ def picker(ws: Any, prefix: str) -> AsOfChoice:
     return choice
 
 
+def version_labels(ws: Any, versions: list[tuple[int, datetime]]) -> dict[int, str]:
+    """Each version as a picker shows it: "v12 · release-1 · 2026-12-01 14:03 UTC" (its tags, when it has any)."""
+    tags: dict[int, list[str]] = {}
+    for name, v in ws.store.tags().items():
+        tags.setdefault(v, []).append(name)
+    return {v: " · ".join([f"v{v}", *([", ".join(sorted(tags[v]))] if v in tags else []), f"{t:%Y-%m-%d %H:%M} UTC"])
+            for v, t in versions}
+
+
 def _value(ws: Any, prefix: str, mode: str, versions: list[tuple[int, datetime]]) -> AsOfChoice:
     if mode == "version":
         options = [v for v, _ in reversed(versions)]
-        times = dict(versions)
+        labels = version_labels(ws, versions)
         if st.session_state.get(f"{prefix}asof_version") not in options:
             st.session_state.pop(f"{prefix}asof_version", None)
-        v = st.selectbox("Version", options, key=f"{prefix}asof_version",
-                         format_func=lambda v: f"{v} · {times[v]:%Y-%m-%d %H:%M:%S} UTC")
+        v = st.selectbox("Version", options, key=f"{prefix}asof_version", format_func=labels.get)
         return AsOfChoice(v, str(v)) if v is not None else AsOfChoice(None, "")
     if mode == "tag":
         tags = list(ws.store.tags())
@@ -128,14 +137,21 @@ def store_get(ws: Any, choice: AsOfChoice) -> Any:
     return ws.store.get if choice.value is None else ws.retriever(as_of=choice.value).memory_store.get
 
 
-def banner(ws: Any, choice: AsOfChoice) -> None:
-    """Which state the page shows (always, when it is not the newest)."""
+def _scopes(access: Any) -> Any:
+    """The scope labels a visitor's counts are made over (None: every scope)."""
+    return access.scopes if access is not None and access.limited else None
+
+
+def banner(ws: Any, choice: AsOfChoice, access: Any = None) -> None:
+    """Which state the page shows (always, when it is not the newest); a limited visitor's counts are of their
+    scopes only."""
     if choice.error:
         st.warning(plain(f"{choice.error} — showing the newest state instead."), icon=":material/history:")
     if choice.value is None:
         return
     state = ws.retriever(as_of=choice.value).as_of_state
-    st.info(plain(state.banner) + " Writes and grades still go to the newest state.", icon=":material/history:")
+    st.info(plain(state.banner_for(_scopes(access))) + " Writes and grades still go to the newest state.",
+            icon=":material/history:")
 
 
 def superseded(ws: Any, choice: AsOfChoice, scope: Any, facts: Any) -> None:
@@ -147,12 +163,15 @@ def superseded(ws: Any, choice: AsOfChoice, scope: Any, facts: Any) -> None:
             st.caption(":material/update: " + plain(c["sentence"]))
 
 
-def changes(ws: Any, choice: AsOfChoice, prefix: str, query: str, scope: Any, run: Any, facts: Any = ()) -> None:
+def changes(ws: Any, choice: AsOfChoice, prefix: str, query: str, scope: Any, run: Any, facts: Any = (),
+            access: Any = None) -> None:
     """The Changes view: `run(workspace)` searches with the page's configuration; A and B are versions.
-    `facts` (those the page's search injected) are checked against the newest facts first."""
+    `facts` (those the page's search injected) are checked against the newest facts first. The idf explanations
+    read each version with the statistics the visitor's searches use (`visitor_statistics(access)`)."""
     superseded(ws, choice, scope, facts)
     tbl = ws.store.table()
-    versions = [v for v, _ in list_versions(tbl)] if tbl is not None else []
+    stored = list_versions(tbl) if tbl is not None else []
+    versions, labels = [v for v, _ in stored], version_labels(ws, stored)
     if len(versions) < 2:
         return
     latest = versions[-1]
@@ -161,12 +180,13 @@ def changes(ws: Any, choice: AsOfChoice, prefix: str, query: str, scope: Any, ru
     with st.expander("Changes: this query at two versions of the store", expanded=True):
         ca, cb, cc = st.columns([2, 2, 1.4], vertical_alignment="bottom")
         opts = list(reversed(versions))
-        a = ca.selectbox("From (A)", opts, index=opts.index(a0), key=f"{prefix}chg_a")
-        b = cb.selectbox("To (B)", opts, index=opts.index(b0), key=f"{prefix}chg_b")
+        a = ca.selectbox("From (A)", opts, index=opts.index(a0), key=f"{prefix}chg_a", format_func=labels.get)
+        b = cb.selectbox("To (B)", opts, index=opts.index(b0), key=f"{prefix}chg_b", format_func=labels.get)
         if not cc.toggle("Show changes", key=f"{prefix}chg_on"):
             st.caption("Runs the query at both versions with these settings and says what moved and why.")
             return
-        then, now = ws.retriever(as_of=a), ws.retriever(as_of=b)
+        stats = visitor_statistics(access)
+        then, now = ws.retriever(as_of=a, bm25_statistics=stats), ws.retriever(as_of=b, bm25_statistics=stats)
         res_a, res_b = run(WorkspaceAsOf(ws, a)), run(WorkspaceAsOf(ws, b))
         show_diff(diff_results(then, now, res_a, res_b, query, scope))
 
@@ -186,13 +206,14 @@ def show_diff(out: dict) -> None:
         if c["state"] != "current":
             st.caption(plain(c["sentence"]))
     cols = st.columns(len(STAGES))
+    n = out["shown"]
     for col, stage in zip(cols, STAGES):
         s = out["stages"][stage]
         with col:
             st.markdown(f"**{stage}**")
-            st.caption("A: " + plain(", ".join(s["a"][:10]) or "—"))
-            st.caption("B: " + plain(", ".join(s["b"][:10]) or "—"))
-            if s["entered"]:
-                st.caption("entered: " + plain(", ".join(s["entered"])))
+            st.caption("A: " + plain(", ".join(s["a"][:n]) or "—"))
+            st.caption("B: " + plain(", ".join(s["b"][:n]) or "—"))
+            if s["entered"]:  # over the two lists printed just above (retrieval.history.diff._stage)
+                st.caption(f"entered the top {n}: " + plain(", ".join(s["entered"])))
             if s["left"]:
-                st.caption("left: " + plain(", ".join(s["left"])))
+                st.caption(f"left the top {n}: " + plain(", ".join(s["left"])))

@@ -36,12 +36,15 @@ PLAIN_WORDS = {
 
 @dataclass(frozen=True)
 class Story:
-    """One example in plain words: a headline, what we ask, the claim, and one sentence of why."""
+    """One example in plain words: a headline, what we ask, the claim, and one sentence of why. `top` is the rank
+    the claim's words promise for the target ("comes out on top": 1, "into the top three": 3), checked as said;
+    None for a claim `check` reads otherwise (facts, the split) or cannot check (an example without a story)."""
 
     headline: str
     ask: str
     claim: str
     why: str
+    top: int | None = None
 
 
 STORIES: dict[str, Story] = {
@@ -51,7 +54,7 @@ STORIES: dict[str, Story] = {
         "Keyword search finds the note about ticket FX-209847 that the meaning search misses, and it comes out "
         "on top.",
         "Searching by meaning treats a code like FX-209847 as noise; keyword search matches it letter for letter, "
-        "and combining both keeps the best of each."),
+        "and combining both keeps the best of each.", top=1),
     "fact": Story(
         "Some answers are facts, not notes",
         "Maya asks where she lives now.",
@@ -76,12 +79,12 @@ STORIES: dict[str, Story] = {
         "Maya asks what the technician did to her washing machine.",
         "A small local language model writes the note it expects to find, and searching with that guess brings "
         "the repair note into the top three.",
-        "A question and its answer use different words; a made-up answer uses words closer to the real note."),
+        "A question and its answer use different words; a made-up answer uses words closer to the real note.", top=3),
     "mood": Story(
         "Mood changes what comes to mind",
         "Maya asks how life in Berlin has been, while in a happy mood.",
         "The warm memory — bouldering with new friends — comes up in the top three.",
-        "Like people, the app recalls memories that match the current mood a little more easily."),
+        "Like people, the app recalls memories that match the current mood a little more easily.", top=3),
 }
 
 
@@ -193,6 +196,7 @@ class Verdict:
     final_rank: int | None = None
     dense_rank: int | None = None
     sparse_rank: int | None = None
+    checked: bool = True  # False: a claim in words `check` cannot test (an example without a story): no ✓, no ✗
 
 
 def _where(rank: int | None, what: str, depth: int) -> str:
@@ -210,7 +214,9 @@ def check(step: Step, result) -> Verdict:
     final, dense, sparse = (rank_in(list(ids[s]), step.target) for s in ("final", "dense", "sparse"))
     parts = [f"In the final list it is #{final}" if final else "It is not in the final list",
              _where(sparse, "keyword search", len(ids["sparse"])), _where(dense, "meaning search", len(ids["dense"]))]
-    holds = final is not None and final <= TOP
+    if step.id not in STORIES or (step.story.top is None and step.id != "split"):
+        return Verdict(False, "; ".join(parts) + ".", final, dense, sparse, checked=False)
+    holds = final is not None and final <= (step.story.top or TOP)
     if step.id == "identifier":
         holds = holds and sparse is not None and dense is None
     if step.id == "split":  # the claim: its better half replaced it, and it moved up from the combined list

@@ -25,6 +25,15 @@ def as_of_arg(text: str) -> Any:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def default_scope(retriever: Any) -> tuple[Any, str]:
+    """The scope a command without --scope searches: the first scope of the version `retriever` reads (an as-of
+    retriever: that version's, so the answer is what a store built to that state gives), and where it is from."""
+    state = getattr(retriever, "as_of_state", None)
+    scopes = retriever.memory_store.scopes()
+    where = "the store" if state is None else f"version {state.pinned.version}"
+    return (scopes[0] if scopes else None), where
+
+
 def _workspace(args) -> Any:
     from retrieval.cli.store import open_workspace
 
@@ -83,9 +92,8 @@ def cmd_diff_versions(args) -> int:
     try:
         ws, cfg, (then, now) = _retrievers(args)
         scope = args.scope
-        if scope is None and not args.all_scopes:
-            scopes = ws.store.scopes()
-            scope = scopes[0] if scopes else None
+        if scope is None and not args.all_scopes:  # the first scope of version A (of B when A had none)
+            scope = default_scope(then)[0] or default_scope(now)[0]
         out = diff_versions(then, now, args.text, scope, mood=Mood(),
                             recall_top_k=cfg.recall_top_k, over_fetch_multiplier=cfg.over_fetch_multiplier)
     except (ValueError, ImportError) as exc:
@@ -103,10 +111,11 @@ def print_diff(out: dict, file=None) -> None:
     file = file or sys.stdout
     print(f"query {out['query']!r} in {out['scope'] or 'every scope'}", file=file)
     print(f"A: {out['from']['label']}\nB: {out['to']['label']}", file=file)
+    n = out.get("shown", 10)
     for stage, s in out["stages"].items():
         if s["entered"] or s["left"]:
-            print(f"  {stage:<9} entered: {', '.join(s['entered']) or '-'}   left: {', '.join(s['left']) or '-'}",
-                  file=file)
+            print(f"  {stage:<9} entered the top {n}: {', '.join(s['entered']) or '-'}   left the top {n}: "
+                  f"{', '.join(s['left']) or '-'}", file=file)
     for d in out["displaced"]:
         print(f"{d['id']} left the top {out['k']} (was #{d['rank_a']}): {d['why']}", file=file)
         for y in d["displaced_by"]:

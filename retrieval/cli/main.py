@@ -15,7 +15,7 @@ from retrieval.cli.cases import add_case_commands
 from retrieval.cli.gate import (TRACEBACK_ENV, GateParser, admit, audited, failure_line, scrubbed_output, stamp,
                                 writer)
 from retrieval.cli.judge import add_judge_commands
-from retrieval.cli.history import AS_OF_HELP, add_history_commands, as_of_arg
+from retrieval.cli.history import AS_OF_HELP, add_history_commands, as_of_arg, default_scope
 from retrieval.cli.store import add_store_commands, add_store_flags, embedder_help, report_bad_lines
 from retrieval.eval.clock import CLOCK_HELP, clock_arg
 from retrieval.pipeline.config import PipelineConfig, generator_fields, reranker_fields
@@ -123,23 +123,23 @@ def cmd_query(args) -> int:
         print(f"error: the store at {ws.store.display_uri} is empty; run `python -m retrieval build-demo` or "
               "`ingest` first", file=sys.stderr)
         return 2
-    scope = args.scope
-    if scope is None and not args.all_scopes:
-        scopes = ws.store.scopes()
-        scope = scopes[0] if scopes else None
-        if scope is not None:
-            print(f"scope: {scope} (the first in the store; pass --scope or --all-scopes)")
     try:
         cfg = config_from_args(args, calibrated_knobs(ws.store, args.preset))
         retriever = build_retriever(WorkspaceAsOf(ws, args.as_of), cfg)  # as_of None: the live store
     except (ValueError, ImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    scope = args.scope
+    if scope is None and not args.all_scopes:
+        scope, where = default_scope(retriever)  # of the version read, as a store built to that state
+        if scope is not None and not args.json:
+            print(f"scope: {scope} (the first in {where}; pass --scope or --all-scopes)")
     result = retriever.retrieve(args.text, mood=Mood(cfg.valence, cfg.arousal, cfg.dominance), scope=scope,
                                 recall_top_k=cfg.recall_top_k, over_fetch_multiplier=cfg.over_fetch_multiplier)
     d = result.diagnostics
     if args.json:
-        print(json.dumps({"final": [{"id": t.id, "score": t.retrieval_score, "content": t.content}
+        print(json.dumps({"scope": str(scope) if scope is not None else None,
+                          "final": [{"id": t.id, "score": t.retrieval_score, "content": t.content}
                                     for t in result.traces], "stage_ids": d.stage_ids,
                           "escalations": d.escalations, "timings_ms": d.timings_ms, "hyde": d.hyde,
                           "adaptive": d.adaptive,
@@ -147,7 +147,7 @@ def cmd_query(args) -> int:
         return 0
     print(f"query: {args.text!r}   preset: {args.preset}   {retriever!r}")
     if retriever.as_of_state is not None:
-        print(retriever.as_of_state.banner)
+        print(retriever.as_of_state.banner_for([str(scope)] if scope is not None else None))
     if d.hyde:
         print(f"HyDE hypothesis: {d.hyde}")
     if d.multi_query:

@@ -16,6 +16,7 @@ from retrieval.pipeline.search import bm25_reader
 
 FACT_PREFIX = "fact-graph:"
 IDF_EPS = 1e-9
+SHOWN = 10  # ids of each stage list the Changes view and `diff-versions` print; entered/left are over these
 
 
 def diff_versions(then: Any, now: Any, query: str, scope: Any = None, **retrieve_kw: Any) -> dict:
@@ -27,7 +28,8 @@ def diff_versions(then: Any, now: Any, query: str, scope: Any = None, **retrieve
 
 def diff_results(then: Any, now: Any, res_a: Any, res_b: Any, query: str, scope: Any = None) -> dict:
     """The Changes of two results of one query (JSON-ready)."""
-    stages = {s: _stage(list(res_a.diagnostics.stage_ids[s]), list(res_b.diagnostics.stage_ids[s])) for s in STAGES}
+    stages = {s: _stage(list(res_a.diagnostics.stage_ids[s]), list(res_b.diagnostics.stage_ids[s]), SHOWN)
+              for s in STAGES}
     for s in STAGES:
         stages[s]["scores_a"] = _scores(res_a.diagnostics.stage_scores.get(s, {}), stages[s]["a"])
         stages[s]["scores_b"] = _scores(res_b.diagnostics.stage_scores.get(s, {}), stages[s]["b"])
@@ -44,13 +46,17 @@ def diff_results(then: Any, now: Any, res_a: Any, res_b: Any, query: str, scope:
                           "displaced_by": [{"id": y, "rank_b": final_b.index(y) + 1, "rank_a": _rank(y, final_a),
                                             "reasons": ctx.why_entered(y)} for y in above]})
     return {"query": query, "scope": str(scope) if scope is not None else None,
-            "from": _state(then), "to": _state(now), "k": len(final_a) or len(final_b),
+            "from": _state(then), "to": _state(now), "k": len(final_a) or len(final_b), "shown": SHOWN,
             "stages": stages, "displaced": displaced, "idf": idf,
             "facts": fact_changes(res_a.diagnostics.facts, getattr(now, "fact_store", None), scope)}
 
 
-def _stage(a: list[str], b: list[str]) -> dict:
-    return {"a": a, "b": b, "entered": [i for i in b if i not in a], "left": [i for i in a if i not in b]}
+def _stage(a: list[str], b: list[str], shown: int) -> dict:
+    """A stage's lists at A and B, and what entered and left its top `shown` — the lists a reader sees printed,
+    so "left" names exactly the ids visible at A that are not visible at B (dropped below, or gone)."""
+    top_a, top_b = a[:shown], b[:shown]
+    return {"a": a, "b": b, "entered": [i for i in top_b if i not in top_a],
+            "left": [i for i in top_a if i not in top_b]}
 
 
 def _scores(scores: Any, ids: list[str]) -> dict[str, float]:
@@ -167,7 +173,10 @@ class _Context:
             terms = self.res_b.diagnostics.explain(tid).bm25_terms or {}
         except (KeyError, ValueError):
             return []
-        return [m["sentence"] for m in self.idf if terms.get(m["term"], 0.0) > 0]
+        moved = [m["term"] for m in self.idf if terms.get(m["term"], 0.0) > 0]
+        if not moved:
+            return []  # each idf move is told once, in the diff's `idf` sentences; a reason names its terms
+        return ["the BM25 idf of " + ", ".join(f"'{t}'" for t in moved) + " moved (why: below)"]
 
 
 def fact_changes(facts: Any, live_facts: Any, scope: Any) -> list[dict]:

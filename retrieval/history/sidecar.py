@@ -47,9 +47,11 @@ def active_rows(tbl: Any) -> dict[str, Row]:
                                                  data["scope_id"].to_pylist())))
 
 
-def diffed(idx: BM25Index, saved_version: int, view: Any) -> tuple[BM25Index, str] | None:
-    """`idx` (the sidecar's index at `saved_version`) moved to the version `view` (an AsOfStore) reads;
-    None when that version is no longer stored or the table is not native."""
+def diffed(idx: BM25Index, saved_version: int, view: Any) -> tuple[BM25Index, str, dict[str, tuple[int, int]]] | None:
+    """`idx` (the sidecar's index at `saved_version`) moved to the version `view` (an AsOfStore) reads, where
+    it came from, and per scope label how many documents were (re)added and removed to get there (a visitor
+    limited to some scopes is told only about theirs); None when that version is no longer stored or the
+    table is not native."""
     if not view.columns.native or saved_version not in dict(list_versions(view.table())):
         return None
     other = view.db.open_table(view.table_name)
@@ -59,4 +61,9 @@ def diffed(idx: BM25Index, saved_version: int, view: Any) -> tuple[BM25Index, st
     adds = [(i, row[0] or "", Scope(row[1], row[2])) for i, row in then.items() if saved.get(i) != row]
     idx.remove_documents(removes)
     idx.add_documents(adds)
-    return idx, f"the sidecar of version {saved_version}, {len(adds)} added and {len(removes)} removed"
+    moved: dict[str, list[int]] = {}
+    for _, _, scope in adds:
+        moved.setdefault(str(scope), [0, 0])[0] += 1
+    for i in removes:
+        moved.setdefault(str(Scope(saved[i][1], saved[i][2])), [0, 0])[1] += 1
+    return idx, f"the sidecar of version {saved_version}", {k: (a, r) for k, (a, r) in sorted(moved.items())}

@@ -13,8 +13,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,9 @@ AsOf = int | str | datetime
 Progress = Callable[[int, int], None]
 CACHED_VERSIONS = 4  # traces + BM25 of this many versions stay open (each about the size of the live index)
 
-_cache: OrderedDict[tuple, tuple[AsOfStore, Any, str]] = OrderedDict()
+Moved = Mapping[str, tuple[int, int]]  # scope label -> (documents added, removed) to move the sidecar
+Sparse = tuple[Any, str, Moved | None]
+_cache: OrderedDict[tuple, tuple[AsOfStore, Sparse]] = OrderedDict()
 _cache_lock = threading.Lock()
 _building: dict[tuple, threading.Lock] = {}
 _fact_views: dict[tuple, AsOfFactStore] = {}
@@ -45,7 +47,22 @@ class AsOfView:
     store: AsOfStore
     bm25: Any
     facts: AsOfFactStore | None
-    bm25_source: str  # "sidecar" (built from this version) | "the sidecar of version …, n added …" | "rebuilt" | "fts"
+    bm25_from: str  # "sidecar" (built from this version) | "the sidecar of version …" | "rebuilt" | "fts"
+    moved: Moved | None = field(default=None)  # per scope, what moved the sidecar of another version to this one
+
+    @property
+    def bm25_source(self) -> str:
+        """Where this version's BM25 came from, with the whole table's counts (the operator's view)."""
+        return self.source()
+
+    def source(self, scopes: Collection[str] | None = None) -> str:
+        """Where BM25 came from; the documents added and removed counted over `scopes` (labels) only, every
+        scope when None: a visitor limited to some scopes is never told how many rows other scopes moved."""
+        if self.moved is None:
+            return self.bm25_from
+        counts = [v for k, v in self.moved.items() if scopes is None or k in scopes]
+        added, removed = sum(a for a, _ in counts), sum(r for _, r in counts)
+        return f"{self.bm25_from}, {added} added and {removed} removed"
 
     def status(self) -> dict:
         """What `status --as-of` prints: the state's version, its rows, BM25 and facts then."""
@@ -59,9 +76,13 @@ class AsOfView:
 
     @property
     def banner(self) -> str:
-        """One plain sentence saying which state is shown."""
+        """One plain sentence saying which state is shown (every scope's counts)."""
+        return self.banner_for(None)
+
+    def banner_for(self, scopes: Collection[str] | None) -> str:
+        """The banner for a reader of `scopes` (labels; None: every scope): counts of those scopes only."""
         head = "the newest state" if self.pinned.latest else "an earlier state"
-        return f"Showing {head}: {self.pinned.label}; BM25 statistics of that version ({self.bm25_source})."
+        return f"Showing {head}: {self.pinned.label}; BM25 statistics of that version ({self.source(scopes)})."
 
 
 def pin(store: Any, as_of: AsOf) -> Pinned:
@@ -79,9 +100,10 @@ def open_as_of(store: Any, facts: Any, as_of: AsOf, *, sparse: str = "bm25", sid
     analyser the store recorded at that version (a bare retriever whose index uses its own)."""
     pinned = pin(store, as_of)
     key = (store.uri, store.table_name, pinned.version, sparse, analyzer, getattr(store.embedder, "name", None))
-    view_store, index, source = _cached(key, lambda: _build(store, pinned, sparse, sidecar, analyzer, progress))
+    view_store, (index, source, moved) = _cached(key, lambda: _build(store, pinned, sparse, sidecar, analyzer,
+                                                                     progress))
     fact_view = _facts_at(facts, facts_cut(pinned)) if facts is not None else None
-    return AsOfView(pinned, view_store, index, fact_view, source)
+    return AsOfView(pinned, view_store, index, fact_view, source, moved)
 
 
 def _facts_at(facts: Any, cut: datetime | None) -> AsOfFactStore:
@@ -99,7 +121,7 @@ def _facts_at(facts: Any, cut: datetime | None) -> AsOfFactStore:
     return hit
 
 
-def _cached(key: tuple, build: Callable[[], tuple[AsOfStore, Any, str]]) -> tuple[AsOfStore, Any, str]:
+def _cached(key: tuple, build: Callable[[], tuple[AsOfStore, Sparse]]) -> tuple[AsOfStore, Sparse]:
     """The cached parts for `key`, built once (a build holds only its own key's lock: other versions and
     cache hits go on meanwhile)."""
     with _cache_lock:
@@ -122,13 +144,13 @@ def _cached(key: tuple, build: Callable[[], tuple[AsOfStore, Any, str]]) -> tupl
 
 
 def _build(store: Any, pinned: Pinned, sparse: str, sidecar: Path | None, analyzer: str | None,
-           progress: Progress | None) -> tuple[AsOfStore, Any, str]:
+           progress: Progress | None) -> tuple[AsOfStore, Sparse]:
     view_store = AsOfStore(store, pinned)
-    return (view_store, *_sparse_for(view_store, sparse, sidecar, analyzer, progress))
+    return view_store, _sparse_for(view_store, sparse, sidecar, analyzer, progress)
 
 
 def _sparse_for(view: AsOfStore, sparse: str, sidecar: Path | None, analyzer: str | None,
-                progress: Progress | None) -> tuple[Any, str]:
+                progress: Progress | None) -> Sparse:
     ident = view.identity()
     name = analyzer or (ident.analyzer if ident is not None else view.new_analyzer)
     if sparse == "fts":
@@ -137,19 +159,19 @@ def _sparse_for(view: AsOfStore, sparse: str, sidecar: Path | None, analyzer: st
         fts = LanceFtsSparse(view, name)
         try:
             fts.ensure_index(view.table())  # read-only: only checks that this version has the index
-            return fts, "fts"
+            return fts, "fts", None
         except ValueError:  # the index was made after this version: that version's rows, in memory
-            return build_bm25(view, name, progress), "rebuilt (no full-text index at that version)"
+            return build_bm25(view, name, progress), "rebuilt (no full-text index at that version)", None
     loaded = load_sidecar(sidecar, view.table_name, name)
     if loaded is not None:
         idx, saved_version = loaded
         idx.statistics = statistics_of(view)  # as open_sparse does: the statistics the store recorded then
         if saved_version == view.pinned.version:
-            return idx, "sidecar"
+            return idx, "sidecar", None
         moved = diffed(idx, saved_version, view)
         if moved is not None:
             return moved
-    return build_bm25(view, name, progress), "rebuilt"
+    return build_bm25(view, name, progress), "rebuilt", None
 
 
 def clear_cache() -> None:

@@ -86,8 +86,15 @@ def build_retriever(ws, cfg: PipelineConfig, models: Models | None = None, acces
         default_dense_weight=cfg.dense_weight, default_sparse_weight=cfg.sparse_weight, default_rrf_k=cfg.rrf_k,
         fusion=cfg.fusion, normalization=cfg.normalization, adaptive=cfg.adaptive,
         adaptive_strengths=learned_strengths(ws.store),  # used only when `adaptive` is on (now or after a re-fusion)
-        bm25_statistics="scope" if access is not None and access.limited else None,
+        bm25_statistics=visitor_statistics(access),
     )
+
+
+def visitor_statistics(access=None) -> str | None:
+    """The BM25 statistics a visitor's reads use: `scope` for a visitor limited to some scopes (nothing of other
+    scopes may show in a score, an idf or an explanation), else None (the store's setting). The one rule: every
+    retriever made for a visitor — a search, the Changes view's two versions — takes it from here."""
+    return "scope" if access is not None and access.limited else None
 
 
 def learned_strengths(store: Any) -> tuple[float, ...] | None:

@@ -1,0 +1,95 @@
+"""Issue 32, items 1 and 2: what a visitor limited to `user:maya` is told about versions uses only their scope.
+
+S has three users; S′ is S with every scope but maya's removed (tests/nonint.py builds both, same versions).
+The Changes view's idf sentences and the As-of banner must read the same on both.
+"""
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+import ui.access
+from apphelpers import open_page
+from retrieval.models import HashingEmbedder
+from retrieval.store.versions import create_tag, list_versions
+from retrieval.workspace import Workspace
+from nonint import AS_OF, POLICY, QUERY, VISITOR, build, fixed_clock, normalise
+
+TIMEOUT = 120
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory):
+    root = tmp_path_factory.mktemp("visitor_views")
+    out = {"t0": datetime.now(UTC)}
+    for name, only in (("S", False), ("S'", True)):
+        assert build(str(root / name), "store", only) == AS_OF
+        out[name] = str(root / name)
+        tbl = Workspace(out[name], embedder=HashingEmbedder(384)).store.table()
+        create_tag(tbl, "release-1", AS_OF)  # a tag: no new version
+    return out
+
+
+@pytest.fixture
+def maya(monkeypatch, tmp_path):
+    policy = tmp_path / "access.toml"
+    policy.write_text(POLICY)
+    for k in ("RETRIEVAL_MODE", "RETRIEVAL_ALLOW_GRADING", "RETRIEVAL_AUTH_HEADER"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("RETRIEVAL_EMBEDDER", "hashing")
+    monkeypatch.setenv("RETRIEVAL_AUTH", "proxy")
+    monkeypatch.setenv("RETRIEVAL_POLICY", str(policy))
+    monkeypatch.setattr(ui.access, "request_headers", lambda: {"X-Forwarded-Email": VISITOR})
+    monkeypatch.setattr("retrieval.store.memory.utcnow", fixed_clock)
+    return monkeypatch
+
+
+def inspect(maya, db: str, changes: bool):
+    maya.setenv("RETRIEVAL_DB", db)
+    at = open_page("pages/2_Inspect.py", TIMEOUT, i_q=QUERY, i_scope="user:maya", asof=str(AS_OF))
+    assert not at.exception, at.exception
+    if changes:
+        at.toggle(key="i_chg_on").set_value(True).run()
+        assert not at.exception, at.exception
+    return at
+
+
+def test_changes_explains_idf_with_the_visitors_statistics(stores, maya):
+    """Item 1: on a store set to `statistics store`, S said "31 more trace(s) contain it" (30 are priya's)."""
+    said = {}
+    for name in ("S", "S'"):
+        at = inspect(maya, stores[name], changes=True)
+        said[name] = [c.value.replace("\\", "") for c in at.caption if c.value.startswith("BM25 idf of")]
+    assert said["S"] == said["S'"]
+    assert said["S'"] and all(s.endswith("because 1 more trace(s) contain it") for s in said["S'"])
+    assert {s.split("'")[1] for s in said["S'"]} == {"wash", "machin", "error"}  # english-stem
+
+
+def test_the_as_of_banner_counts_only_the_visitors_scope(stores, maya):
+    """Item 2: S's banner said "16 added and 31 removed" (tomas's and priya's rows) to a visitor of maya's."""
+    banners = {}
+    window = (stores["t0"], datetime.now(UTC))  # the commit time differs: S and S′ were written seconds apart
+    for name in ("S", "S'"):
+        at = inspect(maya, stores[name], changes=False)
+        banners[name] = [normalise(i.value, window) for i in at.info if i.value.startswith("Showing an earlier")]
+    assert banners["S"] == banners["S'"] and len(banners["S'"]) == 1
+    assert f"the sidecar of version {AS_OF + 2}, 0 added and 1 removed" in banners["S'"][0]
+
+
+def test_the_changes_view_tells_each_idf_move_once_and_names_versions(stores, maya):
+    """Item 15: every idf sentence was shown twice; the version pickers showed bare numbers."""
+    at = inspect(maya, stores["S'"], changes=True)
+    shown = [m.value for m in at.markdown] + [c.value for c in at.caption]
+    for term in ("wash", "machin", "error"):
+        assert sum(f"BM25 idf of \\'{term}\\' moved from" in t or f"BM25 idf of '{term}' moved from" in t
+                   for t in shown) == 1, term
+    assert any("the BM25 idf of 'wash', 'machin', 'error' moved \\(why: below\\)" in t.replace("\\'", "'")
+               for t in shown)
+    times = dict(list_versions(Workspace(stores["S'"], embedder=HashingEmbedder(384)).store.table()))
+    want = [f"v{v} · release-1 · {t:%Y-%m-%d %H:%M} UTC" if v == AS_OF else f"v{v} · {t:%Y-%m-%d %H:%M} UTC"
+            for v, t in sorted(times.items(), reverse=True)]
+    assert at.selectbox(key="i_chg_a").options == want == at.selectbox(key="i_chg_b").options
+    assert at.selectbox(key="i_chg_a").value == AS_OF
+    at.sidebar.radio(key="i_asof_mode").set_value("version").run()
+    assert at.selectbox(key="i_asof_version").options == want
