@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from retrieval.judgments.fresh import current_hashes
 from retrieval.judgments.model import content_hash
 from retrieval.judgments.queue import judging_queue, next_open
 from retrieval.judgments.raters import item_key
@@ -79,8 +80,9 @@ def team_sections(case) -> None:
     """Everything a team lead reads beside the queue (none of it names a configuration)."""
     found = js.case_judgments(case)
     hashed = sorted({j.trace_id for j in found if j.content_hash})
-    texts = {t.id: t.content for t in ws.store.get(hashed)} if hashed else {}
-    hashes = {i: content_hash(t) for i, t in texts.items()}
+    traces = ws.store.get(hashed) if hashed else []
+    texts = {t.id: t.content for t in traces}
+    hashes = current_hashes(found, lambda _ids: traces)  # the one rule for stale (retrieval.judgments.fresh)
     queue = st.session_state.get(f"{P}queue") if st.session_state.get(f"{P}active") else None
     pol = js.policy(case.name)
     st.caption(f"Metrics of this case use {plain(pol.describe())}, k = {pol.k}; \"can't rate\" and stale grades "
@@ -99,7 +101,7 @@ def team_sections(case) -> None:
     with st.expander("Bulk clear", key=f"{P}x_clear"):
         clear_view(js, found, hashes, acc, not can_grade)
     with st.expander("Export and import ratings", key=f"{P}x_exchange"):
-        exchange_view(js, case, lambda ids: [t.id for t in ws.store.get(ids)], acc, not can_grade)
+        exchange_view(js, case, lambda ids: [t.id for t in ws.store.get(ids)], acc, not can_grade, hashes)
 
 
 def page() -> None:

@@ -117,11 +117,10 @@ def query_grades(js: JudgmentStore, scope: Scope | None, query: str, hashes: dic
 def case_qrels(js: JudgmentStore, get_traces, case) -> tuple[dict[str, dict[str, int]], CasePolicy]:
     """(the case's qrels as its policy combines its raters, stale grades left out; the policy). `get_traces(ids)`
     is the trace store's `get` (the current texts decide what is stale)."""
-    from retrieval.judgments.model import content_hash
+    from retrieval.judgments.fresh import current_hashes
 
     pol = js.policy(case.name)
-    hashed = sorted({j.trace_id for j in js.case_judgments(case) if j.content_hash})
-    hashes = {t.id: content_hash(t.content) for t in get_traces(hashed)} if hashed else {}
+    hashes = current_hashes(js.case_judgments(case), get_traces)
     return js.qrels(case, policy=pol, hashes=hashes), pol
 
 

@@ -225,13 +225,15 @@ def holes_view(queue: list[QueueItem], judgments: list[Judgment], hashes: dict[s
                      key=f"{P}holes")
 
 
-def exchange_view(js: JudgmentStore, case: Case, known, access: Access | None, disabled: bool) -> None:
-    """Downloads (TREC qrels per rater or combined, CSV, JSONL) and an import that maps raters back."""
+def exchange_view(js: JudgmentStore, case: Case, known, access: Access | None, disabled: bool,
+                  hashes: dict[str, str] | None = None) -> None:
+    """Downloads (TREC qrels per rater or combined, stale grades left out against `hashes`; CSV, JSONL) and an
+    import that maps raters back."""
     raters = sorted({j.who for j in js.case_judgments(case)})
     c1, c2 = st.columns(2)
     who = c1.selectbox("TREC qrels of", ["combined (the case's policy)"] + raters, key=f"{P}exp_who")
     rater = None if who.startswith("combined") else who
-    c1.download_button("Download TREC qrels", export_ratings(js, case, "trec", rater), key=f"{P}exp_trec",
+    c1.download_button("Download TREC qrels", export_ratings(js, case, "trec", rater, hashes), key=f"{P}exp_trec",
                        file_name=f"{case.name}-{rater or 'combined'}.qrels", on_click="ignore")
     c2.download_button("Download every rating (JSONL)", export_ratings(js, case, "jsonl"), key=f"{P}exp_jsonl",
                        file_name=f"{case.name}-ratings.jsonl", on_click="ignore")

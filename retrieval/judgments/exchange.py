@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from retrieval.judgments.io import FORMULA_START, LineError, spreadsheet_csv
 from retrieval.judgments.model import (CANT_RATE, GRADERS, Case, Judgment, check_grade, check_rater, query_key,
                                        scope_text)
-from retrieval.judgments.raters import combined_grades
+from retrieval.judgments.raters import combined_grades, usable
 from retrieval.judgments.store import JudgmentStore
 
 if TYPE_CHECKING:
@@ -59,19 +59,22 @@ def rating_rows(case: Case, judgments: Iterable[Judgment], rater: str | None = N
     return sorted(rows, key=lambda r: (order[r["qid"]], r["trace_id"], r["rater"]))
 
 
-def export_ratings(js: JudgmentStore, case: Case | str, fmt: str, rater: str | None = None) -> str:
+def export_ratings(js: JudgmentStore, case: Case | str, fmt: str, rater: str | None = None,
+                   hashes: Mapping[str, str] | None = None) -> str:
     """The case's ratings as text. `trec`: one rater's grades (`rater`), or with `rater=None` the grades the
-    case's policy combines; `csv` / `jsonl`: every rater's rows (or `rater`'s)."""
+    case's policy combines — stale grades left out, as everywhere (`fresh`; against `hashes`, else the store's
+    traces now); `csv` / `jsonl`: every rater's rows (or `rater`'s), stale ones too, each with its content hash."""
     case = js.case(case) if isinstance(case, str) else case
     if fmt not in FORMATS:
         raise ValueError(f"export format {fmt!r} is unknown; use one of {', '.join(FORMATS)}")
     judgments = js.case_judgments(case)
     if fmt == "trec":
+        hashes = js.hashes_now(judgments) if hashes is None else hashes
         if rater:
-            mine = [j for j in judgments if j.who == rater and not j.cant_rate]
+            mine = [j for j in usable(judgments, hashes) if j.who == rater]
             grades = {(scope_text(j.scope), query_key(j.query), j.trace_id): j.grade for j in mine}
         else:
-            grades = combined_grades(judgments, js.policy(case.name))
+            grades = combined_grades(judgments, js.policy(case.name), hashes)
         return "".join(f"{q.qid} 0 {t} {g}\n" for q in case.queries for (s, qk, t), g in sorted(grades.items())
                        if (s, qk) == (scope_text(q.scope), query_key(q.query)))
     rows = rating_rows(case, judgments, rater)

@@ -163,14 +163,16 @@ class JudgmentStore(Tables):
     def qrels(self, case: Case | str, grader: str = "human", policy: CasePolicy | None = None,
               hashes: Mapping[str, str] | None = None) -> dict[str, dict[str, int]]:
         """{qid: {trace id: grade}} for the case's queries as its policy (or `policy`) combines the raters
-        (queries without a grade are absent). `grader="machine"`: the machine's grades alone. With `hashes`
-        (trace id -> content hash now) a stale grade is not a grade."""
+        (queries without a grade are absent). `grader="machine"`: the machine's grades alone. A stale grade is
+        not a grade (`fresh`, the one rule): against `hashes` (trace id -> content hash now) when the caller knows
+        them (a snapshot as of a version), else against the store's traces now."""
         case = self.case(case) if isinstance(case, str) else case
         check_grader(grader)
         if grader == "machine":
             policy = CasePolicy("rater", "machine", calibration={"grader": "machine"})
         policy = policy or self.policy(case.name)
-        combined = combined_grades(self.case_judgments(case), policy, hashes)
+        found = self.case_judgments(case)
+        combined = combined_grades(found, policy, self.hashes_now(found) if hashes is None else hashes)
         by_query: dict[tuple[str, str], dict[str, int]] = {}
         for (scope, qk, tid), g in combined.items():
             by_query.setdefault((scope, qk), {})[tid] = g
@@ -180,6 +182,12 @@ class JudgmentStore(Tables):
             if got:
                 out[q.qid] = dict(sorted(got.items()))
         return out
+
+    def hashes_now(self, judgments: Iterable[Judgment]) -> dict[str, str]:
+        """{trace id: content hash now} of the graded traces, read from this store's traces table (`fresh`)."""
+        from retrieval.judgments.fresh import current_hashes, traces_now
+
+        return current_hashes(judgments, traces_now(self.uri, self.storage_options))
 
     # ------------------------------------------------------------------ case policy
     def policy(self, name: str) -> CasePolicy:
