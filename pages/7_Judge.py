@@ -101,7 +101,7 @@ def team_sections(case) -> None:
     with st.expander("Bulk clear", key=f"{P}x_clear"):
         clear_view(js, found, hashes, acc, not can_grade)
     with st.expander("Export and import ratings", key=f"{P}x_exchange"):
-        exchange_view(js, case, lambda ids: [t.id for t in ws.store.get(ids)], acc, not can_grade, hashes)
+        exchange_view(js, case, lambda ids: [t.id for t in ws.store.get(ids)], acc, not can_grade, hashes, rater)
 
 
 def page() -> None:

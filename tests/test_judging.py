@@ -154,7 +154,7 @@ def test_policy_k_and_machine_after_calibration(tmp_path):
     js = JudgmentStore(str(tmp_path / "db"))
     js.save_case(Case("c", (CaseQuery("q1", Q, U1),)))
     js.add_judgments([rated("alice", "a", 3), rated("machine", "b", 3, grader="machine"),
-                      rated("implicit", "c", 2, grader="machine")])  # logged feedback: never the LLM judge
+                      rated("implicit", "c", 2, grader="implicit")])  # logged feedback: never the LLM judge
     assert js.qrels("c") == {"q1": {"a": 3}}  # the machine is off until calibrated
     assert js.grades(U1, Q, "alice") == {"human": {"a": 3}, "machine": {"b": 3}}
     cal = {"rows": calibration(js.case_judgments("c"))}
@@ -272,8 +272,8 @@ def test_old_judgments_table_loads_and_gains_the_new_columns(tmp_path):
     js = JudgmentStore(uri)
     [j] = js.judgments()
     assert (j.who, j.content_hash, j.created_at, j.stale("anything")) == ("human", "", 5.0, False)
-    assert js.grades(U1, Q)["human"] == {"inv": 2}
-    js.set_grade(U1, Q, "inv", 3)  # the same row (old key), now with the new columns
+    assert js.grades(U1, Q, "human")["human"] == {"inv": 2}
+    js.set_grade(U1, Q, "inv", 3, rater="human")  # the same row (old key), now with the new columns
     js.set_grade(U1, Q, "inv", 1, rater="alice", content_hash="h")
     again = JudgmentStore(uri)
     assert {j.who: j.grade for j in again.judgments()} == {"human": 3, "alice": 1}

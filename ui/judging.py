@@ -14,6 +14,7 @@ from retrieval.access import Access
 from retrieval.judgments import SCALES, JudgmentStore
 from retrieval.judgments.agreement import calibration, case_agreement
 from retrieval.judgments.exchange import export_ratings, import_ratings
+from retrieval.judgments.identity import signed_in, writer
 from retrieval.judgments.model import CANT_RATE, Case, Judgment, content_hash
 from retrieval.judgments.queue import QueueItem, next_open, progress
 from retrieval.judgments.raters import POLICIES, CasePolicy, item_key, usable
@@ -167,8 +168,10 @@ def policy_form(js: JudgmentStore, case: Case, judgments: list[Judgment], hashes
 def stale_view(js: JudgmentStore, case: Case, judgments: list[Judgment], hashes: dict[str, str],
                texts: dict[str, str], access: Access | None, disabled: bool) -> None:
     """Grades whose trace was edited after grading: keep them (they hold for the new text) or clear them (the
-    items go back to the raters' queues)."""
+    items go back to the raters' queues). Signed in, "keep" keeps your own grades only: nobody vouches for another
+    rater's grade (`identity`)."""
     stale = [j for j in judgments if j.stale(hashes.get(j.trace_id))]
+    mine = [j for j in stale if not signed_in(access) or (j.grader == "human" and j.who == writer(access))]
     if not stale:
         st.caption("No stale grade: every graded text is unchanged (grades made before hashes were kept count as "
                    "unknown, never stale).")
@@ -178,10 +181,11 @@ def stale_view(js: JudgmentStore, case: Case, judgments: list[Judgment], hashes:
     st.dataframe([{"rater": j.who, "query": j.query, "trace": j.trace_id, "grade": j.grade} for j in stale],
                  hide_index=True, key=f"{P}stale")
     c1, c2 = st.columns(2)
-    if c1.button("Keep all (they hold for the new text)", key=f"{P}keep_all", disabled=disabled):
+    label = f"Keep {'your own' if signed_in(access) else 'all'} (they hold for the new text)"
+    if c1.button(label, key=f"{P}keep_all", disabled=disabled or not mine):
         kept = [Judgment(j.scope, j.query, j.trace_id, j.grade, j.grader, j.source, 0.0, j.who,
                          content_hash(texts[j.trace_id]), j.note, j.prompt_version, j.created_at)
-                for j in stale if j.trace_id in texts]
+                for j in mine if j.trace_id in texts]
         _write(lambda: js.add_judgments(kept, case.scale, access=access), f"kept {len(kept)} grade(s)")
     if c2.button("Clear them for re-grading", key=f"{P}regrade_all", disabled=disabled):
         _write(lambda: js.clear_judgments(stale, access=access), f"cleared {len(stale)} stale grade(s)")
@@ -226,7 +230,7 @@ def holes_view(queue: list[QueueItem], judgments: list[Judgment], hashes: dict[s
 
 
 def exchange_view(js: JudgmentStore, case: Case, known, access: Access | None, disabled: bool,
-                  hashes: dict[str, str] | None = None) -> None:
+                  hashes: dict[str, str] | None = None, rater: str = "") -> None:
     """Downloads (TREC qrels per rater or combined, stale grades left out against `hashes`; CSV, JSONL) and an
     import that maps raters back."""
     raters = sorted({j.who for j in js.case_judgments(case)})
@@ -243,10 +247,12 @@ def exchange_view(js: JudgmentStore, case: Case, known, access: Access | None, d
                           disabled=disabled)
     if up is not None and st.button("Import", key=f"{P}imp_go", disabled=disabled):
         try:
-            rep = import_ratings(js, case, up.getvalue(), up.name, known_ids=known, access=access)
+            rep = import_ratings(js, case, up.getvalue(), up.name, known_ids=known, access=access, rater=rater)
         except REFUSALS as exc:
             st.error(plain(exc))
             return
         st.success(f"{rep.imported} rating(s) of {', '.join(map(plain, rep.raters)) or 'nobody'} imported")
+        for note in rep.notes:
+            st.info(plain(note))
         for e in rep.errors[:20]:
             st.warning(plain(e))
