@@ -11,7 +11,8 @@ import streamlit as st
 
 from retrieval.judgments.fresh import current_hashes
 from retrieval.judgments.model import content_hash
-from retrieval.judgments.queue import judging_queue, next_open
+from retrieval.judgments.agreement import MIN_SHARED
+from retrieval.judgments.queue import OVERLAP, judging_queue, next_open
 from retrieval.judgments.raters import item_key
 from retrieval.judgments.store import JudgmentStoreError, may_grade
 from ui.access import page_guard
@@ -47,8 +48,11 @@ def setup(case) -> None:
                             help="Each query's results in the top k of any of these snapshots are judged, once each. "
                                  "Once judging starts, which snapshot found what is hidden.")
     k = st.number_input("k (pool depth per snapshot)", 1, 100, js.policy(case.name).k, key=f"{P}pool_k")
+    overlap = st.number_input("Shared items first", 0, 1000, OVERLAP, key=f"{P}pool_overlap",
+                              help="The same items for every rater, at the start of each queue, so the team's "
+                                   f"agreement rests on items graded in common (shown from {MIN_SHARED} on).")
     if st.button("Start judging", key=f"{P}start", type="primary", disabled=not chosen):
-        st.session_state[f"{P}pool"] = (tuple(chosen), int(k))
+        st.session_state[f"{P}pool"] = (tuple(chosen), int(k), int(overlap))
         st.session_state[f"{P}active"] = True
         st.session_state.pop(f"{P}spec", None)
         st.rerun()
@@ -56,12 +60,12 @@ def setup(case) -> None:
 
 def build_queue(case) -> bool:
     """The queue, texts and this rater's ratings in the session (rebuilt when case, rater or pool change)."""
-    pool_ids, k = st.session_state[f"{P}pool"]
-    spec = (case.name, rater, pool_ids, k)
+    pool_ids, k, overlap = st.session_state[f"{P}pool"]
+    spec = (case.name, rater, pool_ids, k, overlap)
     if st.session_state.get(f"{P}spec") == spec:
         return True
     snaps = [js.snapshot(i) for i in pool_ids]
-    queue = [i for i in judging_queue(case, snaps, k, rater) if acc.sees(i.scope)]
+    queue = [i for i in judging_queue(case, snaps, k, rater, overlap) if acc.sees(i.scope)]
     if not queue:
         st.info("These snapshots hold no result for this case's queries.")
         return False

@@ -103,12 +103,12 @@ def test_case_agreement_counts_raters_pairs_and_calibration():
     js = [rated("alice", "a", 3), rated("bob", "a", 2), rated("alice", "b", 0), rated("bob", "b", 0),
           rated("alice", "c", 1), rated("carol", "c", CANT_RATE, note="foreign language"),
           rated("machine", "a", 3, grader="machine"), rated("machine", "b", 1, grader="machine")]
-    got = case_agreement(js)
+    got = case_agreement(js, minimum=1)  # the statistics themselves (the minimum: test_agreement_minimum.py)
     assert got["raters"] == ["alice", "bob"] and got["items"] == 3 and got["items_by_raters"] == {1: 1, 2: 2}
-    assert got["pairs"] == [{"rater_a": "alice", "rater_b": "bob", "n": 2, "agree": 1,
+    assert got["pairs"] == [{"rater_a": "alice", "rater_b": "bob", "n": 2, "agree": 1, "withheld": "",
                              "kappa": pytest.approx(cohen_kappa([3, 0], [2, 0], range(4), "quadratic"))}]
     assert got["alpha_ordinal"] == pytest.approx(krippendorff_alpha([[3, 2], [0, 0], [1]], "ordinal"))
-    cal = calibration(js)
+    cal = calibration(js, minimum=1)
     assert [(r["rater"], r["n"], r["agree"]) for r in cal] == [("alice", 2, 1), ("bob", 2, 0)]
     assert len(pairwise(js)) == 3
 

@@ -123,11 +123,14 @@ def agreement_view(judgments: list[Judgment], scale: str, hashes: dict[str, str]
                 f"{plain(spread)}")
     fmt = (lambda v: "—" if v is None else f"{round(v, 2) + 0.0:.2f}")  # + 0.0: never "-0.00"
     st.markdown(f"Krippendorff's alpha (ordinal) **{fmt(agg['alpha_ordinal'])}** · (interval) "
-                f"**{fmt(agg['alpha_interval'])}**")
+                f"**{fmt(agg['alpha_interval'])}** · over {agg['shared_items']} item(s) graded by more than one rater")
+    if agg["withheld"]:
+        st.warning(f"Agreement {agg['withheld']}.")
     weight = "quadratic-weighted " if scale == "graded" else ""
     for r in agg["pairs"]:
+        why = f" — {r['withheld']}" if r["withheld"] else ""
         st.markdown(f"- {plain(r['rater_a'])} × {plain(r['rater_b'])}: {weight}Cohen's kappa **{fmt(r['kappa'])}** "
-                    f"over {r['n']} items ({r['agree']} identical)")
+                    f"over {r['n']} items ({r['agree']} identical){why}")
     if not agg["pairs"]:
         st.caption("No two raters have graded the same item yet: agreement needs overlap.")
     st.caption("1 = full agreement, 0 = what chance gives, below 0 = systematic disagreement. Weighted statistics "
@@ -142,7 +145,8 @@ def policy_form(js: JudgmentStore, case: Case, judgments: list[Judgment], hashes
     st.markdown("**Machine rater calibration** (its agreement with each human rater on this case)")
     for r in cal:
         k = "—" if r["kappa"] is None else f"{round(r['kappa'], 2) + 0.0:.2f}"
-        st.markdown(f"- machine × {plain(r['rater'])}: kappa **{k}** over {r['n']} items ({r['agree']} identical)")
+        why = f" — {r['withheld']}" if r["withheld"] else ""
+        st.markdown(f"- machine × {plain(r['rater'])}: kappa **{k}** over {r['n']} items ({r['agree']} identical){why}")
     if not cal:
         st.caption("No item has both a machine and a human grade: machine grades cannot be used yet "
                    "(machine-grade a snapshot on the Snapshots page, then grade some of the same results).")
