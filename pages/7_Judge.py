@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from retrieval.judgments.fresh import current_hashes
 from retrieval.judgments.model import content_hash
-from retrieval.judgments.queue import judging_queue, next_open
+from retrieval.judgments.agreement import MIN_SHARED
+from retrieval.judgments.queue import OVERLAP, judging_queue, next_open
 from retrieval.judgments.raters import item_key
 from retrieval.judgments.store import JudgmentStoreError, may_grade
 from ui.access import page_guard
@@ -46,8 +48,11 @@ def setup(case) -> None:
                             help="Each query's results in the top k of any of these snapshots are judged, once each. "
                                  "Once judging starts, which snapshot found what is hidden.")
     k = st.number_input("k (pool depth per snapshot)", 1, 100, js.policy(case.name).k, key=f"{P}pool_k")
+    overlap = st.number_input("Shared items first", 0, 1000, OVERLAP, key=f"{P}pool_overlap",
+                              help="The same items for every rater, at the start of each queue, so the team's "
+                                   f"agreement rests on items graded in common (shown from {MIN_SHARED} on).")
     if st.button("Start judging", key=f"{P}start", type="primary", disabled=not chosen):
-        st.session_state[f"{P}pool"] = (tuple(chosen), int(k))
+        st.session_state[f"{P}pool"] = (tuple(chosen), int(k), int(overlap))
         st.session_state[f"{P}active"] = True
         st.session_state.pop(f"{P}spec", None)
         st.rerun()
@@ -55,12 +60,12 @@ def setup(case) -> None:
 
 def build_queue(case) -> bool:
     """The queue, texts and this rater's ratings in the session (rebuilt when case, rater or pool change)."""
-    pool_ids, k = st.session_state[f"{P}pool"]
-    spec = (case.name, rater, pool_ids, k)
+    pool_ids, k, overlap = st.session_state[f"{P}pool"]
+    spec = (case.name, rater, pool_ids, k, overlap)
     if st.session_state.get(f"{P}spec") == spec:
         return True
     snaps = [js.snapshot(i) for i in pool_ids]
-    queue = [i for i in judging_queue(case, snaps, k, rater) if acc.sees(i.scope)]
+    queue = [i for i in judging_queue(case, snaps, k, rater, overlap) if acc.sees(i.scope)]
     if not queue:
         st.info("These snapshots hold no result for this case's queries.")
         return False
@@ -79,8 +84,9 @@ def team_sections(case) -> None:
     """Everything a team lead reads beside the queue (none of it names a configuration)."""
     found = js.case_judgments(case)
     hashed = sorted({j.trace_id for j in found if j.content_hash})
-    texts = {t.id: t.content for t in ws.store.get(hashed)} if hashed else {}
-    hashes = {i: content_hash(t) for i, t in texts.items()}
+    traces = ws.store.get(hashed) if hashed else []
+    texts = {t.id: t.content for t in traces}
+    hashes = current_hashes(found, lambda _ids: traces)  # the one rule for stale (retrieval.judgments.fresh)
     queue = st.session_state.get(f"{P}queue") if st.session_state.get(f"{P}active") else None
     pol = js.policy(case.name)
     st.caption(f"Metrics of this case use {plain(pol.describe())}, k = {pol.k}; \"can't rate\" and stale grades "
@@ -99,7 +105,7 @@ def team_sections(case) -> None:
     with st.expander("Bulk clear", key=f"{P}x_clear"):
         clear_view(js, found, hashes, acc, not can_grade)
     with st.expander("Export and import ratings", key=f"{P}x_exchange"):
-        exchange_view(js, case, lambda ids: [t.id for t in ws.store.get(ids)], acc, not can_grade)
+        exchange_view(js, case, lambda ids: [t.id for t in ws.store.get(ids)], acc, not can_grade, hashes, rater)
 
 
 def page() -> None:

@@ -91,10 +91,10 @@ def test_a_note_on_a_query_is_saved_shown_to_the_next_session_and_rendered_as_te
     [b for b in at.button if b.label == "Save note"][0].click().run()
     assert not at.exception
     stored = query_note(JudgmentStore(demo_env), PRIYA, "  Lens REPAIR ticket ")  # matched as grades are
-    assert stored is not None and stored.text == HOSTILE and stored.author == "human"
+    assert stored is not None and stored.text == HOSTILE and stored.author == "local"
     again = inspect(q)  # a new session reads it from the store
     assert [t.value for t in again.text_area if t.label == "Note on this query"] == [HOSTILE]
-    assert any(c.startswith("Saved by human on ") for c in panel_captions(again))
+    assert any(c.startswith("Saved by local on ") for c in panel_captions(again))
     # Text, never Markdown: no element renders the note's markup.
     rendered = [m.value for m in again.markdown] + panel_captions(again) + [h.value for h in again.get("html")]
     assert not any("onerror" in r or "a link" in r for r in rendered)

@@ -132,7 +132,7 @@ def test_a_case_import_lists_another_scopes_ids_as_not_in_the_store(as_user):
     assert not at.exception, at.exception
     assert "Case writer-import: 1 queries, 1 grades stored." in page_texts(at)
     assert "2 judged id(s) not in the store, skipped: maya-intro; no-such-id-x" in page_texts(at)
-    assert JudgmentStore(db).grades(TOMAS, line["query"])["human"] == {"tomas-oncall": 2}
+    assert JudgmentStore(db).grades(TOMAS, line["query"], "writer@example.com")["human"] == {"tomas-oncall": 2}
     entry = next(e for e in Workspace(db, embedder=HashingEmbedder(384)).audit.entries(limit=20)
                  if e.action == "case" and e.detail == "writer-import")
     assert entry.actor == "writer@example.com"  # the import carried the visitor's Access

@@ -103,12 +103,12 @@ def test_case_agreement_counts_raters_pairs_and_calibration():
     js = [rated("alice", "a", 3), rated("bob", "a", 2), rated("alice", "b", 0), rated("bob", "b", 0),
           rated("alice", "c", 1), rated("carol", "c", CANT_RATE, note="foreign language"),
           rated("machine", "a", 3, grader="machine"), rated("machine", "b", 1, grader="machine")]
-    got = case_agreement(js)
+    got = case_agreement(js, minimum=1)  # the statistics themselves (the minimum: test_agreement_minimum.py)
     assert got["raters"] == ["alice", "bob"] and got["items"] == 3 and got["items_by_raters"] == {1: 1, 2: 2}
-    assert got["pairs"] == [{"rater_a": "alice", "rater_b": "bob", "n": 2, "agree": 1,
+    assert got["pairs"] == [{"rater_a": "alice", "rater_b": "bob", "n": 2, "agree": 1, "withheld": "",
                              "kappa": pytest.approx(cohen_kappa([3, 0], [2, 0], range(4), "quadratic"))}]
     assert got["alpha_ordinal"] == pytest.approx(krippendorff_alpha([[3, 2], [0, 0], [1]], "ordinal"))
-    cal = calibration(js)
+    cal = calibration(js, minimum=1)
     assert [(r["rater"], r["n"], r["agree"]) for r in cal] == [("alice", 2, 1), ("bob", 2, 0)]
     assert len(pairwise(js)) == 3
 
@@ -154,7 +154,7 @@ def test_policy_k_and_machine_after_calibration(tmp_path):
     js = JudgmentStore(str(tmp_path / "db"))
     js.save_case(Case("c", (CaseQuery("q1", Q, U1),)))
     js.add_judgments([rated("alice", "a", 3), rated("machine", "b", 3, grader="machine"),
-                      rated("implicit", "c", 2, grader="machine")])  # logged feedback: never the LLM judge
+                      rated("implicit", "c", 2, grader="implicit")])  # logged feedback: never the LLM judge
     assert js.qrels("c") == {"q1": {"a": 3}}  # the machine is off until calibrated
     assert js.grades(U1, Q, "alice") == {"human": {"a": 3}, "machine": {"b": 3}}
     cal = {"rows": calibration(js.case_judgments("c"))}
@@ -272,8 +272,8 @@ def test_old_judgments_table_loads_and_gains_the_new_columns(tmp_path):
     js = JudgmentStore(uri)
     [j] = js.judgments()
     assert (j.who, j.content_hash, j.created_at, j.stale("anything")) == ("human", "", 5.0, False)
-    assert js.grades(U1, Q)["human"] == {"inv": 2}
-    js.set_grade(U1, Q, "inv", 3)  # the same row (old key), now with the new columns
+    assert js.grades(U1, Q, "human")["human"] == {"inv": 2}
+    js.set_grade(U1, Q, "inv", 3, rater="human")  # the same row (old key), now with the new columns
     js.set_grade(U1, Q, "inv", 1, rater="alice", content_hash="h")
     again = JudgmentStore(uri)
     assert {j.who: j.grade for j in again.judgments()} == {"human": 3, "alice": 1}

@@ -7,7 +7,7 @@ fragment: grades, the note on the query, add to a case, and why a read-only visi
 Who grades: with sign-in on, the signed-in identity (a URL parameter never changes it). With sign-in off, a
 name chosen once per browser tab: kept in the session and in the page's URL (`?rater=maya`), so a bookmark or
 a reload keeps it and nothing is stored on the visitor's machine (no cookie); without a chosen name, grades go
-to `human`, the rater of every grade made before raters had names.
+to `local`, the local operator — the name the audit gives the write too (`retrieval.judgments.identity`).
 
 The store is the truth: a widget shows the stored human grade (so grades survive restarts and
 follow other sessions' edits); a click writes it before the rerun. Machine grades are shown beside
@@ -21,10 +21,11 @@ import time
 
 import streamlit as st
 
-from retrieval.access import LOCAL_USER, Access, AccessDenied
+from retrieval.access import Access, AccessDenied
 from retrieval.pipeline.config import PipelineConfig
 from retrieval.judgments import GRADE_LABELS, SCALES, JudgmentStore
-from retrieval.judgments.model import check_rater, query_key, scope_text
+from retrieval.judgments.identity import person, signed_in, writer
+from retrieval.judgments.model import query_key, scope_text
 from retrieval.judgments.raters import CasePolicy, combined_grades
 from retrieval.judgments.store import JudgmentStoreError, may_grade
 from retrieval.types import Scope
@@ -66,20 +67,14 @@ RATER_KEY = "rater"  # session key and URL parameter of the chosen rater name (s
 UNRATED = "○ unrated"
 
 
-def signed_in(access: Access | None) -> bool:
-    return access is not None and bool(access.user) and access.user != LOCAL_USER
-
-
 def current_rater(access: Access | None) -> str:
-    """Who grades in this session: the signed-in identity, else the name chosen in this tab (session, then the
-    URL's `rater`), else `human`."""
-    if signed_in(access):
-        return access.user  # type: ignore[union-attr]
-    name = st.session_state.get(RATER_KEY) or st.query_params.get(RATER_KEY, "")
+    """Who grades in this session (`identity.writer`, the one rule): the signed-in identity, else the name chosen
+    in this tab (session, then the URL's `rater`), else the local operator `local`."""
+    name = "" if signed_in(access) else st.session_state.get(RATER_KEY) or st.query_params.get(RATER_KEY, "")
     try:
-        return check_rater(name) if name else "human"
+        return writer(access, name)
     except ValueError:
-        return "human"  # a bad URL parameter is ignored; the picker says why
+        return writer(access)  # a bad or reserved URL parameter is ignored; the picker says why
 
 
 def rater_picker(access: Access | None, key: str = "rater_input") -> str:
@@ -92,10 +87,11 @@ def rater_picker(access: Access | None, key: str = "rater_input") -> str:
         st.session_state[key] = st.query_params.get(RATER_KEY, "") or st.session_state.get(RATER_KEY, "")
     typed = st.text_input("Your rater name", key=key, placeholder="e.g. maya",
                           help="Sign-in is off: grades are stored under this name. It stays in this tab's URL, "
-                               "so a bookmark keeps it. Without a name, grades go to `human`.").strip()
+                               "so a bookmark keeps it. Without a name, grades go to `local` (the local "
+                               "operator).").strip()
     if typed:
         try:
-            check_rater(typed)
+            person(typed)  # the naming rule; `machine` and `implicit` are reserved
         except ValueError as exc:
             st.error(plain(exc))
             return current_rater(access)
@@ -117,11 +113,10 @@ def query_grades(js: JudgmentStore, scope: Scope | None, query: str, hashes: dic
 def case_qrels(js: JudgmentStore, get_traces, case) -> tuple[dict[str, dict[str, int]], CasePolicy]:
     """(the case's qrels as its policy combines its raters, stale grades left out; the policy). `get_traces(ids)`
     is the trace store's `get` (the current texts decide what is stale)."""
-    from retrieval.judgments.model import content_hash
+    from retrieval.judgments.fresh import current_hashes
 
     pol = js.policy(case.name)
-    hashed = sorted({j.trace_id for j in js.case_judgments(case) if j.content_hash})
-    hashes = {t.id: content_hash(t.content) for t in get_traces(hashed)} if hashed else {}
+    hashes = current_hashes(js.case_judgments(case), get_traces)
     return js.qrels(case, policy=pol, hashes=hashes), pol
 
 
@@ -132,7 +127,7 @@ def unrated_ids(ranked: list[str], graded: dict[str, int] | set[str], k: int = 1
 
 
 def _save(js: JudgmentStore, scope, query: str, trace_id: str, key: str, scale: str, value=None,
-          access: Access | None = None, rater: str = "human", content_hash: str = "") -> None:
+          access: Access | None = None, rater: str = "", content_hash: str = "") -> None:
     grade = st.session_state.get(key) if value is None else value
     if value is not None:
         st.session_state[key] = value
@@ -153,7 +148,7 @@ def _save(js: JudgmentStore, scope, query: str, trace_id: str, key: str, scale: 
 def grade_widget(js: JudgmentStore, scope: Scope | None, query: str, trace_id: str, *, key_prefix: str = "g_",
                  scale: str = "graded", grades: dict | None = None,
                  label: str | None = None, disabled: bool = False, access: Access | None = None,
-                 rater: str = "human", content_hash: str = "") -> int | None:
+                 rater: str = "", content_hash: str = "") -> int | None:
     """A 0–3 (or 0/1) control for one trace; returns `rater`'s stored grade (None = ungraded).
 
     Mouse: click a grade (click it again to clear). Keyboard: Tab to the control, Enter or Space.
@@ -165,6 +160,7 @@ def grade_widget(js: JudgmentStore, scope: Scope | None, query: str, trace_id: s
     `access` (the page's `Access`) is checked by the store on every save; a refusal is shown under the control.
     `rater` owns the grade; `content_hash` (of the text shown) lets a later edit mark it stale.
     """
+    rater = rater or current_rater(access)
     grades = grades if grades is not None else js.grades(scope, query, rater)
     human = grades.get("human", {}).get(trace_id)
     machine = grades.get("machine", {}).get(trace_id)
@@ -312,6 +308,8 @@ def grading_body(js: JudgmentStore, scope: Scope | None, query: str, traces, acc
     reason = read_only_reason(access)
     if reason:
         st.caption(reason)
+    elif not signed_in(access):  # who grades, chosen here as on Judge (one name per tab)
+        rater = rater_picker(access, key=f"{key_prefix}rater_input")
     try:  # the ratings the page read on this run (`key_prefix + "ratings_now"`), else (the panel's own rerun) anew
         ratings = st.session_state.pop(f"{key_prefix}ratings_now", None)
         ratings = js.ratings(scope, query) if ratings is None else ratings

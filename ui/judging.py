@@ -14,6 +14,7 @@ from retrieval.access import Access
 from retrieval.judgments import SCALES, JudgmentStore
 from retrieval.judgments.agreement import calibration, case_agreement
 from retrieval.judgments.exchange import export_ratings, import_ratings
+from retrieval.judgments.identity import signed_in, writer
 from retrieval.judgments.model import CANT_RATE, Case, Judgment, content_hash
 from retrieval.judgments.queue import QueueItem, next_open, progress
 from retrieval.judgments.raters import POLICIES, CasePolicy, item_key, usable
@@ -122,11 +123,14 @@ def agreement_view(judgments: list[Judgment], scale: str, hashes: dict[str, str]
                 f"{plain(spread)}")
     fmt = (lambda v: "—" if v is None else f"{round(v, 2) + 0.0:.2f}")  # + 0.0: never "-0.00"
     st.markdown(f"Krippendorff's alpha (ordinal) **{fmt(agg['alpha_ordinal'])}** · (interval) "
-                f"**{fmt(agg['alpha_interval'])}**")
+                f"**{fmt(agg['alpha_interval'])}** · over {agg['shared_items']} item(s) graded by more than one rater")
+    if agg["withheld"]:
+        st.warning(f"Agreement {agg['withheld']}.")
     weight = "quadratic-weighted " if scale == "graded" else ""
     for r in agg["pairs"]:
+        why = f" — {r['withheld']}" if r["withheld"] else ""
         st.markdown(f"- {plain(r['rater_a'])} × {plain(r['rater_b'])}: {weight}Cohen's kappa **{fmt(r['kappa'])}** "
-                    f"over {r['n']} items ({r['agree']} identical)")
+                    f"over {r['n']} items ({r['agree']} identical){why}")
     if not agg["pairs"]:
         st.caption("No two raters have graded the same item yet: agreement needs overlap.")
     st.caption("1 = full agreement, 0 = what chance gives, below 0 = systematic disagreement. Weighted statistics "
@@ -141,7 +145,8 @@ def policy_form(js: JudgmentStore, case: Case, judgments: list[Judgment], hashes
     st.markdown("**Machine rater calibration** (its agreement with each human rater on this case)")
     for r in cal:
         k = "—" if r["kappa"] is None else f"{round(r['kappa'], 2) + 0.0:.2f}"
-        st.markdown(f"- machine × {plain(r['rater'])}: kappa **{k}** over {r['n']} items ({r['agree']} identical)")
+        why = f" — {r['withheld']}" if r["withheld"] else ""
+        st.markdown(f"- machine × {plain(r['rater'])}: kappa **{k}** over {r['n']} items ({r['agree']} identical){why}")
     if not cal:
         st.caption("No item has both a machine and a human grade: machine grades cannot be used yet "
                    "(machine-grade a snapshot on the Snapshots page, then grade some of the same results).")
@@ -167,8 +172,10 @@ def policy_form(js: JudgmentStore, case: Case, judgments: list[Judgment], hashes
 def stale_view(js: JudgmentStore, case: Case, judgments: list[Judgment], hashes: dict[str, str],
                texts: dict[str, str], access: Access | None, disabled: bool) -> None:
     """Grades whose trace was edited after grading: keep them (they hold for the new text) or clear them (the
-    items go back to the raters' queues)."""
+    items go back to the raters' queues). Signed in, "keep" keeps your own grades only: nobody vouches for another
+    rater's grade (`identity`)."""
     stale = [j for j in judgments if j.stale(hashes.get(j.trace_id))]
+    mine = [j for j in stale if not signed_in(access) or (j.grader == "human" and j.who == writer(access))]
     if not stale:
         st.caption("No stale grade: every graded text is unchanged (grades made before hashes were kept count as "
                    "unknown, never stale).")
@@ -178,10 +185,11 @@ def stale_view(js: JudgmentStore, case: Case, judgments: list[Judgment], hashes:
     st.dataframe([{"rater": j.who, "query": j.query, "trace": j.trace_id, "grade": j.grade} for j in stale],
                  hide_index=True, key=f"{P}stale")
     c1, c2 = st.columns(2)
-    if c1.button("Keep all (they hold for the new text)", key=f"{P}keep_all", disabled=disabled):
+    label = f"Keep {'your own' if signed_in(access) else 'all'} (they hold for the new text)"
+    if c1.button(label, key=f"{P}keep_all", disabled=disabled or not mine):
         kept = [Judgment(j.scope, j.query, j.trace_id, j.grade, j.grader, j.source, 0.0, j.who,
                          content_hash(texts[j.trace_id]), j.note, j.prompt_version, j.created_at)
-                for j in stale if j.trace_id in texts]
+                for j in mine if j.trace_id in texts]
         _write(lambda: js.add_judgments(kept, case.scale, access=access), f"kept {len(kept)} grade(s)")
     if c2.button("Clear them for re-grading", key=f"{P}regrade_all", disabled=disabled):
         _write(lambda: js.clear_judgments(stale, access=access), f"cleared {len(stale)} stale grade(s)")
@@ -225,13 +233,15 @@ def holes_view(queue: list[QueueItem], judgments: list[Judgment], hashes: dict[s
                      key=f"{P}holes")
 
 
-def exchange_view(js: JudgmentStore, case: Case, known, access: Access | None, disabled: bool) -> None:
-    """Downloads (TREC qrels per rater or combined, CSV, JSONL) and an import that maps raters back."""
+def exchange_view(js: JudgmentStore, case: Case, known, access: Access | None, disabled: bool,
+                  hashes: dict[str, str] | None = None, rater: str = "") -> None:
+    """Downloads (TREC qrels per rater or combined, stale grades left out against `hashes`; CSV, JSONL) and an
+    import that maps raters back."""
     raters = sorted({j.who for j in js.case_judgments(case)})
     c1, c2 = st.columns(2)
     who = c1.selectbox("TREC qrels of", ["combined (the case's policy)"] + raters, key=f"{P}exp_who")
     rater = None if who.startswith("combined") else who
-    c1.download_button("Download TREC qrels", export_ratings(js, case, "trec", rater), key=f"{P}exp_trec",
+    c1.download_button("Download TREC qrels", export_ratings(js, case, "trec", rater, hashes), key=f"{P}exp_trec",
                        file_name=f"{case.name}-{rater or 'combined'}.qrels", on_click="ignore")
     c2.download_button("Download every rating (JSONL)", export_ratings(js, case, "jsonl"), key=f"{P}exp_jsonl",
                        file_name=f"{case.name}-ratings.jsonl", on_click="ignore")
@@ -241,10 +251,12 @@ def exchange_view(js: JudgmentStore, case: Case, known, access: Access | None, d
                           disabled=disabled)
     if up is not None and st.button("Import", key=f"{P}imp_go", disabled=disabled):
         try:
-            rep = import_ratings(js, case, up.getvalue(), up.name, known_ids=known, access=access)
+            rep = import_ratings(js, case, up.getvalue(), up.name, known_ids=known, access=access, rater=rater)
         except REFUSALS as exc:
             st.error(plain(exc))
             return
         st.success(f"{rep.imported} rating(s) of {', '.join(map(plain, rep.raters)) or 'nobody'} imported")
+        for note in rep.notes:
+            st.info(plain(note))
         for e in rep.errors[:20]:
             st.warning(plain(e))

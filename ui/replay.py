@@ -10,7 +10,8 @@ from typing import Any
 import streamlit as st
 
 from retrieval.history import WorkspaceAsOf, pin
-from retrieval.replay import LoggedQuery, QueryLog, Replayed, record_implicit_grades, replay, sample
+from retrieval.replay import LoggedQuery, QueryLog, Replayed, replay, sample
+from retrieval.replay.store import import_log
 from retrieval.replay.store import ImportReport
 from ui.links import ALL_SCOPES_PARAM
 from ui.text import plain
@@ -33,15 +34,14 @@ def import_widget(ws: Any, judgments: Any, access: Any, prefix: str) -> None:
             return
         lines = up.getvalue().splitlines()
         bar = st.progress(0.0, text="Importing…")
-        rep = QueryLog(ws.uri).import_lines(lines, lambda d, t: bar.progress(min(1.0, d / max(t, 1))), len(lines),
-                                            allowed=access.sees if access.limited else None)
+        rep, n = import_log(QueryLog(ws.uri), judgments, lines, source=up.name, grades=grades, access=access,
+                            progress=lambda d, t: bar.progress(min(1.0, d / max(t, 1))), total=len(lines),
+                            allowed=access.sees if access.limited else None)
         bar.empty()
-        show_report(rep, judgments, grades, up.name, access)
+        show_report(rep, n)
 
 
-def show_report(rep: ImportReport, judgments: Any, grades: bool, name: str, access: Any = None) -> None:
-    n = (record_implicit_grades(judgments, rep.with_feedback, name, access=access)
-         if grades and rep.with_feedback else 0)
+def show_report(rep: ImportReport, n: int) -> None:
     (st.success if rep.added or rep.already else st.warning)(plain(f"{rep.summary()}; {n} implicit grade(s)."))
     if rep.errors:
         st.text("\n".join(str(e) for e in rep.errors[:50]))

@@ -185,6 +185,7 @@ def seed_from_link(prefix: str, scopes: list[str], version: int, extra: dict[str
 def write_params(prefix: str, params: dict[str, str]) -> None:
     """Put the whole view into the URL (only when it changed: each write is a message to the browser)."""
     current = st.query_params.to_dict()
+    params = {**params, **{k: v for k, v in current.items() if k == "rater"}}  # the tab's rater name (ui.grading)
     if current != params:
         st.query_params.from_dict(params)
     st.session_state[f"{prefix}link"] = dict(params)

@@ -127,18 +127,18 @@ def print_diff(out: dict, file=None) -> None:
 def cmd_import_log(args) -> int:
     from retrieval.cli.store import progress_line, report_bad_lines
     from retrieval.judgments.store import JudgmentStore
-    from retrieval.replay.store import QueryLog, record_implicit_grades
+    from retrieval.replay.store import QueryLog, import_log
 
-    log = QueryLog(args.db)
     access = getattr(args, "access", None)  # a writer limited to some scopes imports only their lines
     try:
-        rep = log.import_file(args.file, progress=progress_line("importing"), allowed=access.sees if access else None)
+        rep, grades = import_log(QueryLog(args.db), JudgmentStore(args.db), args.file,
+                                 source=str(args.file).rsplit("/", 1)[-1], grades=not args.no_grades,
+                                 access=access, allowed=access.sees if access else None,
+                                 progress=progress_line("importing"))
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     report_bad_lines(rep.errors)
-    grades = 0 if args.no_grades else record_implicit_grades(JudgmentStore(args.db), rep.with_feedback,
-                                                             source=str(args.file).rsplit("/", 1)[-1], access=access)
     rate = (rep.added + rep.already + len(rep.errors)) / rep.seconds if rep.seconds else 0.0
     print(f"{rep.summary()}; {grades} implicit grade(s); {rep.seconds:.1f}s ({rate:,.0f} lines/s)")
     return 0 if rep.added or rep.already or not rep.errors else 2

@@ -56,10 +56,11 @@ def cmd_agreement(args) -> int:
     js = JudgmentStore(args.db)
     case = js.case(args.case)
     found = js.case_judgments(case)
-    agg = case_agreement(found, case.scale)
+    hashes = js.hashes_now(found)  # stale grades left out, as in `snapshot run` and on the Judge page
+    agg = case_agreement(found, case.scale, hashes)
     return _print({"case": case.name, "scale": case.scale, "policy": json.loads(js.policy(case.name).to_json()),
                    **agg, "items_by_raters": {str(k): v for k, v in agg["items_by_raters"].items()},
-                   "machine_calibration": calibration(found, case.scale)})
+                   "machine_calibration": calibration(found, case.scale, hashes)})
 
 
 def cmd_policy(args) -> int:
@@ -69,7 +70,8 @@ def cmd_policy(args) -> int:
 
     js = JudgmentStore(args.db)
     old = js.policy(args.case)
-    cal = calibration(js.case_judgments(args.case), js.case(args.case).scale) if args.machine else []
+    found = js.case_judgments(args.case)
+    cal = calibration(found, js.case(args.case).scale, js.hashes_now(found)) if args.machine else []
     if args.machine and not cal:
         raise ValueError("the machine rater has no grade in common with a human rater on this case: nothing to "
                          "calibrate it against; grade some of its results first")

@@ -99,10 +99,21 @@ def _by_rater(judgments: Iterable[Judgment], hashes: Mapping[str, str] | None) -
     return out
 
 
+MIN_SHARED = 10  # below this many items graded in common, no kappa or alpha is shown: it would say nothing
+
+
+def withheld(n: int, minimum: int = MIN_SHARED) -> str:
+    """Why no number is given over `n` shared items ("" when there are enough)."""
+    if n >= minimum:
+        return ""
+    return (f"withheld: it would rest on {n} item(s) graded by more than one rater; at least {minimum} are needed "
+            "(judge the shared items the queue puts first)")
+
+
 def pairwise(judgments: Iterable[Judgment], scale: str = "graded",
-             hashes: Mapping[str, str] | None = None) -> list[dict]:
+             hashes: Mapping[str, str] | None = None, minimum: int = MIN_SHARED) -> list[dict]:
     """One row per pair of raters who graded an item in common: n, exact agreement, kappa (quadratic-weighted
-    on a graded scale, unweighted on a binary one)."""
+    on a graded scale, unweighted on a binary one) — None, with the reason in "withheld", under `minimum` items."""
     raters = _by_rater(judgments, hashes)
     weights = "quadratic" if scale == "graded" else None
     rows = []
@@ -111,15 +122,19 @@ def pairwise(judgments: Iterable[Judgment], scale: str = "graded",
         a, b = [raters[r1][i] for i in both], [raters[r2][i] for i in both]
         if not both:
             continue
+        why = withheld(len(both), minimum)
         rows.append({"rater_a": r1, "rater_b": r2, "n": len(both), "agree": sum(x == y for x, y in zip(a, b)),
-                     "kappa": cohen_kappa(a, b, SCALES[scale], weights)})
+                     "kappa": None if why else cohen_kappa(a, b, SCALES[scale], weights), "withheld": why})
     return rows
 
 
 def case_agreement(judgments: Iterable[Judgment], scale: str = "graded",
-                   hashes: Mapping[str, str] | None = None, machine: bool = False) -> dict:
+                   hashes: Mapping[str, str] | None = None, machine: bool = False,
+                   minimum: int = MIN_SHARED) -> dict:
     """What a case shows about its raters: {"raters", "items", "items_by_raters" ({number of raters: items}),
-    "pairs" (pairwise kappa), "alpha_ordinal", "alpha_interval"}. Human raters only unless `machine`."""
+    "shared_items" (graded by two raters or more), "minimum", "withheld" (why alpha is None, or ""), "pairs"
+    (pairwise kappa), "alpha_ordinal", "alpha_interval"}. Human raters only unless `machine`. Under `minimum`
+    shared items alpha is withheld (None), as is each pair's kappa under `minimum` items in common."""
     judgments = [j for j in judgments if machine or j.grader == "human"]
     raters = _by_rater(judgments, hashes)
     units: dict[Item, list[int]] = {}
@@ -129,19 +144,23 @@ def case_agreement(judgments: Iterable[Judgment], scale: str = "graded",
     spread: dict[int, int] = {}
     for values in units.values():
         spread[len(values)] = spread.get(len(values), 0) + 1
+    shared = sum(n for r, n in spread.items() if r >= 2)
+    why = withheld(shared, minimum)
     return {"raters": sorted(raters), "items": len(units), "items_by_raters": dict(sorted(spread.items())),
-            "pairs": pairwise(judgments, scale, hashes),
-            "alpha_ordinal": krippendorff_alpha(units.values(), "ordinal"),
-            "alpha_interval": krippendorff_alpha(units.values(), "interval")}
+            "shared_items": shared, "minimum": minimum, "withheld": why,
+            "pairs": pairwise(judgments, scale, hashes, minimum),
+            "alpha_ordinal": None if why else krippendorff_alpha(units.values(), "ordinal"),
+            "alpha_interval": None if why else krippendorff_alpha(units.values(), "interval")}
 
 
 def calibration(judgments: Iterable[Judgment], scale: str = "graded", hashes: Mapping[str, str] | None = None,
-                machine: str = "machine") -> list[dict]:
+                machine: str = "machine", minimum: int = MIN_SHARED) -> list[dict]:
     """The machine rater against each human rater (pairwise rows that hold `machine`), the rater named
     `rater`: what must be shown before the machine's grades may count."""
     rows = []
-    for r in pairwise(judgments, scale, hashes):
+    for r in pairwise(judgments, scale, hashes, minimum):
         if machine in (r["rater_a"], r["rater_b"]):
             human = r["rater_b"] if r["rater_a"] == machine else r["rater_a"]
-            rows.append({"rater": human, "n": r["n"], "agree": r["agree"], "kappa": r["kappa"]})
+            rows.append({"rater": human, "n": r["n"], "agree": r["agree"], "kappa": r["kappa"],
+                         "withheld": r["withheld"]})
     return rows

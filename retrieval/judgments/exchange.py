@@ -3,7 +3,8 @@ policy), CSV and JSONL (rater, grade, "can't rate" and its note, content hash, p
 
 JSONL and TREC are byte-exact machine formats. CSV is for spreadsheets: its cells are neutralised
 (`io.spreadsheet_cell`), and importing it removes that quote again. Import maps each row back to its rater
-(`rename` maps names across stores, e.g. a local name to a sign-in identity); a bad row is reported with its
+for the local operator only (`rename` maps names across stores); a signed-in visitor's import is stored under
+their sign-in (`identity`); a bad row is reported with its
 line and reason and the others are kept; nothing is written when the visitor may not grade in a row's scope.
 """
 from __future__ import annotations
@@ -17,9 +18,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from retrieval.judgments.io import FORMULA_START, LineError, spreadsheet_csv
-from retrieval.judgments.model import (CANT_RATE, GRADERS, Case, Judgment, check_grade, check_rater, query_key,
-                                       scope_text)
-from retrieval.judgments.raters import combined_grades
+from retrieval.judgments.identity import honours_rater_column, person, writer
+from retrieval.judgments.model import CANT_RATE, Case, Judgment, check_grade, query_key, scope_text
+from retrieval.judgments.raters import combined_grades, usable
 from retrieval.judgments.store import JudgmentStore
 
 if TYPE_CHECKING:
@@ -59,19 +60,22 @@ def rating_rows(case: Case, judgments: Iterable[Judgment], rater: str | None = N
     return sorted(rows, key=lambda r: (order[r["qid"]], r["trace_id"], r["rater"]))
 
 
-def export_ratings(js: JudgmentStore, case: Case | str, fmt: str, rater: str | None = None) -> str:
+def export_ratings(js: JudgmentStore, case: Case | str, fmt: str, rater: str | None = None,
+                   hashes: Mapping[str, str] | None = None) -> str:
     """The case's ratings as text. `trec`: one rater's grades (`rater`), or with `rater=None` the grades the
-    case's policy combines; `csv` / `jsonl`: every rater's rows (or `rater`'s)."""
+    case's policy combines — stale grades left out, as everywhere (`fresh`; against `hashes`, else the store's
+    traces now); `csv` / `jsonl`: every rater's rows (or `rater`'s), stale ones too, each with its content hash."""
     case = js.case(case) if isinstance(case, str) else case
     if fmt not in FORMATS:
         raise ValueError(f"export format {fmt!r} is unknown; use one of {', '.join(FORMATS)}")
     judgments = js.case_judgments(case)
     if fmt == "trec":
+        hashes = js.hashes_now(judgments) if hashes is None else hashes
         if rater:
-            mine = [j for j in judgments if j.who == rater and not j.cant_rate]
+            mine = [j for j in usable(judgments, hashes) if j.who == rater]
             grades = {(scope_text(j.scope), query_key(j.query), j.trace_id): j.grade for j in mine}
         else:
-            grades = combined_grades(judgments, js.policy(case.name))
+            grades = combined_grades(judgments, js.policy(case.name), hashes)
         return "".join(f"{q.qid} 0 {t} {g}\n" for q in case.queries for (s, qk, t), g in sorted(grades.items())
                        if (s, qk) == (scope_text(q.scope), query_key(q.query)))
     rows = rating_rows(case, judgments, rater)
@@ -85,9 +89,11 @@ class RatingsReport:
     imported: int
     raters: tuple[str, ...]
     errors: tuple[LineError, ...] = ()
+    notes: tuple[str, ...] = ()  # what the import decided for the file, e.g. its rater column ignored
 
     def to_dict(self) -> dict:
-        return {"imported": self.imported, "raters": list(self.raters), "errors": [str(e) for e in self.errors]}
+        return {"imported": self.imported, "raters": list(self.raters), "errors": [str(e) for e in self.errors],
+                **({"notes": list(self.notes)} if self.notes else {})}
 
 
 def _unquote(v: object) -> object:
@@ -111,20 +117,22 @@ def parse_ratings(data: bytes | str, name: str = "ratings.jsonl") -> list[tuple[
     return out
 
 
-def _judgment(case: Case, r: Mapping, rename: Mapping[str, str]) -> Judgment:
+def _judgment(case: Case, r: Mapping, who: str) -> Judgment:
+    """One row as a person's grade under `who` (the row's own rater, or the importer: `import_ratings` decides)."""
     if "_bad" in r:
         raise ValueError(r["_bad"])
     q = next((x for x in case.queries if x.qid == str(r.get("qid", ""))), None)
     if q is None:
         raise ValueError(f"query id {r.get('qid')!r} is not in case {case.name}")
-    who = str(r.get("rater") or "human")
-    rater = check_rater(rename.get(who, who))
-    grader = str(r.get("grader")) if str(r.get("grader")) in GRADERS else "human"
+    if str(r.get("grader") or "human") != "human":
+        raise ValueError(f"a {r.get('grader')} grade cannot be imported: only the machine judge or a log import "
+                         "writes those")
+    rater = person(who)
     cant = str(r.get("cant_rate")).lower() in ("true", "1")
     grade = CANT_RATE if cant else check_grade(r.get("grade"), case.scale)
     if not str(r.get("trace_id") or "").strip():
         raise ValueError("trace_id is empty")
-    return Judgment(q.scope, q.query, str(r["trace_id"]), grade, grader, str(r.get("source") or "import"),
+    return Judgment(q.scope, q.query, str(r["trace_id"]), grade, "human", str(r.get("source") or "import"),
                     _epoch(r.get("updated_at")), rater, str(r.get("content_hash") or ""), str(r.get("note") or ""),
                     str(r.get("prompt_version") or ""), _epoch(r.get("created_at")))
 
@@ -132,15 +140,23 @@ def _judgment(case: Case, r: Mapping, rename: Mapping[str, str]) -> Judgment:
 def import_ratings(js: JudgmentStore, case: Case | str, data: bytes | str, name: str = "ratings.jsonl", *,
                    rename: Mapping[str, str] | None = None,
                    known_ids: Callable[[list[str]], Iterable[str]] | None = None,
-                   access: Access | None = None) -> RatingsReport:
-    """Write the ratings of an export back, each to its rater (renamed by `rename`)."""
+                   access: Access | None = None, rater: str = "") -> RatingsReport:
+    """Write the ratings of an export back. Who they belong to is `identity`'s rule: for the local operator (no
+    sign-in) each row goes to the rater it names (renamed by `rename`; a row without one to `rater` or `local`);
+    for a signed-in visitor every row is theirs and the report says the rater column was ignored. A row naming a
+    reserved rater (`machine`, `implicit`) or a machine-made grade is a bad row."""
     case = js.case(case) if isinstance(case, str) else case
+    honoured = honours_rater_column(access)
+    me = writer(access, rater)
     good: list[Judgment] = []
     errors: list[LineError] = []
+    named: set[str] = set()
     for n, r in parse_ratings(data, name):
         try:
-            good.append(_judgment(case, r, rename or {}))
-        except (ValueError, TypeError, KeyError) as exc:
+            named.add(str(r.get("rater") or ""))
+            who = str(r.get("rater") or "") if honoured else me
+            good.append(_judgment(case, r, (rename or {}).get(who, who) if who else me))
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
             errors.append(LineError(name, n, f"{exc}; each row needs qid, trace_id, rater and grade "
                                     "(or cant_rate true)"))
     if known_ids is not None and good:
@@ -149,4 +165,6 @@ def import_ratings(js: JudgmentStore, case: Case | str, data: bytes | str, name:
                    for j in good if j.trace_id not in known]
         good = [j for j in good if j.trace_id in known]
     n = js.add_judgments(good, case.scale, access=access) if good else 0
-    return RatingsReport(n, tuple(sorted({j.who for j in good})), tuple(errors))
+    notes = () if honoured or not (named - {"", me}) else (f"rater column ignored: grades stored as {me} (only "
+                                                           "the local operator, without sign-in, imports as others)",)
+    return RatingsReport(n, tuple(sorted({j.who for j in good})), tuple(errors), notes)

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from retrieval.types import Scope
 from retrieval.judgments.model import (Case, CaseQuery, Judgment, LabelledQuery, check_case_name, check_grade,
                                        parse_scope, scope_text)
+from retrieval.judgments.identity import writer
 from retrieval.judgments.store import JudgmentStore, check_grading
 
 if TYPE_CHECKING:
@@ -214,14 +215,15 @@ def parse_labelled(data: bytes | str, name: str = "judgments.jsonl") -> list[Lab
 def import_case(js: JudgmentStore, name: str, queries: list[CaseQuery], qrels: dict[str, dict[str, int]],
                 known_ids: Callable[[list[str]], Iterable[str]] | None = None, scale: str = "graded",
                 errors: Iterable[LineError] = (), source: str = "import", replace: bool = False,
-                keep_unjudged: bool = False, access: Access | None = None) -> ImportReport:
+                keep_unjudged: bool = False, access: Access | None = None, rater: str = "") -> ImportReport:
     """Write a case and its human grades. `known_ids(ids)` returns those in the store (None: trust all);
     a caller serving a limited visitor passes only the ids that visitor may see.
 
     With qrels, only judged queries are kept unless `keep_unjudged` (BEIR queries files hold every split).
     The grades are written first and the case last, so a crash in between leaves no case without its
     grades (the orphaned grades are harmless and a re-import completes it). `access` must be allowed
-    to grade in every scope the case names, else nothing is written.
+    to grade in every scope the case names, else nothing is written. The grades are stored under who imports
+    (`identity.writer`: the sign-in, else `rater`, else `local`).
     """
     check_case_name(name)
     by_qid = {q.qid: q for q in queries}
@@ -236,7 +238,8 @@ def import_case(js: JudgmentStore, name: str, queries: list[CaseQuery], qrels: d
                          f"({len(unknown_queries)} qrels query id(s) have no text in the queries file); "
                          "are the two files from the same dataset?")
     check_grading(access, [q.scope for q in queries])
-    n = js.add_judgments([Judgment(q.scope, q.query, t, g, "human", source) for q in queries
+    who = writer(access, rater)  # the grades are the importer's (`identity`)
+    n = js.add_judgments([Judgment(q.scope, q.query, t, g, "human", source, rater=who) for q in queries
                           for t, g in qrels.get(q.qid, {}).items() if t in known], scale, access=access)
     case = js.save_case(Case(name, tuple(queries), scale), replace=replace, access=access)
     return ImportReport(name, len(case.queries), n, tuple(errors), unknown_ids, unknown_queries)
@@ -338,7 +341,8 @@ def ensure_demo_case(uri: str, path: str | Path, name: str = "demo") -> ImportRe
     qs, qr, errs = parse_jsonl(Path(path).read_bytes(), "graded", Path(path).name)
     if errs:
         raise ValueError(f"demo judgments have bad lines: {[str(e) for e in errs[:3]]}")
-    return import_case(js, name, qs, qr, None, "graded", (), "demo", keep_unjudged=True)
+    return import_case(js, name, qs, qr, None, "graded", (), "demo", keep_unjudged=True,
+                       rater="human")  # shipped grades: the rater of grades made before raters had names
 
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from retrieval.judgments.identity import check_author, writer
 from retrieval.judgments.model import parse_scope, query_key, scope_text
 from retrieval.judgments.store import check_grading
 from retrieval.judgments.tables import Tables
@@ -53,7 +54,7 @@ def query_note(tables: Tables, scope: Scope | None, query: str, *, access: Acces
 
 
 def set_query_note(tables: Tables, scope: Scope | None, query: str, text: str, *, access: Access | None = None,
-                   author: str = "human") -> QueryNote | None:
+                   author: str = "") -> QueryNote | None:
     """Save the note on a query (blank text removes it); returns what is stored. ValueError for a note over
     `NOTE_CHARS` or no query; `ReadOnlyError` / `AccessDenied` as for a grade — nothing is written then."""
     text = str(text).strip()
@@ -62,14 +63,15 @@ def set_query_note(tables: Tables, scope: Scope | None, query: str, text: str, *
     if len(text) > NOTE_CHARS:
         raise ValueError(f"the note has {len(text)} characters; keep it to {NOTE_CHARS} (nothing was saved)")
     check_grading(access, [scope])
+    author = check_author(access, author or writer(access))  # who writes (`identity`)
     key = _key(scope, query)
     if not text:
         tables.delete_rows(TABLE, f"key = {sql_quote(key)}")
-        tables.record_write(access, "grade", 0, [scope], detail="query note cleared")
+        tables.record_write(access, "grade", 0, [scope], detail="query note cleared", who=author)
         return None
     note = QueryNote(scope, str(query), text, author, time.time())
     tables.upsert_rows(TABLE, "key", [{"key": key, "scope": scope_text(scope), "query": note.query,
                                    "query_key": query_key(query), "note": text, "author": author,
                                    "updated_at": note.updated_at}])
-    tables.record_write(access, "grade", 0, [scope], detail="query note")
+    tables.record_write(access, "grade", 0, [scope], detail="query note", who=author)
     return note

@@ -4,9 +4,10 @@ random order of its own per rater, blind.
 Pooling (as TREC does): each query's items are the union of the top `k` of the final lists of the chosen
 snapshots (fact-graph traces credited to their source). An item holds the query, its scope and note (the
 information need) and the trace id — never which snapshot or configuration found it, so nothing about the
-configuration can reach the page while judging. The order is shuffled with a seed made of the case, the
-snapshots and the rater: stable across reruns and sessions of one rater, different between raters (so no
-two raters share a position bias).
+configuration can reach the page while judging. A shared overlap set comes first (`OVERLAP` items, the same for
+every rater: agreement needs items graded by several raters), then the rest. Each part is shuffled with a seed made
+of the case, the snapshots and the rater: stable across reruns and sessions of one rater, different between raters
+(so no two raters share a position bias).
 """
 from __future__ import annotations
 
@@ -53,11 +54,26 @@ def queue_seed(case: str, snapshot_ids: Iterable[str], rater: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
 
 
-def judging_queue(case: Case, snapshots: Sequence[Snapshot], k: int, rater: str) -> list[QueueItem]:
-    """The pooled items in this rater's random order."""
+OVERLAP = 20  # items every rater gets first, the same ones, so a team's agreement rests on shared items
+
+
+def judging_queue(case: Case, snapshots: Sequence[Snapshot], k: int, rater: str,
+                  overlap: int = OVERLAP) -> list[QueueItem]:
+    """The pooled items for this rater: first a shared overlap set (`overlap` items drawn once for the case and
+    pool, the same for every rater), then the rest; each part in this rater's own random order."""
+    if overlap < 0:
+        raise ValueError(f"the shared overlap must be 0 or more items, got {overlap}")
     items = pooled_items(case, snapshots, k)
-    random.Random(queue_seed(case.name, [s.id for s in snapshots], rater)).shuffle(items)
-    return items
+    ids = [s.id for s in snapshots]
+    shared = list(items)
+    random.Random(queue_seed(case.name, ids, "")).shuffle(shared)  # "" is no rater's name: one draw for all
+    shared = shared[:overlap]
+    keys = {i.key for i in shared}
+    rest = [i for i in items if i.key not in keys]
+    mine = random.Random(queue_seed(case.name, ids, rater))
+    mine.shuffle(shared)
+    mine.shuffle(rest)
+    return shared + rest
 
 
 def done_items(judgments: Iterable[Judgment], rater: str, hashes: Mapping[str, str] | None = None) -> set[Item]:

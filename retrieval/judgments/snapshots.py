@@ -17,7 +17,8 @@ from retrieval.pipeline.config import PipelineConfig
 from retrieval.pipeline.records import STAGES
 from retrieval.types import Mood
 from retrieval.metrics import evaluate, mean_metrics
-from retrieval.judgments.model import SCALES, Case, Snapshot, SnapshotQuery, content_hash
+from retrieval.judgments.fresh import current_hashes
+from retrieval.judgments.model import SCALES, Case, Snapshot, SnapshotQuery
 from retrieval.judgments.store import JudgmentStore
 
 if TYPE_CHECKING:
@@ -88,8 +89,7 @@ def run_snapshot(ws, case: Case | str, cfg: PipelineConfig, js: JudgmentStore | 
             progress(n, len(case.queries))
     policy = js.policy(case.name)
     k = k or policy.k
-    hashed = sorted({j.trace_id for j in js.case_judgments(case) if j.content_hash})
-    hashes = {t.id: content_hash(t.content) for t in retriever.memory_store.get(hashed)} if hashed else {}
+    hashes = current_hashes(js.case_judgments(case), retriever.memory_store.get)  # the store as it ran
     qrels = js.qrels(case, policy=policy, hashes=hashes)
     queries, stage_means = score_queries(tuple(rows), qrels, k, max_grade=max(SCALES[case.scale]))
     now = time.time()

@@ -15,6 +15,7 @@ from retrieval.store.rows import sql_quote
 from retrieval.types import Scope
 from retrieval.judgments.model import (CANT_RATE, LabelledQuery, Case, CaseQuery, Judgment, Snapshot, check_case_name,
                                        check_grade, check_grader, check_rater, parse_scope, query_key, scope_text)
+from retrieval.judgments.identity import LOCAL, check_author, check_kind, writer
 from retrieval.judgments.raters import CasePolicy, combined_grades
 from retrieval.judgments.tables import LOCK as _LOCK, JudgmentStoreError, Tables
 
@@ -45,7 +46,7 @@ def check_grading(access: Access | None, scopes: Iterable[Scope | None]) -> None
                            "grade and build cases in your own scopes")
 
 
-def grades_of(ratings: Iterable[Judgment], rater: str = "human") -> dict[str, dict[str, int]]:
+def grades_of(ratings: Iterable[Judgment], rater: str = LOCAL) -> dict[str, dict[str, int]]:
     """`JudgmentStore.grades` from ratings already read: {"human": rater `rater`'s, "machine": the machine's}."""
     out: dict[str, dict[str, int]] = {"human": {}, "machine": {}}
     for j in ratings:
@@ -92,10 +93,14 @@ class JudgmentStore(Tables):
         now = time.time()
         judgments = list(judgments)
         check_grading(access, [j.scope for j in judgments])
+        for j in judgments:  # who wrote it (`identity`): a person as themselves, a machine grade as its kind
+            check_author(access, j.who) if j.grader == "human" else check_kind(j.grader, j.who)
         rows = [_row(j, scale, now) for j in judgments]
         n = self.upsert_rows("judgments", "key", rows)
         if audit and n:
-            self.record_write(access, "grade", n, [j.scope for j in judgments], detail=judgments[0].source)
+            people = {j.who for j in judgments if j.grader == "human"}
+            self.record_write(access, "grade", n, [j.scope for j in judgments], detail=judgments[0].source,
+                              who=next(iter(people)) if len(people) == 1 else "")
         return n
 
     def set_grade(self, scope: Scope | None, query: str, trace_id: str, grade: int, grader: str = "human",
@@ -105,6 +110,7 @@ class JudgmentStore(Tables):
         """One rater's grade (`CANT_RATE` with `note` for "can't rate"); a re-grade keeps when it was first made
         (looked up unless the caller knows it: `created_at`, 0 for a first grade)."""
         grade = CANT_RATE if grade == CANT_RATE else check_grade(grade, scale)
+        rater = rater or (writer(access) if grader == "human" else grader)  # who writes (`identity`)
         now = time.time()
         if created_at is None:
             key = judgment_key(scope, query, trace_id, grader, check_rater(rater or grader))
@@ -124,8 +130,9 @@ class JudgmentStore(Tables):
     def clear_grade(self, scope: Scope | None, query: str, trace_id: str, grader: str = "human", *,
                     access: Access | None = None, rater: str = "") -> None:
         check_grading(access, [scope])
+        rater = check_author(access, rater or writer(access)) if grader == "human" else rater
         self.delete_rows("judgments", f"key = {sql_quote(judgment_key(scope, query, trace_id, grader, rater))}")
-        self.record_write(access, "grade", 1, [scope], detail="cleared")
+        self.record_write(access, "grade", 1, [scope], detail="cleared", who=rater)
 
     def clear_judgments(self, judgments: Iterable[Judgment], *, access: Access | None = None) -> int:
         """Delete these grades (bulk clear: by rater, by query, stale only — the caller picks them); nothing is
@@ -139,7 +146,7 @@ class JudgmentStore(Tables):
             self.record_write(access, "grade", len(keys), [j.scope for j in judgments], detail="cleared")
         return len(keys)
 
-    def grades(self, scope: Scope | None, query: str, rater: str = "human") -> dict[str, dict[str, int]]:
+    def grades(self, scope: Scope | None, query: str, rater: str = LOCAL) -> dict[str, dict[str, int]]:
         """{"human": {trace id: grade} of human rater `rater`, "machine": the machine's} for one query in one
         scope; "can't rate" is left out (see `ratings` for every rater, notes and hashes)."""
         return grades_of(self.ratings(scope, query), rater)
@@ -163,14 +170,16 @@ class JudgmentStore(Tables):
     def qrels(self, case: Case | str, grader: str = "human", policy: CasePolicy | None = None,
               hashes: Mapping[str, str] | None = None) -> dict[str, dict[str, int]]:
         """{qid: {trace id: grade}} for the case's queries as its policy (or `policy`) combines the raters
-        (queries without a grade are absent). `grader="machine"`: the machine's grades alone. With `hashes`
-        (trace id -> content hash now) a stale grade is not a grade."""
+        (queries without a grade are absent). `grader="machine"`: the machine's grades alone. A stale grade is
+        not a grade (`fresh`, the one rule): against `hashes` (trace id -> content hash now) when the caller knows
+        them (a snapshot as of a version), else against the store's traces now."""
         case = self.case(case) if isinstance(case, str) else case
         check_grader(grader)
         if grader == "machine":
             policy = CasePolicy("rater", "machine", calibration={"grader": "machine"})
         policy = policy or self.policy(case.name)
-        combined = combined_grades(self.case_judgments(case), policy, hashes)
+        found = self.case_judgments(case)
+        combined = combined_grades(found, policy, self.hashes_now(found) if hashes is None else hashes)
         by_query: dict[tuple[str, str], dict[str, int]] = {}
         for (scope, qk, tid), g in combined.items():
             by_query.setdefault((scope, qk), {})[tid] = g
@@ -180,6 +189,12 @@ class JudgmentStore(Tables):
             if got:
                 out[q.qid] = dict(sorted(got.items()))
         return out
+
+    def hashes_now(self, judgments: Iterable[Judgment]) -> dict[str, str]:
+        """{trace id: content hash now} of the graded traces, read from this store's traces table (`fresh`)."""
+        from retrieval.judgments.fresh import current_hashes, traces_now
+
+        return current_hashes(judgments, traces_now(self.uri, self.storage_options))
 
     # ------------------------------------------------------------------ case policy
     def policy(self, name: str) -> CasePolicy:

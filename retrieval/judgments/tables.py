@@ -75,8 +75,11 @@ class Tables:
         return self._audit
 
     def record_write(self, access: Access | None, action: str, count: int, scopes: Iterable[Scope | None],
-                detail: str = "") -> None:
-        actor = access.user if access is not None else "local"
+                detail: str = "", who: str = "") -> None:
+        """One audit entry naming who wrote (`identity.audit_actor`: the sign-in, else `who`, else `local`)."""
+        from retrieval.judgments.identity import audit_actor
+
+        actor = audit_actor(access, who)
         self.audit.record(actor, action, count, sorted({scope_text(s) for s in scopes}), [], detail=detail)
 
     def _broken(self, name: str, exc: BaseException) -> JudgmentStoreError:

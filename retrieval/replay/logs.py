@@ -21,7 +21,7 @@ import json
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from retrieval.types import Scope
@@ -69,17 +69,40 @@ def parse_lines(lines: Iterable[str | bytes]) -> Iterator[LoggedQuery | BadLine 
         if not text.strip():
             yield None
             continue
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            yield BadLine(n, f"not JSON ({exc.msg} at column {exc.colno})")
-            continue
-        try:
-            if not isinstance(obj, dict):
-                raise ValueError("not a JSON object")
-            yield _parse(obj, text)
-        except (ValueError, TypeError, KeyError) as exc:
-            yield BadLine(n, str(exc)[:300])
+        yield _line(n, text)
+
+
+def _line(n: int, text: str) -> LoggedQuery | BadLine | None:
+    """One non-blank line; whatever is wrong with it (nesting past the recursion limit, a number too large for a
+    time, a lone surrogate, a 5,000-digit integer) is this line's `BadLine`, never the import's end."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return BadLine(n, f"not JSON ({exc.msg} at column {exc.colno})")
+    except RecursionError:
+        return BadLine(n, "nested too deeply to read")
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        return BadLine(n, f"not readable JSON ({str(exc)[:200]})")
+    try:
+        if not isinstance(obj, dict):
+            raise ValueError("not a JSON object")
+        _check_text(obj)
+        return _parse(obj, text)
+    except RecursionError:
+        return BadLine(n, "nested too deeply to read")
+    except (ValueError, TypeError, KeyError, OverflowError) as exc:
+        return BadLine(n, str(exc)[:300])
+    except Exception as exc:  # one line never ends an import; its reason is kept
+        return BadLine(n, f"unreadable ({type(exc).__name__}: {str(exc)[:200]})")
+
+
+def _check_text(obj: Any) -> None:
+    """ValueError when any string of the record is not storable text (a lone UTF-16 surrogate such as \\ud800)."""
+    try:
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = exc.object[exc.start:exc.end] if isinstance(exc.object, str) else ""
+        raise ValueError(f"holds a lone surrogate ({ascii(bad)}), which is not text; save the log as UTF-8") from None
 
 
 def _parse(obj: dict, text: str) -> LoggedQuery | None:
@@ -122,20 +145,43 @@ def _span(obj: dict, attrs: dict, key: str) -> LoggedQuery:
     ids, scores = [], []
     for i in sorted(docs)[:MAX_RESULTS]:
         d = docs[i]
-        did = d.get("document.id")
-        if not isinstance(did, str) or not did:
-            raise ValueError(f"retrieval.documents.{i}.document.id is missing")
-        ids.append(did)
+        did = d.get("document.id", {} if any(k.startswith("document.id.") for k in d) else None)  # an object: flattened
+        ids.append(_document_id(did, f"retrieval.documents.{i}.document.id"))
         scores.append(_number(d.get("document.score", math.nan), f"retrieval.documents.{i}.document.score"))
     when = obj.get("start_time") or obj.get("startTime")
     if when is None and obj.get("startTimeUnixNano") is not None:
-        when = datetime.fromtimestamp(int(obj["startTimeUnixNano"]) / 1e9, UTC)
+        when = _unix_nano(obj["startTimeUnixNano"])
     meta = attrs.get("metadata")
     meta = json.loads(meta) if isinstance(meta, str) and meta.startswith("{") else meta
     scope = (meta or {}).get("scope") if isinstance(meta, dict) else None
     return LoggedQuery(key, parse_time(when), _query(attrs.get("input.value")), _scope(scope), tuple(ids),
                        tuple(scores), _feedback((meta or {}).get("feedback") if isinstance(meta, dict) else None),
                        "openinference")
+
+
+def _document_id(value: Any, what: str) -> str:
+    """A document id: a non-empty string, or an integer (OpenInference allows one) as its decimal string."""
+    if isinstance(value, bool) or value is None or not isinstance(value, (str, int)):
+        got = ("missing" if value is None else "an object" if isinstance(value, dict)
+               else f"a {type(value).__name__} ({str(value)[:40]!r})")
+        raise ValueError(f"{what} is {got}; it must be a string or an integer")
+    text = str(value)
+    if not text.strip():
+        raise ValueError(f"{what} is empty; it must be a string or an integer")
+    return text
+
+
+def _unix_nano(value: Any) -> datetime:
+    """`startTimeUnixNano` (an integer, or OTLP JSON's decimal string) as a time in the years 1..9999."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer() and abs(value) < 1e25:
+        value = int(value)  # 1.7e18 as some exporters write it
+    text = str(value).strip() if isinstance(value, (str, int)) and not isinstance(value, bool) else ""
+    if not text.lstrip("-").isdigit() or len(text) > 25:
+        raise ValueError(f"startTimeUnixNano {str(value)[:40]!r} is not a whole number of nanoseconds")
+    try:
+        return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=int(text) // 1000)
+    except OverflowError:
+        raise ValueError(f"startTimeUnixNano {text[:40]!r} is outside the years 1..9999") from None
 
 
 def _attributes(attrs: Any) -> dict:
@@ -172,7 +218,10 @@ def parse_time(value: Any) -> datetime:
         raise ValueError("'timestamp' is missing (an ISO time with a zone, e.g. 2026-03-01T12:00:00Z)")
     if when.tzinfo is None:
         raise ValueError(f"timestamp {str(value)[:40]!r} has no time zone; add one, e.g. Z")
-    return when.astimezone(UTC)
+    try:
+        return when.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"timestamp {str(value)[:40]!r} is outside the years 1..9999 in UTC") from None
 
 
 def _query(value: Any) -> str:

@@ -22,6 +22,7 @@ from retrieval.types import Scope
 TABLE = "query_log"
 BATCH = 20_000
 Progress = Callable[[int, int], None]
+BeforeWrite = Callable[[list[LoggedQuery]], Any]
 
 
 @dataclass(frozen=True)
@@ -82,16 +83,20 @@ class QueryLog:
         return self._db.create_table(TABLE, schema=_schema(), exist_ok=True) if create else None
 
     def import_lines(self, lines: Iterable[str | bytes], progress: Progress | None = None,
-                     total: int = 0, allowed: Callable[[Scope | None], bool] | None = None) -> ImportReport:
+                     total: int = 0, allowed: Callable[[Scope | None], bool] | None = None,
+                     before_write: BeforeWrite | None = None) -> ImportReport:
         """Parse and store; returns what was added, what was there already and the bad lines by number.
-        `allowed(scope)` (a writer limited to some scopes): a line of any other scope is a bad line, not stored."""
+        `allowed(scope)` (a writer limited to some scopes): a line of any other scope is a bad line, not stored.
+        `before_write(queries)` runs for each batch's lines that carry feedback before the batch's rows are written
+        (it records their implicit grades): a line is in the log only once its grades are stored, so a rerun after
+        a kill at any point skips only lines whose grades are already there (resumable; `import_log`)."""
         import time
 
         t0 = time.perf_counter()
         tbl = self._table(create=True)
         known = set(tbl.search().select(["key"]).limit(None).to_arrow().column("key").to_pylist()) \
             if tbl.count_rows() else set()
-        batch: list[dict] = []
+        batch: list[LoggedQuery] = []
         added = already = skipped = done = 0
         errors: list[BadLine] = []
         keys: list[str] = []
@@ -110,28 +115,36 @@ class QueryLog:
             else:
                 known.add(item.key)
                 keys.append(item.key)
-                if item.feedback is not None:
-                    rated.append(item)
-                batch.append(_row(item))
+                batch.append(item)
             if len(batch) >= BATCH:
-                added += self._write(tbl, batch)
+                added += self._commit(tbl, batch, before_write, rated)
                 batch = []
                 if progress:
                     progress(done, total)
-        added += self._write(tbl, batch)
+        added += self._commit(tbl, batch, before_write, rated)
         if progress:
             progress(done, total or done)
         return ImportReport(added, already, skipped, tuple(errors), time.perf_counter() - t0, tuple(keys),
                             tuple(rated))
 
+    def _commit(self, tbl: Any, batch: list[LoggedQuery], before_write: BeforeWrite | None,
+                rated: list[LoggedQuery]) -> int:
+        """One batch: its feedback's grades first (`before_write`), then its rows (one commit)."""
+        with_feedback = [q for q in batch if q.feedback is not None]
+        if before_write is not None and with_feedback:
+            before_write(with_feedback)
+        rated.extend(with_feedback)
+        return self._write(tbl, [_row(q) for q in batch])
+
     def import_file(self, path: str | Path, progress: Progress | None = None,
-                    allowed: Callable[[Scope | None], bool] | None = None) -> ImportReport:
+                    allowed: Callable[[Scope | None], bool] | None = None,
+                    before_write: BeforeWrite | None = None) -> ImportReport:
         path = Path(path)
         if not path.is_file():
             raise ValueError(f"{path} is not a file; pass a .jsonl log or a Phoenix span export")
         total = sum(1 for _ in path.open("rb"))
         with path.open("rb") as fh:
-            return self.import_lines(fh, progress, total, allowed)
+            return self.import_lines(fh, progress, total, allowed, before_write)
 
     @staticmethod
     def _write(tbl: Any, rows: list[dict]) -> int:
@@ -199,3 +212,22 @@ def record_implicit_grades(judgments: Any, queries: Iterable[LoggedQuery], sourc
     if rows:
         judgments.add_judgments(rows, "graded", access=access)
     return len(rows)
+
+
+def import_log(log: QueryLog, judgments: Any, lines: Iterable[str | bytes] | str | Path, *, source: str = "log",
+               grades: bool = True, access: Any = None, progress: Progress | None = None, total: int = 0,
+               allowed: Callable[[Scope | None], bool] | None = None) -> tuple[ImportReport, int]:
+    """The one log import (CLI `import-log`, the Log page): lines (or a file) into the query log and, unless
+    `grades` is off, their feedback into implicit grades, batch by batch, grades before rows. Killed at any point,
+    a rerun reaches the state an uninterrupted import reaches. Returns (the report, implicit grades written)."""
+    written = [0]
+
+    def grade(batch: list[LoggedQuery]) -> None:
+        written[0] += record_implicit_grades(judgments, batch, source, access=access)
+
+    hook = grade if grades else None
+    if isinstance(lines, (str, Path)):
+        rep = log.import_file(lines, progress, allowed, hook)
+    else:
+        rep = log.import_lines(lines, progress, total, allowed, hook)
+    return rep, written[0]
