@@ -14,6 +14,7 @@ from retrieval.store.ann import ANN_MIN_ROWS, AnnIndex
 from retrieval.store.row_cache import OVERLAY_MAX
 from retrieval.store.identity import StoreIdentity, check_embedder, read_identity, write_identity
 from retrieval.store.rows import ids_filter, to_row
+from retrieval.store.versions import optimize
 from retrieval.types import MemoryTrace
 
 if TYPE_CHECKING:
@@ -128,7 +129,7 @@ class StoreWrites:
             return
         unindexed = self._handle.index_state()["unindexed_rows"]
         if unindexed > max(10_000, rows // 10):  # a flat scan of the tail would start to cost
-            self._handle.table().optimize()  # compaction moves row ids: the row copy is rebuilt on next read
+            optimize(self._handle.table())  # tag-safe (store/versions.py); compaction moves row ids: the copy rebuilds
 
     def delete(self, ids: Iterable[str]) -> int:
         self._handle.check_writable()
