@@ -12,6 +12,7 @@ from retrieval.judgments.store import JudgmentStoreError
 from retrieval.cli.adapt import add_adapt_command
 from retrieval.cli.calibrate import add_calibrate_command
 from retrieval.cli.cases import add_case_commands
+from retrieval.cli.doctor import add_doctor_command
 from retrieval.cli.judge import add_judge_commands
 from retrieval.cli.history import AS_OF_HELP, add_history_commands, as_of_arg
 from retrieval.cli.store import add_store_commands, add_store_flags, embedder_help, report_bad_lines
@@ -304,6 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_adapt_command(sub, db_flags)
     add_store_commands(sub, db_flags)
     add_history_commands(sub, db_flags, _scope_arg)
+    add_doctor_command(sub, db_flags)
     return p
 
 
