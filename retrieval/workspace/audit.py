@@ -32,6 +32,7 @@ TABLE = "audit"
 ACTIONS = ("ingest", "delete", "activate", "deactivate", "reembed", "analyzer", "statistics", "facts", "grade", "case",
            "snapshot", "commit")
 UNKNOWN = "unknown writer"
+MAINTENANCE = "maintenance"  # a commit that changed no row: an index, a compaction, table metadata
 MAX_IDS = 20  # ids kept per entry (the count is exact; the ids are a sample)
 
 
@@ -135,40 +136,52 @@ class AuditLog:
         col = tbl.search().where("version IS NOT NULL").select(["version"]).limit(None).to_arrow().column("version")
         return {int(v) for v in col.to_pylist()}
 
-    def reconcile(self, table) -> list[int]:
-        """Record every version of the traces `table` that changed rows and has no entry, as an unknown writer's;
-        returns those versions. Never raises (an unreadable audit is logged; the traces stand)."""
+    def reconcile(self, store) -> list[int]:
+        """Give every stored version of the traces table (but the oldest, its creation) that has no entry one: an
+        unknown writer's commit with the rows it changed, or, when it changed none, a maintenance commit (an index,
+        a compaction, table metadata). Returns the versions recorded. Never raises (an unreadable audit is logged;
+        the traces stand)."""
         try:
             done = self.versions()
-            changes = row_changes(table)
+            table = store.table()
+            metas = sorted((int(v["version"]), v.get("metadata") or {}) for v in table.list_versions())
         except Exception as exc:
             log.warning("could not reconcile the audit log at %s with the traces table: %s", self.display_uri, exc)
             return []
         added = []
-        for v, delta, rewritten in changes:
+        for (prev, a), (v, b) in zip(metas, metas[1:]):
             if v in done:
                 continue
-            n = abs(delta) if delta else rewritten
-            what = f"{delta:+d} rows" if delta else f"{rewritten} rows rewritten"
-            if self.record(UNKNOWN, "commit", n, detail=f"table version {v}: {what}", version=v) is not None:
+            delta = _num(b, "total_rows") - _num(a, "total_rows")
+            if delta:
+                actor, n, what = UNKNOWN, abs(delta), f"{delta:+d} rows"
+            else:  # same row count: rows rewritten in place, or none changed (counted from the two versions)
+                try:
+                    n = changed_rows(store, prev, v)
+                except Exception as exc:
+                    log.warning("could not compare table versions %s and %s: %s", prev, v, exc)
+                    continue
+                actor, what = (UNKNOWN, f"{n} rows rewritten") if n else (MAINTENANCE, "no row changed")
+            if self.record(actor, "commit", n, detail=f"table version {v}: {what}", version=v) is not None:
                 added.append(v)
         return added
 
 
-def row_changes(table) -> list[tuple[int, int, int]]:
-    """(version, rows added − removed, rows written) for each stored version of `table` that changed rows, from
-    the counts every commit records (a compaction, an index or a metadata commit changes none)."""
-    metas = sorted((int(v["version"]), v.get("metadata") or {}) for v in table.list_versions())
-    out = []
-    for (_, a), (v, b) in zip(metas, metas[1:]):
-        def num(m, k):
-            return int(m.get(k, 0) or 0)
+def _num(meta: dict, key: str) -> int:
+    return int(meta.get(key, 0) or 0)
 
-        delta = num(b, "total_rows") - num(a, "total_rows")
-        written = num(b, "total_data_file_rows") - num(a, "total_data_file_rows")
-        if delta or written > 0:
-            out.append((v, delta, max(written, 0)))
-    return out
+
+def changed_rows(store, before: int, after: int) -> int:
+    """Ids whose row (content, scope, time, active) differs between two versions, or that only one holds."""
+    from retrieval.workspace.derived import all_hashes
+
+    a, b = all_hashes(store, before), all_hashes(store, after)
+    return sum(a.get(i) != h for i, h in b.items()) + len(set(a) - set(b))
+
+
+def audited_versions(store) -> list[int]:
+    """The versions that must have an entry: every stored version of the traces table but the oldest."""
+    return sorted(int(v["version"]) for v in store.table().list_versions())[1:]
 
 
 def one_per_version(entries: list[AuditEntry]) -> list[AuditEntry]:

@@ -68,11 +68,11 @@ def pinned(store: Any, version: int | None = None) -> Any:
     return tbl
 
 
-def _rows(tbl: Any) -> Iterator[list[dict]]:
-    """Batches of rows (COLUMNS), one row per id: an id stored twice comes last, as its winner."""
+def rows_of(tbl: Any, columns: Any = COLUMNS) -> Iterator[list[dict]]:
+    """Batches of rows (`columns`), one row per id: an id stored twice comes last, as its winner."""
     dups = set(duplicate_ids(tbl))
     held: list[dict] = []
-    for batch in tbl.search().select(list(COLUMNS)).limit(None).to_batches(BATCH):
+    for batch in tbl.search().select(list(columns)).limit(None).to_batches(BATCH):
         rows = batch.to_pylist()
         if dups:
             held += [r for r in rows if r["id"] in dups]
@@ -91,7 +91,7 @@ def read_version(store: Any, version: int | None = None, wanted: Callable[[str, 
     state = VersionState(int(tbl.version), {})
     state.duplicates = duplicate_ids(tbl)
     total = tbl.count_rows()
-    for rows in _rows(tbl):
+    for rows in rows_of(tbl):
         state.rows += len(rows)
         docs = state.docs if sink is None else {}
         for r in rows:
@@ -107,6 +107,11 @@ def read_version(store: Any, version: int | None = None, wanted: Callable[[str, 
     if progress and total == 0:
         progress(0, 0)
     return state
+
+
+def all_hashes(store: Any, version: int) -> dict[str, str]:
+    """id → row hash of every row (inactive ones too) at `version`, one row per id."""
+    return {r["id"]: row_hash(r) for rows in rows_of(pinned(store, version)) for r in rows}
 
 
 def catch_up(index: Any, before: dict[str, str] | None, after: VersionState) -> tuple[int, int]:

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from retrieval.sparse.build import new_bm25
-from retrieval.store.duplicates import duplicate_ids, repair_duplicates, resolve
-from retrieval.workspace.derived import pinned, read_version
+from retrieval.store.duplicates import duplicate_ids, repair_duplicates
+from retrieval.workspace.derived import pinned, read_version, rows_of
 
 
 @dataclass
@@ -69,8 +69,8 @@ def expected_facts(ws: Any, version: int) -> set[tuple[str, str, str]]:
     tbl = pinned(ws.store, version)
     cols = [f.name for f in tbl.schema if f.name != ws.store.columns.vector]
     out = set()
-    for batch in tbl.search().select(cols).limit(None).to_batches(20_000):
-        for r in resolve(batch.to_pylist()):
+    for rows in rows_of(tbl, cols):
+        for r in rows:
             t = from_row(r)
             if t.is_active:
                 out |= {(t.scope, t.scope_id, f.key) for f in extractor.extract(t.content, trace_id=t.id,
@@ -88,7 +88,7 @@ def stored_facts(ws: Any) -> set[tuple[str, str, str]]:
 
 def check(ws: Any) -> Report:
     """What is out of step in the store `ws` opened (nothing is written)."""
-    from retrieval.workspace.audit import row_changes
+    from retrieval.workspace.audit import audited_versions
 
     store, rep = ws.store, Report()
     if store.table() is None:
@@ -113,7 +113,7 @@ def check(ws: Any) -> Report:
         done = ws.fact_sources.read()
         behind = sorted(i for i, h in state.hashes.items() if done.get(i) != h)
         rep.add("facts pending", *([f"{len(behind)} trace(s) not marked extracted at their content"] if behind else []))
-    gaps = sorted(v for v, _, _ in row_changes(store.table()) if v not in ws.audit.versions())
+    gaps = sorted(set(audited_versions(store)) - ws.audit.versions())
     rep.add("audit gaps", *[f"table version {v} has no entry" for v in gaps[:10]])
     sidecar = _sidecar_version(ws)
     rep.add("bm25 sidecar", *([f"saved at table version {sidecar}, the table is at {rep.version}"]
@@ -141,17 +141,14 @@ def repair(ws: Any) -> Report:
     store = ws.store
     if store.table() is None:
         return Report()
-    from retrieval.workspace.audit import row_changes
-
     with store.write_lock():
         dups = duplicate_ids(pinned(store))
         if dups:
             before = store.version()
             removed = repair_duplicates(store.table(), dups)
-            for v, delta, written in row_changes(store.table()):
-                if v > before:  # the repair's own commits, named as such (not left to an unknown writer)
-                    ws.audit.record("doctor", "commit", abs(delta) or written, ids=sorted(dups),
-                                    detail=f"duplicate ids repaired: {removed} older row(s) removed", version=v)
+            for v in range(before + 1, store.version() + 1):  # the repair's own commits, named as such
+                ws.audit.record("doctor", "commit", len(dups), ids=sorted(dups),
+                                detail=f"duplicate ids repaired: {removed} older row(s) removed", version=v)
         ws._catch_up()
     first = check(ws)
     if "facts in step" in first.problems or "facts pending" in first.problems:

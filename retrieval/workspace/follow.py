@@ -125,7 +125,7 @@ class Follower:
                 log.warning(msg)
                 self.last_sync = facts_sync.FactsSync(warnings=(msg,))
                 self.facts_pending = max(self.facts_pending, n, 1)
-        ws.audit.reconcile(ws.store.table())
+        ws.audit.reconcile(ws.store)
         return done
 
     def after_commit(self, committed: int, rows: list, removed: list[str], facts: bool = True
