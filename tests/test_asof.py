@@ -152,9 +152,10 @@ def test_as_of_reads_never_write(tmp_path):
     ws = _ws(tmp_path / "db")
     for _, write in _steps():
         write(ws)
-    # a journal left as by a crash: a live open would replay it; an as-of read must leave it
-    (tmp_path / "db" / ".facts-pending").mkdir(exist_ok=True)
-    (tmp_path / "db" / ".facts-pending" / "left.json").write_text('{"ids": ["inv"]}')
+    # facts a crash left behind: a live open would reconcile them; an as-of read must leave them
+    import lancedb
+
+    lancedb.connect(str(tmp_path / "db")).drop_table("fact_sources")
     (tmp_path / "db" / "bm25.npz").unlink()  # a live open would rebuild and save it
     clear_cache()
     before = _tree_hash(tmp_path / "db")

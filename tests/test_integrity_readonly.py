@@ -1,9 +1,8 @@
 """A read-only demo changes nothing on disk: every page browsed, with a stale BM25 sidecar and a facts
-journal left by a crashed writer, and the store directory hashes the same before and after."""
+fact sources a crashed writer never marked, and the store directory hashes the same before and after."""
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 from pathlib import Path
 
@@ -12,7 +11,7 @@ import pytest
 from apphelpers import open_page
 from retrieval.ingest.demo import build_demo_index
 from retrieval.models import HashingEmbedder
-from retrieval.workspace import JOURNAL_DIR, Workspace
+from retrieval.workspace import Workspace
 
 PAGES = ["app.py", "pages/1_Corpus.py", "pages/2_Inspect.py", "pages/3_Compare.py", "pages/4_Tune.py",
          "pages/5_Facts.py", "pages/6_Snapshots.py"]
@@ -31,12 +30,16 @@ def built(tmp_path_factory):
 
 
 def damaged_copy(built: Path, name: str) -> Path:
-    """The demo store with a stale sidecar (as if another process wrote since) and a pending journal."""
+    """The demo store with a stale sidecar (as if another process wrote since) and facts a writer would catch up
+    (no trace is marked as extracted: a writable open would reconcile every trace's facts)."""
+    import lancedb
+
     db = built / name
     shutil.copytree(built / "base", db)
     (db / "bm25.npz").unlink()
-    (db / JOURNAL_DIR).mkdir(exist_ok=True)
-    (db / JOURNAL_DIR / "pending.json").write_text(json.dumps({"ids": ["maya-intro"]}))
+    conn = lancedb.connect(str(db))
+    if "fact_sources" in conn.table_names():
+        conn.drop_table("fact_sources")
     return db
 
 

@@ -1,4 +1,4 @@
-"""Workspace, the one write path (SPEC §12): sidecar versions, rebuilds, read-only stores, facts journal."""
+"""Workspace, the one write path (SPEC §12): sidecar versions, rebuilds, read-only stores, facts in step."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,8 @@ import pytest
 
 from retrieval.bm25.index import BM25Index
 from retrieval.models import HashingEmbedder
-from retrieval.workspace import JOURNAL_DIR, Workspace
+from retrieval.workspace import Workspace
+from retrieval.workspace.facts_sync import FactSources
 
 from conftest import NOW, U1, U2, make_trace
 
@@ -54,7 +55,7 @@ def test_ingest_is_idempotent(tmp_path):
     assert ws.bm25.snapshot().version == v + 1  # one (empty) batch: unchanged documents are not re-added
 
 
-def test_sidecar_records_the_table_version_and_a_stale_one_is_rebuilt(tmp_path, caplog):
+def test_sidecar_records_the_table_version_and_a_stale_one_catches_up(tmp_path, caplog):
     ws = ws_at(tmp_path / "db")
     ws.ingest([make_trace(f"t{i}", f"old text {i}") for i in range(10)])
     assert BM25Index.load(ws.bm25_path, tokenizer=ws.bm25.tokenizer).source["table_version"] == ws.store.version()
@@ -64,7 +65,7 @@ def test_sidecar_records_the_table_version_and_a_stale_one_is_rebuilt(tmp_path, 
     caplog.set_level(logging.WARNING)
     again = ws_at(tmp_path / "db")
     assert again.status()["in_step"]
-    assert "rebuilding" in caplog.text
+    assert "catching up by the rows that differ" in caplog.text
     assert sparse_ids(again, "brand new", U2) == ["t0"] and sparse_ids(again, "brand new", U1) == []
     assert "t0" not in sparse_ids(again, "old text")
 
@@ -196,7 +197,7 @@ def test_a_broken_facts_table_is_reported_not_raised_and_retried(tmp_path, monke
     assert "OSError: facts table is corrupt" in rep.fact_warnings[0] and "traces are stored" in rep.fact_warnings[0]
     assert sparse_ids(ws, "refund") == ["b"]
     st = ws.status()
-    assert (st["facts_pending"], st["in_step"]) == (1, False)
+    assert (st["facts_pending"], st["in_step"]) == (2, False)
     monkeypatch.undo()
     again = ws_at(tmp_path / "db")
     assert again.status()["facts_pending"] == 0 and again.facts.count() == 1 and again.status()["in_step"]
@@ -215,7 +216,7 @@ def test_an_interrupted_fact_extraction_is_replayed_on_open(tmp_path, monkeypatc
     with pytest.raises(KeyboardInterrupt):
         ws.ingest([make_trace("a", "I live in Lisbon."), make_trace("b", "My dog is called Rex.")])
     monkeypatch.undo()
-    assert len(list((tmp_path / "db" / JOURNAL_DIR).glob("*.json"))) == 1
+    assert sorted(FactSources(str(tmp_path / "db")).read()) == ["x"]  # a and b committed, their facts not
     again = ws_at(tmp_path / "db")
     st = again.status()
     assert (st["traces"], st["facts_pending"], st["in_step"]) == (3, 0, True)

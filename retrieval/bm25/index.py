@@ -119,6 +119,12 @@ class BM25Index:
         """Remove documents as one batch; returns how many were in the index."""
         return self._apply([], list(ids))
 
+    def update(self, adds: Iterable[tuple[str, str, Scope | None]], removes: Iterable[str]) -> int:
+        """One batch, published whole: `(id, text, scope)` added or replaced, `removes` ids removed. Returns the
+        number of documents after it (the Workspace's catch-up from one table version to another)."""
+        self._apply(list(adds), list(removes))
+        return len(self)
+
     def sync(self, traces: Iterable, *, complete: bool = False) -> int:
         """Mirror stored traces as one atomic batch: active ones (re)added with their scope, inactive
         ones removed; with `complete=True` every other document is removed too (a full re-sync).

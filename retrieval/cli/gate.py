@@ -55,6 +55,7 @@ COMMANDS: dict[str, Kind] = {
     "reembed": WRITE, "analyzer": WRITE, "statistics": WRITE,
     "tag": Kind(lambda a: bool(a.name) and not a.list),
     "diff-versions": READ, "import-log": SCOPED_WRITE,
+    "doctor": Kind(lambda a: a.repair),  # a report; --repair rewrites derived state and removes duplicate rows
 }
 
 

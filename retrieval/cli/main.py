@@ -12,6 +12,7 @@ from retrieval.judgments.store import JudgmentStoreError
 from retrieval.cli.adapt import add_adapt_command
 from retrieval.cli.calibrate import add_calibrate_command
 from retrieval.cli.cases import add_case_commands
+from retrieval.cli.doctor import add_doctor_command
 from retrieval.cli.gate import (TRACEBACK_ENV, GateParser, admit, audited, failure_line, scrubbed_output, stamp,
                                 writer)
 from retrieval.cli.judge import add_judge_commands
@@ -306,6 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_adapt_command(sub, db_flags)
     add_store_commands(sub, db_flags)
     add_history_commands(sub, db_flags, _scope_arg)
+    add_doctor_command(sub, db_flags)
     return stamp(p)  # every command knows its name; `main` looks it up in the command table (cli/gate.py)
 
 

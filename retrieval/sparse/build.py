@@ -54,6 +54,33 @@ def statistics_of(store) -> str:
     return ident.statistics if ident is not None else store.new_statistics
 
 
+def new_bm25(store) -> BM25Index:
+    """An empty BM25 index with the store's recorded analyzer and statistics (filled by the Workspace's catch-up)."""
+    ident = store.identity()
+    analyzer = ident.analyzer if ident is not None else store.new_analyzer
+    return BM25Index(tokenizer=make_tokenizer(analyzer), statistics=statistics_of(store))
+
+
+def load_sidecar(store, path: Path | None) -> tuple[BM25Index, int] | None:
+    """The saved BM25 sidecar at `path` and the table version it was built from, when it was built with the store's
+    analyzer; else None (with a warning saying why)."""
+    if path is None or not path.is_file():
+        return None
+    ident = store.identity()
+    analyzer = ident.analyzer if ident is not None else store.new_analyzer
+    try:
+        idx = BM25Index.load(path, tokenizer=make_tokenizer(analyzer))
+    except ValueError as exc:
+        log.warning("%s; rebuilding from the store", exc)
+        return None
+    idx.statistics = statistics_of(store)
+    built_from = (idx.source or {}).get("table_version")
+    if not isinstance(built_from, int) or isinstance(built_from, bool):
+        log.warning("BM25 sidecar %s does not say which table version it reflects; rebuilding", path)
+        return None
+    return idx, built_from
+
+
 def build_bm25(store, analyzer: str | None = None, progress: Progress | None = None,
                batch_size: int = 50_000) -> BM25Index:
     """BM25 over the store's active rows, with the store's recorded analyzer (unless one is given) and

@@ -19,6 +19,7 @@ from retrieval.store.ann import ANN_MIN_ROWS, AnnIndex
 from retrieval.store.cognitive import cognitive_score, resolve_weights
 from retrieval.store.columns import ColumnMap
 from retrieval.store.dense import cosine_distances, index_and_tail
+from retrieval.store.duplicates import resolve
 from retrieval.store.handle import TableHandle
 from retrieval.store.reads import SCAN_BATCH, StoreReads
 from retrieval.store.row_cache import RowCache
@@ -167,8 +168,8 @@ class MemoryStore(TableHandle):
                 if refine and not own_refine:
                     q = q.refine_factor(refine)
         found = q.to_arrow()
-        if cache is None:
-            return [self.columns.normalize(r) for r in found.to_pylist()]
+        if cache is None:  # an id stored twice: its winner (store/duplicates.py), with its own distance
+            return resolve(self.columns.normalize(r) for r in found.to_pylist())
         rows = self._rows_from_copy(cache, found, vector, own_refine)
         rows = [r for r in rows if r["is_active"] or not postfilter]
         return sorted(rows, key=lambda r: (r["_distance"], r["id"]))[:want]
@@ -176,14 +177,15 @@ class MemoryStore(TableHandle):
     def _rows_from_copy(self, cache: RowCache, found: Any, vector: np.ndarray, own_refine: bool) -> list[dict]:
         """LanceDB's (id, distance) hits as full rows from the copy; rows the copy lacks (the table
         moved on mid-query) are read from LanceDB."""
-        dist = dict(zip(found["id"].to_pylist(), found["_distance"].to_pylist()))
+        hit_ids = found["id"].to_pylist()
+        dist = dict(zip(hit_ids, found["_distance"].to_pylist()))
         rows = cache.rows(list(dist))
-        if own_refine:
-            dist = cache.exact_distances(vector, list(dist))
-        if len(rows) < len(found) or len(dist) < len(found):
-            have = {r["id"] for r in rows if r["id"] in dist}
-            more = self.reads.fetch_rows(
-                self.columns.ids_filter([i for i in found["id"].to_pylist() if i not in have]), True)
+        if own_refine or len(dist) < len(hit_ids):  # an id stored twice: the winner's own vector decides
+            dist = {**dist, **cache.exact_distances(vector, list(dist))}
+        missing = [i for i in dist if i not in {r["id"] for r in rows}]
+        if missing:
+            have = {r["id"] for r in rows}
+            more = self.reads.fetch_rows(self.columns.ids_filter(missing), True)
             q32 = np.asarray(vector, np.float32)
             for r in more:
                 v = np.asarray(r.pop("vector"), np.float32)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from retrieval.store.duplicates import duplicate_ids, resolve
 from retrieval.store.rows import from_row
 from retrieval.types import MemoryTrace, Scope
 
@@ -80,10 +81,11 @@ class StoreReads:
         q = tbl.search().select(self._handle.columns.select(with_vectors))
         if where:
             q = q.where(where)
-        return [self._handle.columns.normalize(r) for r in q.limit(limit).to_arrow().to_pylist()]
+        # an id another writer stored twice reads as one row, the same one for every reader (store/duplicates.py)
+        return resolve(self._handle.columns.normalize(r) for r in q.limit(limit).to_arrow().to_pylist())
 
     def get(self, ids: Sequence[str]) -> list[MemoryTrace]:
-        """Traces for `ids` in the given order; unknown ids are skipped."""
+        """Traces for `ids` in the given order; unknown ids are skipped; an id stored twice reads as its winner."""
         ids = [i for i in dict.fromkeys(ids) if isinstance(i, str)]
         if not ids:
             return []
@@ -146,10 +148,10 @@ class StoreReads:
         if where:
             q = q.where(where)
         memo: dict[tuple[str, str], Scope] = {}
-        for batch in q.limit(None).to_batches(batch_size):
-            rows = batch.to_pylist()
-            if not cols.native:
-                rows = [cols.normalize(r) for r in rows]
+        dups = set(duplicate_ids(tbl)) if cols.native else set()
+        held: list[dict] = []  # rows of ids stored twice: their winners come last, one per id
+
+        def emit(rows: list[dict]):
             scopes = []
             for r in rows:
                 key = (r["scope"], r["scope_id"])
@@ -157,4 +159,17 @@ class StoreReads:
                 if s is None:
                     s = memo[key] = Scope(*key)
                 scopes.append(s)
-            yield [r["id"] for r in rows], [r["content"] or "" for r in rows], scopes
+            return [r["id"] for r in rows], [r["content"] or "" for r in rows], scopes
+
+        if dups:
+            q = q.select(list(dict.fromkeys([*wanted, "last_accessed_at", "created_at", "is_active"])))
+        for batch in q.limit(None).to_batches(batch_size):
+            rows = batch.to_pylist()
+            if not cols.native:
+                rows = [cols.normalize(r) for r in rows]
+            if dups:
+                held += [r for r in rows if r["id"] in dups]
+                rows = [r for r in rows if r["id"] not in dups]
+            yield emit(rows)
+        if held:
+            yield emit(resolve(held))

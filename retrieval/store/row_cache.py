@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from retrieval.store.dense import cosine_distances, newest_fragments
+from retrieval.store.duplicates import winner_positions
 from retrieval.store.tuning import release_freed_memory
 from retrieval.store.spill import Spill
 from retrieval.types import Scope
@@ -72,7 +73,13 @@ class RowCache:
         # the overlay: rows this process wrote since the scan (by id, with their float32 vectors)
         # and the base ids those writes replaced or deleted
         self.alive = np.ones(n, bool)  # base rows not replaced or deleted since the scan
-        self.live_active = self.active  # alive and active
+        if len(self.pos) < n:  # an id stored twice by two writers: only the rule's winner is alive
+            keep = winner_positions(data)
+            self.alive[:] = False
+            self.alive[keep] = True
+            ids_col = data.column("id")
+            self.pos = {ids_col[p].as_py(): p for p in keep}
+        self.live_active = self.active & self.alive  # alive and active
         self.ov_rows: dict[str, dict] = {}
         self.ov_vecs: dict[str, np.ndarray] = {}
         self.dead: frozenset[str] = frozenset()

@@ -86,4 +86,6 @@ def scope_filter(scopes: Sequence[Scope] | None) -> str | None:
 
 
 def ids_filter(ids: Iterable[str]) -> str:
-    return "id IN (" + ", ".join(sql_quote(i) for i in ids) + ")"
+    """`id IN (…)`; no ids is a filter that matches nothing (LanceDB refuses `id IN ()`)."""
+    quoted = [sql_quote(i) for i in ids]
+    return "id IN (" + ", ".join(quoted) + ")" if quoted else "false"

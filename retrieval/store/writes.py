@@ -14,6 +14,7 @@ from retrieval.store.ann import ANN_MIN_ROWS, AnnIndex
 from retrieval.store.row_cache import OVERLAY_MAX
 from retrieval.store.identity import StoreIdentity, check_embedder, read_identity, write_identity
 from retrieval.store.rows import ids_filter, to_row
+from retrieval.store.versions import optimize
 from retrieval.types import MemoryTrace
 
 if TYPE_CHECKING:
@@ -58,6 +59,7 @@ class StoreWrites:
         self._copy = copy
         self._ann = ann
         self.last_add_report = AddReport()
+        self.last_commit = 0  # the table version this process's last row write committed (not a later one)
 
     def add(self, traces: Iterable[MemoryTrace], progress: Progress | None = None,
             batch_size: int = ADD_BATCH) -> int:
@@ -109,8 +111,9 @@ class StoreWrites:
                 check_embedder(current, self._handle.embedder, self._handle.display_uri)
             with self._copy.write(tbl) as change:
                 # Always an upsert, also into an empty table: two writers of one id leave one row.
-                tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(rows)
+                res = tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(rows)
                 change["upserts"] = rows
+                self.last_commit = int(getattr(res, "version", 0) or tbl.version)
             self.last_add_report.written = len(rows)
             if read_identity(tbl).embedder is None:  # a store from before identities: record it now
                 with self._copy.unchanged(tbl):
@@ -128,7 +131,7 @@ class StoreWrites:
             return
         unindexed = self._handle.index_state()["unindexed_rows"]
         if unindexed > max(10_000, rows // 10):  # a flat scan of the tail would start to cost
-            self._handle.table().optimize()  # compaction moves row ids: the row copy is rebuilt on next read
+            optimize(self._handle.table())  # tag-safe (store/versions.py); compaction moves row ids: the copy rebuilds
 
     def delete(self, ids: Iterable[str]) -> int:
         self._handle.check_writable()
@@ -137,10 +140,15 @@ class StoreWrites:
         if tbl is None or not ids:
             return 0
         with self._handle.write_lock(), self._copy.write(tbl) as change:
-            before = tbl.count_rows()
+            before = int(tbl.version)
             tbl.delete(ids_filter(ids))
             change["deleted"] = ids
-            return before - tbl.count_rows()
+            if int(tbl.version) == before:  # nothing matched, nothing committed
+                return 0
+            self.last_commit = int(tbl.version)
+            # counted from the commit itself (the row counts Lance records per version), never from a view that
+            # another writer's commit may have made stale
+            return rows_removed_by(tbl, self.last_commit)
 
     def set_active(self, ids: Iterable[str], active: bool) -> None:
         self._handle.check_writable()
@@ -155,4 +163,13 @@ class StoreWrites:
                     change["upserts"] = [{**r, "is_active": bool(active), self._handle.columns.vector: vecs[r["id"]]}
                                          for r in cache.rows(ids) if r["id"] in vecs]
                 tbl.update(where=ids_filter(ids), values={"is_active": bool(active)})
+                self.last_commit = int(tbl.version)
 
+
+
+def rows_removed_by(tbl, version: int) -> int:
+    """Rows a committed delete removed: the row counts Lance recorded for `version` and the one before it."""
+    metas = {int(v["version"]): v.get("metadata") or {} for v in tbl.list_versions()}
+    if version - 1 not in metas or version not in metas:
+        return 0
+    return max(int(metas[version - 1].get("total_rows", 0)) - int(metas[version].get("total_rows", 0)), 0)

@@ -2,8 +2,14 @@
 beside `traces` in the same store.
 
 `Workspace.ingest/delete/set_active` call `AuditLog.record` after their commit, with the write lock
-held. Recording never raises: a failed audit write is logged, and the trace write it describes
-stands (the traces are the truth; the log describes them).
+held, naming the table version they committed. Recording never raises: a failed audit write is logged,
+and the trace write it describes stands (the traces are the truth; the log describes them).
+
+One entry per committed version of the traces table that changed rows (SPEC §18): `reconcile` reads the
+table's version list (each version's row counts come with the commit) and records every such version that has
+no entry yet as written by an `unknown writer` (an agent's own LanceDB code, a Ray job, a writer killed
+between its commit and its audit row), with the rows it added or removed. Two processes may both record one
+version; readers keep one entry per version, a named actor before an unknown writer.
 """
 from __future__ import annotations
 
@@ -24,7 +30,9 @@ log = logging.getLogger(__name__)
 
 TABLE = "audit"
 ACTIONS = ("ingest", "delete", "activate", "deactivate", "reembed", "analyzer", "statistics", "facts", "grade", "case",
-           "snapshot", "command")
+           "snapshot", "command", "commit")
+UNKNOWN = "unknown writer"
+MAINTENANCE = "maintenance"  # a commit that changed no row: an index, a compaction, table metadata
 MAX_IDS = 20  # ids kept per entry (the count is exact; the ids are a sample)
 
 
@@ -37,6 +45,13 @@ class AuditEntry:
     scopes: tuple[str, ...] = ()
     ids: tuple[str, ...] = ()
     detail: str = ""
+    version: int | None = None  # the traces table version this write committed
+
+
+def _arrow(rows: list[dict]):
+    import pyarrow as pa
+
+    return pa.Table.from_pylist(rows, schema=_schema())
 
 
 def _schema():
@@ -44,7 +59,7 @@ def _schema():
 
     return pa.schema([("at", pa.timestamp("us", tz="UTC")), ("actor", pa.string()), ("action", pa.string()),
                       ("traces", pa.int64()), ("scopes", pa.list_(pa.string())), ("ids", pa.list_(pa.string())),
-                      ("detail", pa.string())])
+                      ("detail", pa.string()), ("version", pa.int64())])
 
 
 class AuditLog:
@@ -71,18 +86,24 @@ class AuditLog:
                     self._tbl = self._db.open_table(TABLE)
                 elif create:
                     self._tbl = self._db.create_table(TABLE, schema=_schema(), exist_ok=True)
+                if self._tbl is not None and "version" not in self._tbl.schema.names and create:
+                    try:  # an audit table from before versions were recorded
+                        self._tbl.add_columns({"version": "CAST(NULL AS BIGINT)"})
+                    except Exception:
+                        self._tbl.checkout_latest()  # another process added it first
             return self._tbl
 
     def record(self, actor: str, action: str, traces: int, scopes: Iterable[str] = (), ids: Iterable[str] = (),
-               detail: str = "") -> AuditEntry | None:
+               detail: str = "", version: int | None = None) -> AuditEntry | None:
         """Append one entry; returns it, or None when it could not be written (logged)."""
         if action not in ACTIONS:
             raise ValueError(f"audit action {action!r} is not one of {', '.join(ACTIONS)}")
         entry = AuditEntry(at=self.clock(), actor=str(actor or "unknown")[:200], action=action, traces=int(traces),
                            scopes=tuple(sorted({str(s) for s in scopes})), ids=tuple(list(ids)[:MAX_IDS]),
-                           detail=str(detail)[:500])
+                           detail=str(detail)[:500], version=None if version is None else int(version))
         try:
-            self._table(create=True).add([{**entry.__dict__, "scopes": list(entry.scopes), "ids": list(entry.ids)}])
+            self._table(create=True).add(_arrow([{**entry.__dict__, "scopes": list(entry.scopes),
+                                                   "ids": list(entry.ids)}]))
         except Exception as exc:  # the write it describes is committed; never undo or hide it
             log.warning("could not record %s by %s in the audit log at %s: %s", action, actor, self.display_uri, exc)
             return None
@@ -98,13 +119,83 @@ class AuditLog:
             log.warning("could not read the audit log at %s: %s", self.display_uri, exc)
             return []
         allowed = None if scopes is None else {str(s) for s in scopes}
-        out = [AuditEntry(at=r["at"], actor=r["actor"], action=r["action"], traces=r["traces"],
-                          scopes=tuple(r["scopes"] or ()), ids=tuple(r["ids"] or ()), detail=r["detail"] or "")
-               for r in rows]
+        out = one_per_version([AuditEntry(at=r["at"], actor=r["actor"], action=r["action"], traces=r["traces"],
+                                          scopes=tuple(r["scopes"] or ()), ids=tuple(r["ids"] or ()),
+                                          detail=r["detail"] or "", version=r.get("version")) for r in rows])
         if allowed is not None:
             out = [e for e in out if e.scopes and set(e.scopes) <= allowed]
         out.sort(key=lambda e: e.at, reverse=True)
         return out[:limit]
+
+
+    def versions(self) -> set[int]:
+        """The traces table versions that have an entry."""
+        tbl = self._table(create=False)
+        if tbl is None or "version" not in tbl.schema.names:
+            return set()
+        col = tbl.search().where("version IS NOT NULL").select(["version"]).limit(None).to_arrow().column("version")
+        return {int(v) for v in col.to_pylist()}
+
+    def reconcile(self, store) -> list[int]:
+        """Give every stored version of the traces table (but the oldest, its creation) that has no entry one: an
+        unknown writer's commit with the rows it changed, or, when it changed none, a maintenance commit (an index,
+        a compaction, table metadata). Returns the versions recorded. Never raises (an unreadable audit is logged;
+        the traces stand)."""
+        try:
+            done = self.versions()
+            table = store.table()
+            metas = sorted((int(v["version"]), v.get("metadata") or {}) for v in table.list_versions())
+        except Exception as exc:
+            log.warning("could not reconcile the audit log at %s with the traces table: %s", self.display_uri, exc)
+            return []
+        added = []
+        for (prev, a), (v, b) in zip(metas, metas[1:]):
+            if v in done:
+                continue
+            delta = _num(b, "total_rows") - _num(a, "total_rows")
+            if delta:
+                actor, n, what = UNKNOWN, abs(delta), f"{delta:+d} rows"
+            else:  # same row count: rows rewritten in place, or none changed (counted from the two versions)
+                try:
+                    n = changed_rows(store, prev, v)
+                except Exception as exc:
+                    log.warning("could not compare table versions %s and %s: %s", prev, v, exc)
+                    continue
+                actor, what = (UNKNOWN, f"{n} rows rewritten") if n else (MAINTENANCE, "no row changed")
+            if self.record(actor, "commit", n, detail=f"table version {v}: {what}", version=v) is not None:
+                added.append(v)
+        return added
+
+
+def _num(meta: dict, key: str) -> int:
+    return int(meta.get(key, 0) or 0)
+
+
+def changed_rows(store, before: int, after: int) -> int:
+    """Ids whose row (content, scope, time, active) differs between two versions, or that only one holds."""
+    from retrieval.workspace.derived import all_hashes
+
+    a, b = all_hashes(store, before), all_hashes(store, after)
+    return sum(a.get(i) != h for i, h in b.items()) + len(set(a) - set(b))
+
+
+def audited_versions(store) -> list[int]:
+    """The versions that must have an entry: every stored version of the traces table but the oldest."""
+    return sorted(int(v["version"]) for v in store.table().list_versions())[1:]
+
+
+def one_per_version(entries: list[AuditEntry]) -> list[AuditEntry]:
+    """One entry per traces table version (a named actor before an unknown writer, then the earliest); entries
+    without a version (grades, cases, settings) all stay."""
+    best: dict[int, AuditEntry] = {}
+    for e in entries:
+        if e.version is None:
+            continue
+        cur = best.get(e.version)
+        if cur is None or ((cur.actor == UNKNOWN) > (e.actor == UNKNOWN)) or (
+                (cur.actor == UNKNOWN) == (e.actor == UNKNOWN) and e.at < cur.at):
+            best[e.version] = e
+    return [e for e in entries if e.version is None or best[e.version] is e]
 
 
 def scopes_of(traces: Iterable) -> list[str]:

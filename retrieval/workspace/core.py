@@ -1,15 +1,15 @@
 """A store URI opened as a whole: traces (LanceDB), the BM25 index beside them, and the facts (SPEC §12).
 
-The one write path. Every ingest, delete or activation change goes to all three, under the store's
-write lock (a thread lock, and a file lock across processes for a local store). Crash safety:
-- LanceDB commits are atomic; what it committed is the truth.
-- The BM25 sidecar records the table version it was built from; on open, or when another process
-  moved the table on, BM25 is re-synced from the store (a missing, stale or unreadable sidecar is
-  rebuilt with a warning; a read-only store keeps the index in memory).
-- Facts: before the traces are written, the ids whose facts must follow them are written to a
-  small journal file; it is removed once the facts are stored. A journal left by a crash (or by a
-  facts table that failed) is replayed on the next open or write: facts of present, active traces
-  are re-extracted (idempotent upsert), facts of absent or inactive ones deleted.
+The one write path of this app, though not the only writer of the table (SPEC §18): every ingest, delete or
+activation change goes to all three under the store's write lock (a thread lock, and a file lock across processes
+for a local store — an optimisation for one machine; correctness never depends on it). Crash safety:
+- LanceDB commits are atomic; what it committed is the truth, whoever committed it.
+- BM25, facts and audit are derived from the table's versions (workspace/follow.py): on open, on a refresh, and
+  after each own commit that was not the very next version, they catch up by the rows that differ between the
+  version they reflect and the newest. The BM25 sidecar records the version it reflects (a read-only store keeps
+  the index in memory).
+- Facts are reconciled per trace id and content hash (workspace/facts_sync.py), so a crash after a commit leaves
+  facts that the next open (by any process) brings in step; the audit records every version that changed rows.
 """
 from __future__ import annotations
 
@@ -23,10 +23,11 @@ from retrieval.access import Access, ReadOnlyError, demo_mode_from_env
 from retrieval.workspace.audit import AuditLog, scopes_of
 from retrieval.bm25.index import BM25Index
 from retrieval.bm25.tokenizer import analyzer_of
-from retrieval.sparse.build import Opened, check_sparse, open_sparse, set_analyzer, set_statistics
+from retrieval.sparse.build import Opened, check_sparse, set_analyzer, set_statistics
 from retrieval.store.memory import MemoryStore
 from retrieval.types import MemoryTrace
-from retrieval.workspace.journal import journal_files, replay_journals, sync_facts, write_journal
+from retrieval.workspace.facts_sync import FactSources
+from retrieval.workspace.follow import Follower
 from retrieval.workspace.status import status_of
 from retrieval.workspace.guard import authorise, authorise_store_wide, check_same_store
 
@@ -59,10 +60,11 @@ class Workspace:
         self.store = MemoryStore(self.uri, embedder=embedder, clock=clock, table=table, columns=columns, **store_kw)
         self.sparse, self.progress = check_sparse(sparse), progress  # bm25 | fts; progress of a BM25 build
         self._fact_extractor = fact_extractor
-        self._bm25: BM25Index | None = None
-        self._bm25_version = -1  # table version the in-memory BM25 reflects
+        self._follow = Follower(self)  # BM25 (and the table version it reflects), facts and audit in step
+        self._opened = False
         self._open_lock = threading.Lock()
         self._facts = None
+        self._fact_sources: FactSources | None = None
         self.read_only = self.store.read_only  # or set when the sidecar cannot be written; BM25 lives in memory
         self.demo_mode = demo_mode_from_env()  # read-only demo (RETRIEVAL_MODE=demo): every write refuses
         # who wrote what, beside the traces, with the store's storage options (retrieval.workspace.audit)
@@ -92,29 +94,33 @@ class Workspace:
 
     @property
     def bm25(self) -> BM25Index:
-        if self._bm25 is None:
+        if not self._opened:
             with self._open_lock:
-                if self._bm25 is None:
-                    with self.store.write_lock():  # no commit lands between reading the version and the rows
-                        self._bm25 = self._open_bm25()
-                        self._replay_journals()
-        return self._bm25
+                if not self._opened:
+                    with self.store.write_lock():  # one process's writers wait; other machines' need not
+                        self._follow.open()
+                        self._opened = True
+        return self._follow.index
 
-    def _open_bm25(self) -> BM25Index:
-        # the FTS reader, the sidecar if in step, else BM25 built with progress (and saved)
-        opened = open_sparse(self.store, self.sparse, self.bm25_path, self.progress)
-        self._install(opened)
-        return opened.index
+    @property
+    def _bm25(self) -> BM25Index | None:
+        return self._follow.index if self._opened else None
 
     def _install(self, opened: Opened) -> None:
-        self._bm25, self._bm25_version = opened.index, opened.version
+        f = self._follow
+        f.index, f.version, f.hashes, self._opened = opened.index, opened.version, None, True
         if opened.built:
             self._save(opened.index, opened.version)
 
     @property
     def bm25_version(self) -> int:
         """The table version the in-memory BM25 reflects (-1 before it is opened)."""
-        return self._bm25_version
+        return self._follow.version if self._opened else -1
+
+    @property
+    def facts_pending(self) -> int:
+        """Traces whose facts are not in step yet (a failed facts write); brought in step on the next catch-up."""
+        return self._follow.facts_pending
 
     def set_analyzer(self, name: str, progress: Callable[[int, int], None] | None = None, *,
                      access: Access | None = None, actor: str = "local"):
@@ -160,28 +166,25 @@ class Workspace:
             return self._catch_up()
 
     def refresh_if_stale(self) -> bool:
-        """`refresh` only when needed: one table-version read and one directory listing, no lock.
+        """`refresh` only when needed: one table-version read, no lock.
 
-        What the app calls on every rerun, so a trace the CLI wrote is searchable without a restart.
+        What the app calls on every rerun, so a trace another writer committed is searchable without a restart.
         """
-        pending = bool(self.pending_journals()) and not self.keeps_disk  # a journal waits for a writer
-        if self._bm25 is not None and self.store.version() == self._bm25_version and not pending:
+        pending = bool(self.facts_pending) and not self.keeps_disk  # facts wait for a writer
+        if self._opened and self.store.version() == self._follow.version and not pending:
             return False
         return self.refresh()
 
     def _catch_up(self) -> bool:
-        """Call with the write lock held."""
-        bm25 = self.bm25
-        changed = self._replay_journals()
-        version = self.store.version()
-        if version != self._bm25_version:
-            log.warning("the store moved from table version %s to %s outside this Workspace; re-syncing BM25",
-                        self._bm25_version, version)
-            bm25.sync(self.store.all_traces() if self.sparse == "bm25" else (), complete=True)
-            self._bm25_version = version
-            self._save(bm25, version)
-            changed = True
-        return changed
+        """Call with the write lock held: BM25, facts and audit caught up with the newest table version."""
+        if not self._opened:
+            self.bm25  # noqa: B018 - opening catches up
+            return True
+        if self.store.version() == self._follow.version and not (self.facts_pending and not self.keeps_disk):
+            return False
+        log.info("the store moved from table version %s to %s; catching up", self._follow.version,
+                 self.store.version())
+        return self._follow.advance()
 
     def _save(self, idx: BM25Index, version: int) -> None:
         path = self.bm25_path
@@ -194,9 +197,9 @@ class Workspace:
             log.warning("cannot write the BM25 sidecar %s (%s); keeping the index in memory", path, exc)
 
     def save(self) -> None:
-        if self._bm25 is not None:
+        if self._opened:
             with self.store.write_lock():
-                self._save(self._bm25, self._bm25_version)
+                self._save(self._follow.index, self._follow.version)
 
     # ------------------------------------------------------------------ facts
     @property
@@ -216,23 +219,12 @@ class Workspace:
             return RuleFactExtractor()
         return self._fact_extractor
 
-    def pending_journals(self) -> list[Path]:
-        """Facts journals a writer left (a crash, or a facts table that failed): replayed on the next write."""
-        return journal_files(self.root)
-
-    def _journal(self, ids: list[str]) -> Path | None:
-        return None if self.store.read_only else write_journal(self.root, ids)
-
-    def _sync_facts(self, ids: list[str], journal: Path | None) -> tuple[int, list[str]]:
-        return sync_facts(self.store, self.facts, self.extractor(), ids, journal)
-
-    def _replay_journals(self) -> bool:
-        if self.keeps_disk:
-            if self.pending_journals():
-                log.warning("a facts journal is pending at %s; read-only, so it is left for the next writer",
-                            self.store.display_uri)
-            return False
-        return replay_journals(self.root, self.store, lambda ids, path: self._sync_facts(ids, path))
+    @property
+    def fact_sources(self) -> FactSources:
+        """Which version (content hash) of each trace its facts were extracted from (workspace/facts_sync.py)."""
+        if self._fact_sources is None:
+            self._fact_sources = FactSources(self.uri, self.store.storage_options)
+        return self._fact_sources
 
     # ------------------------------------------------------------------ writing
     def ingest(self, traces: Iterable[MemoryTrace], progress: Callable[[int, int], None] | None = None,
@@ -248,24 +240,18 @@ class Workspace:
         traces = list(traces)
         for t in traces:
             if isinstance(t, MemoryTrace):
-                t.validate()  # before the journal: a rejected batch leaves no trace anywhere
+                t.validate()  # before anything: a rejected batch leaves no trace anywhere
         latest = {t.id: t for t in traces if isinstance(t, MemoryTrace)}
-        want_facts = extract_facts and self.extractor() is not None
         with self.store.write_lock():
             self._catch_up()
             self._guard(access, latest.values())
-            journal = self._journal(list(latest)) if want_facts else None
-            try:
-                written = self.store.add(traces, progress=progress)
-            except BaseException:
-                if journal is not None and self.store.version() == self._bm25_version:
-                    journal.unlink(missing_ok=True)  # nothing was committed
-                raise
+            written = self.store.add(traces, progress=progress)
             dups = tuple(self.store.last_add_report.duplicates)
-            self.bm25.sync(latest.values())
-            self._mark_in_step()
-            n_facts, warnings = self._sync_facts(list(latest), journal) if want_facts else (0, [])
-            self.audit.record(_actor(access, actor), "ingest", written, scopes_of(latest.values()), list(latest))
+            committed = self.store.writes.last_commit
+            n_facts, warnings = self._follow.after_commit(committed, list(latest.values()), [],
+                                                          facts=extract_facts)
+            self.audit.record(_actor(access, actor), "ingest", written, scopes_of(latest.values()), list(latest),
+                              version=committed)
         return IngestReport(written=written, duplicates=dups, facts=n_facts, fact_warnings=tuple(warnings))
 
     def delete(self, ids: Iterable[str], *, access: Access | None = None, actor: str = "local") -> int:
@@ -274,13 +260,15 @@ class Workspace:
         with self.store.write_lock():
             self._catch_up()
             self._guard(access, ids=ids)
-            journal = self._journal(ids)
             gone = self.store.get(ids)
+            before = self.store.writes.last_commit
             n = self.store.delete(ids)
-            self.bm25.remove_documents(ids)
-            self._mark_in_step()
-            self._sync_facts(ids, journal)
-            self.audit.record(_actor(access, actor), "delete", n, scopes_of(gone), [t.id for t in gone])
+            committed = self.store.writes.last_commit
+            if committed == before:  # nothing matched: nothing was committed
+                return 0
+            self._follow.after_commit(committed, [], ids)
+            self.audit.record(_actor(access, actor), "delete", n, scopes_of(gone), [t.id for t in gone],
+                              version=committed)
         return n
 
     def set_active(self, ids: Iterable[str], active: bool, *, access: Access | None = None,
@@ -291,25 +279,19 @@ class Workspace:
         with self.store.write_lock():
             self._catch_up()
             self._guard(access, ids=ids)
-            journal = self._journal(ids)
+            before = self.store.writes.last_commit
             self.store.set_active(ids, active)
+            committed = self.store.writes.last_commit
             traces = self.store.get(ids)
-            self.bm25.sync(traces)
-            self._mark_in_step()
-            self._sync_facts(ids, journal)
-            self.audit.record(_actor(access, actor), "activate" if active else "deactivate", len(traces),
-                              scopes_of(traces),
-                              [t.id for t in traces])
+            if committed != before:
+                self._follow.after_commit(committed, traces, [])
+                self.audit.record(_actor(access, actor), "activate" if active else "deactivate", len(traces),
+                                  scopes_of(traces), [t.id for t in traces], version=committed)
         return len(traces)
 
     def _check_writable(self, action: str) -> None:
         if self.demo_mode:
             raise ReadOnlyError(f"{action} refused: the app runs read-only (demo mode, RETRIEVAL_MODE=demo)")
-
-    def _mark_in_step(self) -> None:
-        """After our own commit (write lock held, so no other writer's commit is in between)."""
-        self._bm25_version = self.store.version()
-        self._save(self.bm25, self._bm25_version)
 
     def retriever(self, as_of=None, **kwargs):
         """A retriever over this store (fusion defaults: its calibration when no fusion knob is given)."""

@@ -11,7 +11,7 @@ log = logging.getLogger(__name__)
 
 
 def status_of(ws: Any) -> dict[str, Any]:
-    """`ws` a `Workspace` (its public face: root, store, bm25, facts, pending_journals, bm25_version, read_only,
+    """`ws` a `Workspace` (its public face: root, store, bm25, facts, facts_pending, bm25_version, read_only,
     sparse). A local path that does not
     exist is reported as such (`exists: False`) and is not created."""
     root = ws.root
@@ -27,7 +27,7 @@ def status_of(ws: Any) -> dict[str, Any]:
         log.warning("fact count failed: %s", exc)
         n_facts = 0
     version = ws.store.version()
-    pending = len(ws.pending_journals())
+    pending = ws.facts_pending
     return {
         "uri": ws.store.display_uri,
         "exists": True,
