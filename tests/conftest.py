@@ -123,3 +123,32 @@ class StubReranker:
         if self.fail and (self.fail_on_call is None or len(self.calls) == self.fail_on_call):
             raise self.fail
         return [self.fn(query, t) for t in texts]
+
+
+# ---------------------------------------------------------------- the suite leaves the work tree as it found it
+def _git_status() -> str | None:
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT, capture_output=True,
+                             text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout if out.returncode == 0 else None
+
+
+def pytest_sessionstart(session):
+    session.config._git_status_before = _git_status()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A test that writes into the repository (a store opened at a relative path, an artefact outside
+    tests/artifacts) fails the run, naming what changed: `make test` must leave `git status` clean."""
+    before = getattr(session.config, "_git_status_before", None)
+    after = _git_status()
+    if before is None or after is None or before == after or hasattr(session.config, "workerinput"):
+        return
+    changed = sorted(set(after.splitlines()) - set(before.splitlines()))
+    if changed:
+        print("\nerror: the tests changed the work tree (git status): " + "; ".join(changed[:10]))
+        session.exitstatus = 1
