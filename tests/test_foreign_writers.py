@@ -61,7 +61,7 @@ def test_an_id_stored_twice_never_fails_a_query_and_reads_as_its_winner(tmp_path
 
     monkeypatch.setattr(row_copy, "ROW_CACHE_MIN", 1)  # the in-memory row copy, as a large store has
     agent_store(tmp_path / "db")
-    for trial in range(2):  # two readers (and the copy rebuilt) resolve it the same way
+    for _ in range(2):  # two readers (and the copy rebuilt) resolve it the same way
         ws = Workspace(str(tmp_path / "db"), embedder=EMB, fact_extractor="none")
         for scopes in (None, [U1]):  # unscoped: LanceDB's hits hydrated from the row copy; scoped: the copy's own
             hits = ws.store.query("I live in Porto", top_k=10, scopes=scopes)

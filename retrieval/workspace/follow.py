@@ -39,8 +39,9 @@ class Follower:
 
     def open(self) -> None:
         store = self.ws.store
-        if store.table() is None:
-            self.index, self.version, self.hashes = new_bm25(store), 0, {}
+        if store.table() is None:  # a new store: an empty BM25, or the FTS reader that indexes once rows come
+            fresh = new_bm25(store) if self.ws.sparse == "bm25" else open_sparse(store, self.ws.sparse, None).index
+            self.index, self.version, self.hashes = fresh, 0, {}
             return
         if not store.columns.native:  # a foreign table read in place: BM25 built in memory, nothing written
             opened = open_sparse(store, self.ws.sparse, None, self.ws.progress)
@@ -140,6 +141,8 @@ class Follower:
         adds, removes = own_change(hashes, rows, removed)
         if self.follows_bm25:
             self.index.update(adds, removes)
+        else:  # LanceDB's FTS holds the rows already; it folds a large unindexed tail in
+            self.index.sync(())
         self.version = committed
         if self.follows_bm25:
             self.ws._save(self.index, self.version)
