@@ -46,7 +46,7 @@ def test_a_store_written_by_plain_lancedb_opens_with_bm25_facts_and_audit_caught
     assert [i for i, _ in ws.bm25.search("porto", 5)] == ["a"] and ws.bm25.search("lisbon", 5) == []  # the newer row
     facts = sorted((f.subject, f.predicate, f.object, f.source_trace_ids) for f in ws.facts.all(U1))
     assert facts == [("user", "livesIn", "Porto", ("a",)), ("user", "worksAt", "Acme", ("e",))]
-    entries = ws.audit.entries()
+    entries = ws.audit.entries(maintenance=True)
     assert sorted(e.version for e in entries) == [2, 3] and {e.actor for e in entries} == {UNKNOWN}
     assert {e.version: e.detail for e in entries} == {2: "table version 2: +2 rows", 3: "table version 3: -1 rows"}
     rep = doctor.check(ws)

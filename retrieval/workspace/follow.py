@@ -54,9 +54,14 @@ class Follower:
         loaded = load_sidecar(store, self.ws.bm25_path)
         if loaded is not None:
             self.index, self.version = loaded
-            if self.version != store.version():
-                log.warning("BM25 sidecar %s reflects table version %s but the store is at %s; catching up by the "
-                            "rows that differ", self.ws.bm25_path, self.version, store.version())
+            if self.version == store.version():  # in step: no BM25 work; facts and audit checked by a writer
+                if not self.ws.keeps_disk:  # (one scan of the text, hashed; a read-only server skips it)
+                    state = read_version(store, self.version)
+                    self.hashes = state.hashes
+                    self.reconcile(state)
+                return
+            log.warning("BM25 sidecar %s reflects table version %s but the store is at %s; catching up by the "
+                        "rows that differ", self.ws.bm25_path, self.version, store.version())
         else:
             if self.ws.bm25_path is not None and store.version() > 0:
                 log.warning("no usable BM25 sidecar at %s; building it from the store", self.ws.bm25_path)
