@@ -147,7 +147,7 @@ def check(uri: str) -> dict:
                 ws.retriever().retrieve(q, scope=Scope("user", sid), recall_top_k=50)
             except Exception as exc:
                 failures.append(f"{type(exc).__name__}: {exc}"[:200])
-    entries = [e for e in ws.audit.entries(limit=10_000) if e.version is not None]
+    entries = [e for e in ws.audit.entries(limit=10_000, maintenance=True) if e.version is not None]
     changed = audited_versions(ws.store)
     rep = doctor_check(ws)
     return {"role": "check", "dups": dups, "resolved": resolved, "failures": failures,

@@ -120,7 +120,10 @@ def _many_writers(uri: str, tmp_path: Path, extra: dict) -> None:
 
     first = _check(uri, tmp_path / "check1", extra)  # a fresh process: opens (catching up), queries, checks
     assert first["failures"] == []
-    assert first["dups"] == {"g5": 2} and first["resolved"] == {"g5": "agent rewrote memory 5: I live in Oslo."}
+    assert first["dups"]["g5"] == 2 and first["resolved"]["g5"] == "agent rewrote memory 5: I live in Oslo."
+    if "://" not in uri:  # locally the file lock serialises this app's writers: only the agent's plain add
+        assert first["dups"] == {"g5": 2}
+    assert set(first["resolved"]) == set(first["dups"])
     here = _in_env(extra, lambda: check(uri))  # another process (this one) resolves them the same way
     assert (here["resolved"], here["failures"], here["problems"]) == (first["resolved"], [], first["problems"])
     # w2's round-1 rows (committed, then killed) are there; w3's mid-batch ingest committed nothing

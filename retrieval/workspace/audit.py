@@ -109,9 +109,11 @@ class AuditLog:
             return None
         return entry
 
-    def entries(self, limit: int = 100, scopes: Iterable[str] | None = None) -> list[AuditEntry]:
+    def entries(self, limit: int = 100, scopes: Iterable[str] | None = None, *,
+                maintenance: bool = False) -> list[AuditEntry]:
         """Newest first. With `scopes`, only entries that touched nothing outside them (what a visitor
-        limited to those scopes may see); entries with no scope recorded are left out then."""
+        limited to those scopes may see); entries with no scope recorded are left out then. Commits that changed no
+        row (an index, a compaction: actor `maintenance`) only with `maintenance=True`."""
         try:
             tbl = self._table(create=False)
             rows = tbl.search().limit(None).to_arrow().to_pylist() if tbl is not None else []
@@ -122,6 +124,8 @@ class AuditLog:
         out = one_per_version([AuditEntry(at=r["at"], actor=r["actor"], action=r["action"], traces=r["traces"],
                                           scopes=tuple(r["scopes"] or ()), ids=tuple(r["ids"] or ()),
                                           detail=r["detail"] or "", version=r.get("version")) for r in rows])
+        if not maintenance:
+            out = [e for e in out if e.actor != MAINTENANCE]
         if allowed is not None:
             out = [e for e in out if e.scopes and set(e.scopes) <= allowed]
         out.sort(key=lambda e: e.at, reverse=True)

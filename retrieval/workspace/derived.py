@@ -90,7 +90,7 @@ def read_version(store: Any, version: int | None = None, wanted: Callable[[str, 
     tbl = pinned(store, version)
     state = VersionState(int(tbl.version), {})
     state.duplicates = duplicate_ids(tbl)
-    total = tbl.count_rows()
+    total, done = tbl.count_rows("is_active = true"), 0  # progress counts the active rows, what BM25 holds
     for rows in rows_of(tbl):
         state.rows += len(rows)
         docs = state.docs if sink is None else {}
@@ -102,8 +102,9 @@ def read_version(store: Any, version: int | None = None, wanted: Callable[[str, 
                 docs[r["id"]] = (document_text(r), Scope(r["scope"], r["scope_id"]))
         if sink is not None and docs:
             sink([(i, text, scope) for i, (text, scope) in docs.items()], [])
+        done = len(state.hashes)
         if progress:
-            progress(state.rows, total)
+            progress(min(done, total), total)
     if progress and total == 0:
         progress(0, 0)
     return state

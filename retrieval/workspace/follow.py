@@ -39,8 +39,9 @@ class Follower:
 
     def open(self) -> None:
         store = self.ws.store
-        if store.table() is None:
-            self.index, self.version, self.hashes = new_bm25(store), 0, {}
+        if store.table() is None:  # a new store: an empty BM25, or the FTS reader that indexes once rows come
+            fresh = new_bm25(store) if self.ws.sparse == "bm25" else open_sparse(store, self.ws.sparse, None).index
+            self.index, self.version, self.hashes = fresh, 0, {}
             return
         if not store.columns.native:  # a foreign table read in place: BM25 built in memory, nothing written
             opened = open_sparse(store, self.ws.sparse, None, self.ws.progress)
@@ -53,9 +54,14 @@ class Follower:
         loaded = load_sidecar(store, self.ws.bm25_path)
         if loaded is not None:
             self.index, self.version = loaded
-            if self.version != store.version():
-                log.warning("BM25 sidecar %s reflects table version %s but the store is at %s; catching up by the "
-                            "rows that differ", self.ws.bm25_path, self.version, store.version())
+            if self.version == store.version():  # in step: no BM25 work; facts and audit checked by a writer
+                if not self.ws.keeps_disk:  # (one scan of the text, hashed; a read-only server skips it)
+                    state = read_version(store, self.version)
+                    self.hashes = state.hashes
+                    self.reconcile(state)
+                return
+            log.warning("BM25 sidecar %s reflects table version %s but the store is at %s; catching up by the "
+                        "rows that differ", self.ws.bm25_path, self.version, store.version())
         else:
             if self.ws.bm25_path is not None and store.version() > 0:
                 log.warning("no usable BM25 sidecar at %s; building it from the store", self.ws.bm25_path)
@@ -140,6 +146,8 @@ class Follower:
         adds, removes = own_change(hashes, rows, removed)
         if self.follows_bm25:
             self.index.update(adds, removes)
+        else:  # LanceDB's FTS holds the rows already; it folds a large unindexed tail in
+            self.index.sync(())
         self.version = committed
         if self.follows_bm25:
             self.ws._save(self.index, self.version)
