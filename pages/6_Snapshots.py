@@ -3,7 +3,6 @@
 and open any row in Inspect with that query and configuration."""
 from __future__ import annotations
 
-import json
 from urllib.parse import urlencode
 
 import streamlit as st
@@ -143,19 +142,30 @@ def run_panel(case) -> None:
                f"queries in {snap.elapsed_ms / 1000:.1f} s")
 
 
-def snapshots_section(case_name: str) -> tuple[str, str]:
-    """The case's snapshots as a trend and a table; the two picked for the diff."""
+def scored(rows, qrels, k: int) -> dict:
+    """Every snapshot of the case scored with today's grades at the case's k: the one computation behind every
+    number on this page (the trend, its table and the diff), so a drop in one is a drop in the other. The score
+    stored at run time (the grades then) is not shown here; `python -m retrieval snapshot list` prints it."""
+    return {r["id"]: rescore(js.snapshot(r["id"]), qrels, k, stages=("final",)) for r in rows}
+
+
+def snapshots_section(case_name: str, qrels, k: int) -> tuple[str, str, dict]:
+    """The case's snapshots as a trend and a table (scored with today's grades); the two picked for the diff."""
     rows = js.snapshot_rows(case_name)
     if not rows:
         st.info("No snapshot of this case yet: pick a configuration in the sidebar and run one.")
         st.stop()
+    snaps = scored(rows, qrels, k)
     table = []
     for r in rows:
         c = PipelineConfig.from_json(r["config"])
         table.append({"snapshot": r["id"], "label": r["label"], "preset": c.preset, "fusion": c.fusion,
                       "dense": c.dense_weight, "sparse": c.sparse_weight, "rrf_k": c.rrf_k, "reranker": c.reranker,
-                      **{m: round(v, 4) for m, v in json.loads(r["metrics"]).items()}})
+                      **{m: round(v, 4) for m, v in snaps[r["id"]].metrics.items()}})
     st.subheader("Snapshots of this case")
+    st.caption(f"Every score on this page — the trend, this table and the diff below — is each snapshot's final lists "
+               f"scored with today's human grades at k = {k}, over the queries it judged (the score stored when it "
+               "ran used the grades of that day: `python -m retrieval snapshot list`).")
     ids = [r["snapshot"] for r in table]
     for side in ("a", "b"):  # another case was picked: its own defaults
         if st.session_state.get(f"{P}{side}") not in ids:
@@ -172,7 +182,7 @@ def snapshots_section(case_name: str) -> tuple[str, str]:
     if a_id == b_id:
         st.caption("Pick two different snapshots to diff them.")
         st.stop()
-    return a_id, b_id
+    return a_id, b_id, snaps
 
 
 def metric_intervals(sa, sb, qrels, k: int) -> dict:
@@ -196,11 +206,16 @@ def interval_cell(iv) -> str:
     return f"[{iv.lo:+.4f}, {iv.hi:+.4f}] {where}"
 
 
-def diff_section(case_name: str, a_id: str, b_id: str, qrels):
-    """B − A: metric deltas, per query (with a spreadsheet download), and the judged traces that moved."""
-    sa, sb = js.snapshot(a_id), js.snapshot(b_id)
-    diff = diff_snapshots(sa, sb, qrels)
+def diff_section(case_name: str, a_id: str, b_id: str, qrels, snaps: dict, k: int):
+    """B − A: metric deltas, per query (with a spreadsheet download), and the judged traces that moved — from the
+    same scored snapshots the trend shows."""
+    sa, sb = snaps[a_id], snaps[b_id]
+    diff = diff_snapshots(sa, sb, qrels, k=k)
     st.subheader(f"B − A · {diff.test}")
+    judged = {len([q for q in x.queries if q.metrics]) for x in (sa, sb)}
+    if {m.n for m in diff.metrics} != judged or len(judged) != 1:
+        st.caption("A and B below are means over the queries both snapshots judged; the trend above averages each "
+                   "snapshot over all the queries it judged, so the two can differ here.")
     if diff.config_changes:
         st.caption("Config changes: " + ", ".join(code(f"{f} {a} → {b}") for f, (a, b) in diff.config_changes.items()))
     ivs = metric_intervals(sa, sb, qrels, diff.k)
@@ -217,8 +232,8 @@ def diff_section(case_name: str, a_id: str, b_id: str, qrels):
 
     per_query = [{"qid": q.qid, "query": q.query, "scope": q.scope, f"A {diff.metric}": round(q.a, 4),
                   f"B {diff.metric}": round(q.b, 4), "Δ": round(q.delta, 4),
-                  "RBO": None if q.rbo is None else round(q.rbo, 3), "entered top 10": ", ".join(q.entered),
-                  "left top 10": ", ".join(q.left), "moved": len(q.moved), "Inspect A": link(q, sa.config),
+                  "RBO": None if q.rbo is None else round(q.rbo, 3), f"entered top {diff.k}": ", ".join(q.entered),
+                  f"left top {diff.k}": ", ".join(q.left), "moved": len(q.moved), "Inspect A": link(q, sa.config),
                   "Inspect B": link(q, sb.config)} for q in diff.queries]
     st.markdown(f"**Per query** (worst first) · {sum(q.delta < 0 for q in diff.queries)} worse, "
                 f"{sum(q.delta > 0 for q in diff.queries)} better")
@@ -312,8 +327,9 @@ def machine_section(case, sb) -> None:
 def page() -> None:
     """Everything below the sidebar: it reads the cases, snapshots and judgments tables throughout."""
     case, qrels = case_section()
-    a_id, b_id = snapshots_section(case.name)
-    sa, sb, diff = diff_section(case.name, a_id, b_id, qrels)
+    k = js.policy(case.name).k
+    a_id, b_id, snaps = snapshots_section(case.name, qrels, k)
+    sa, sb, diff = diff_section(case.name, a_id, b_id, qrels, snaps, k)
     grade_section(case, sa, sb, diff)
     with st.expander("Machine grading (optional) and agreement with human grades", key=f"{P}machine"):
         machine_section(case, sb)

@@ -93,3 +93,48 @@ def test_the_changes_view_tells_each_idf_move_once_and_names_versions(stores, ma
     assert at.selectbox(key="i_chg_a").value == AS_OF
     at.sidebar.radio(key="i_asof_mode").set_value("version").run()
     assert at.selectbox(key="i_asof_version").options == want
+
+
+def printed_stages(at) -> list[dict[str, list[str]]]:
+    """Each stage column of the Changes view as printed: its A and B lists and its entered and left captions."""
+    out: list[dict[str, list[str]]] = []
+    for c in at.caption:
+        text = c.value.replace("\\", "")
+        for head in ("A: ", "B: ", "entered the top 10: ", "left the top 10: "):
+            if text.startswith(head):
+                if head == "A: ":
+                    out.append({})
+                out[-1][head.split(":")[0].split()[0]] = [] if text[len(head):] == "—" else text[len(head):].split(", ")
+    return out
+
+
+def test_entered_and_left_follow_the_printed_lists_when_the_store_changes(stores, maya, tmp_path):
+    """"Claims are checked": the Changes view's entered/left are the difference of the two lists it prints, and
+    a write to the store under an open page moves them (B is the newest version)."""
+    import shutil
+
+    from retrieval.types import MemoryTrace
+
+    db = str(tmp_path / "copy")
+    shutil.copytree(stores["S'"], db)
+    at = inspect(maya, db, changes=True)
+    before = printed_stages(at)
+    assert len(before) == 5
+    for s in before:
+        assert s.get("entered", []) == [i for i in s["B"] if i not in s["A"]]
+        assert s.get("left", []) == [i for i in s["A"] if i not in s["B"]]
+    Workspace(db, embedder=HashingEmbedder(384), clock=fixed_clock).ingest([MemoryTrace(
+        id="maya-washer-final", scope="user", scope_id="maya", content="Washing machine error E-4102: washing "
+        "machine error fixed, the washing machine error is gone.")])
+    new = Workspace(db, embedder=HashingEmbedder(384)).store.version()
+    at.run()  # the page reads the versions again: the new one is offered
+    at.selectbox(key="i_chg_b").set_value(new).run()
+    assert not at.exception, at.exception
+    after = printed_stages(at)
+    final = after[-1]
+    assert final["B"][0] == "maya-washer-final" and "maya-washer-final" not in final["A"]
+    assert "maya-washer-final" in final["entered"]
+    for s in after:
+        assert s.get("entered", []) == [i for i in s["B"] if i not in s["A"]]
+        assert s.get("left", []) == [i for i in s["A"] if i not in s["B"]]
+    assert after != before
