@@ -25,13 +25,25 @@ def as_of_arg(text: str) -> Any:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def default_scope(retriever: Any) -> tuple[Any, str]:
+def default_scope(retriever: Any, access: Any = None) -> tuple[Any, str]:
     """The scope a command without --scope searches: the first scope of the version `retriever` reads (an as-of
-    retriever: that version's, so the answer is what a store built to that state gives), and where it is from."""
+    retriever: that version's, so the answer is what a store built to that state gives) that the visitor
+    (`access`, None: the operator) may read, and where it is from."""
     state = getattr(retriever, "as_of_state", None)
-    scopes = retriever.memory_store.scopes()
+    scopes = [s for s in retriever.memory_store.scopes() if access is None or access.sees(s)]
     where = "the store" if state is None else f"version {state.pinned.version}"
     return (scopes[0] if scopes else None), where
+
+
+def check_readable(access: Any, scope: Any, all_scopes: bool) -> None:
+    """A visitor limited to some scopes reads only those: `--all-scopes` or another scope is refused (ValueError)."""
+    if access is None or not access.limited:
+        return
+    mine = ", ".join(sorted(access.scopes or ()))
+    if all_scopes:
+        raise ValueError(f"--all-scopes reads every scope; you may read only {mine}: pass --scope")
+    if scope is not None and not access.sees(scope):
+        raise ValueError(f"you may not read scope {scope}; you may read {mine}")
 
 
 def _workspace(args) -> Any:
@@ -79,8 +91,9 @@ def _retrievers(args) -> tuple[Any, Any, Any]:
     calibrated = {k: int(v) if k == "rrf_k" else v for k, v in calibrated_knobs(ws.store, args.preset).items()}
     cfg = PipelineConfig.for_preset(args.preset, recall_top_k=args.recall_top_k, facts=not args.no_facts,
                                     over_fetch_multiplier=args.over_fetch_multiplier, **calibrated)
-    then = build_retriever(WorkspaceAsOf(ws, args.from_), cfg)
-    now = build_retriever(WorkspaceAsOf(ws, args.to), cfg)
+    access = getattr(args, "access", None)  # the visitor the gate admitted (None: the local operator)
+    then = build_retriever(WorkspaceAsOf(ws, args.from_), cfg, access=access)
+    now = build_retriever(WorkspaceAsOf(ws, args.to), cfg, access=access)
     return ws, cfg, (then, now)
 
 
@@ -91,9 +104,10 @@ def cmd_diff_versions(args) -> int:
     t0 = time.perf_counter()
     try:
         ws, cfg, (then, now) = _retrievers(args)
-        scope = args.scope
+        scope, access = args.scope, getattr(args, "access", None)
+        check_readable(access, scope, args.all_scopes)
         if scope is None and not args.all_scopes:  # the first scope of version A (of B when A had none)
-            scope = default_scope(then)[0] or default_scope(now)[0]
+            scope = default_scope(then, access)[0] or default_scope(now, access)[0]
         out = diff_versions(then, now, args.text, scope, mood=Mood(),
                             recall_top_k=cfg.recall_top_k, over_fetch_multiplier=cfg.over_fetch_multiplier)
     except (ValueError, ImportError) as exc:

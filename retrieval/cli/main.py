@@ -16,7 +16,7 @@ from retrieval.cli.doctor import add_doctor_command
 from retrieval.cli.gate import (TRACEBACK_ENV, GateParser, admit, audited, failure_line, scrubbed_output, stamp,
                                 writer)
 from retrieval.cli.judge import add_judge_commands
-from retrieval.cli.history import AS_OF_HELP, add_history_commands, as_of_arg, default_scope
+from retrieval.cli.history import AS_OF_HELP, add_history_commands, as_of_arg, check_readable, default_scope
 from retrieval.cli.store import add_store_commands, add_store_flags, embedder_help, report_bad_lines
 from retrieval.eval.clock import CLOCK_HELP, clock_arg
 from retrieval.pipeline.config import PipelineConfig, generator_fields, reranker_fields
@@ -124,15 +124,17 @@ def cmd_query(args) -> int:
         print(f"error: the store at {ws.store.display_uri} is empty; run `python -m retrieval build-demo` or "
               "`ingest` first", file=sys.stderr)
         return 2
+    access = getattr(args, "access", None)  # the visitor the gate admitted (None: the local operator)
     try:
+        check_readable(access, args.scope, args.all_scopes)
         cfg = config_from_args(args, calibrated_knobs(ws.store, args.preset))
-        retriever = build_retriever(WorkspaceAsOf(ws, args.as_of), cfg)  # as_of None: the live store
+        retriever = build_retriever(WorkspaceAsOf(ws, args.as_of), cfg, access=access)  # as_of None: the live store
     except (ValueError, ImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     scope = args.scope
     if scope is None and not args.all_scopes:
-        scope, where = default_scope(retriever)  # of the version read, as a store built to that state
+        scope, where = default_scope(retriever, access)  # of the version read, as a store built to that state
         if scope is not None and not args.json:
             print(f"scope: {scope} (the first in {where}; pass --scope or --all-scopes)")
     result = retriever.retrieve(args.text, mood=Mood(cfg.valence, cfg.arousal, cfg.dominance), scope=scope,
