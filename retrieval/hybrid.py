@@ -55,13 +55,12 @@ class HybridRetriever:
         (`store` | `scope`, None = the index's setting) is what a scoped query's BM25 is scored with;
         `scope` reads N, df and avgdl of the queried scope only (a visitor limited by a policy gets it)."""
         if settings is not None:  # the one settings value; the seed's keyword arguments are a thin adapter onto it
-            if not isinstance(settings, RetrievalSettings):
-                raise ValueError(f"settings={settings!r} must be a RetrievalSettings (or parse one from its string)")
-            k = settings.knobs()
-            preset, split_ambiguous_threshold, rerank_weight, adaptive = (
-                k["preset"], settings.split_threshold, settings.rerank_weight, settings.adaptive)
-            default_dense_weight, default_sparse_weight, fusion = k["dense_weight"], k["sparse_weight"], k["fusion"]
-            default_rrf_k, normalization = k.get("rrf_k"), k.get("normalization")
+            (preset, split_ambiguous_threshold, default_dense_weight, default_sparse_weight, default_rrf_k,
+             rerank_weight, fusion, normalization, adaptive) = _seed_knobs(settings, dict(
+                 preset=None if preset == HYBRID else preset, split_ambiguous_threshold=split_ambiguous_threshold,
+                 default_dense_weight=default_dense_weight, default_sparse_weight=default_sparse_weight,
+                 default_rrf_k=default_rrf_k, rerank_weight=rerank_weight, fusion=fusion,
+                 normalization=normalization, adaptive=adaptive))
         self.top_k = (10, 3) if settings is None else (settings.recall_top_k, settings.over_fetch_multiplier)
         self.preset = get_preset(preset)
         self.memory_store = memory_store
@@ -215,3 +214,17 @@ class HybridRetriever:
         return _reweight(result, dense_weight=dense_weight, sparse_weight=sparse_weight, rrf_k=rrf_k,
                          rerank_weight=rerank_weight, recall_top_k=recall_top_k, fusion=fusion,
                          normalization=normalization, adaptive=adaptive)
+
+
+def _seed_knobs(settings: RetrievalSettings, given: dict[str, Any]) -> tuple[Any, ...]:
+    """The seed's keyword arguments (SPEC §6) a `RetrievalSettings` stands for, in `HybridRetriever`'s order; a
+    keyword given beside it is a ValueError (one source for each knob)."""
+    if not isinstance(settings, RetrievalSettings):
+        raise ValueError(f"settings={settings!r} must be a RetrievalSettings (RetrievalSettings.parse reads a string)")
+    both = sorted(k for k, v in given.items() if v is not None)
+    if both:
+        raise ValueError(f"give either settings= or {', '.join(both)}, not both: the settings value holds every knob")
+    k = settings.knobs()
+    return (k["preset"], settings.split_threshold, k["dense_weight"], k["sparse_weight"], k.get("rrf_k"),
+            settings.rerank_weight, k["fusion"], k.get("normalization"), settings.adaptive)
+

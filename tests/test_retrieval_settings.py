@@ -89,6 +89,8 @@ def test_hybrid_retriever_takes_the_value_and_the_seed_keywords_build_the_same_o
     assert again.diagnostics.settings.rrf_k == 5 and again.diagnostics.record is a.diagnostics.record
     with pytest.raises(ValueError, match="must be a RetrievalSettings"):
         HybridRetriever(store, settings="preset=hybrid")
+    with pytest.raises(ValueError, match="give either settings= or default_rrf_k, preset, not both"):
+        HybridRetriever(store, settings=value, default_rrf_k=30, preset="agentos")
 
 
 def test_the_config_parser_uses_the_value():
