@@ -24,7 +24,7 @@ from retrieval.pipeline.presets import AGENTOS, HYBRID, PRESETS, Preset, get_pre
 from retrieval.pipeline.records import (ESC_EMPTY, ESC_FACTS, ESC_HYDE, ESC_MULTI, ESC_RERANK, ESC_SPARSE_EMPTY,  # noqa: F401
                       ESC_SPLIT, ESC_TRUNCATED, STAGES, Explanation, RetrievalResult, frozen)
 from retrieval.pipeline.search import Hyde, Reranker, Services, StoreLookup, bm25_reader, search
-from retrieval.pipeline.settings import check_knob, resolve_settings
+from retrieval.pipeline.settings import RetrievalSettings, check_knob, resolve_settings
 from retrieval.pipeline.split import validate_threshold
 from retrieval.types import MemoryTrace, Mood, Scope
 
@@ -48,12 +48,20 @@ class HybridRetriever:
                  preset: str | Preset = HYBRID, rerank_weight: float | None = None, multi_query_llm=None,
                  multi_query_n: int = 0, fusion: str | None = None, normalization: str | None = None,
                  writer=None, bm25_statistics: str | None = None, adaptive: bool | None = None,
-                 adaptive_strengths: tuple[float, ...] | None = None):
+                 adaptive_strengths: tuple[float, ...] | None = None, settings: RetrievalSettings | None = None):
         """Fusion defaults left as None come from the preset (agentos: 0.7/0.3, k 60 as in AgentOS;
         hybrid: see retrieval.pipeline.presets). A value given here overrides the preset for every call.
         `writer` (a Workspace) makes `index`/`delete` go through its one write path. `bm25_statistics`
         (`store` | `scope`, None = the index's setting) is what a scoped query's BM25 is scored with;
         `scope` reads N, df and avgdl of the queried scope only (a visitor limited by a policy gets it)."""
+        if settings is not None:  # the one settings value; the seed's keyword arguments are a thin adapter onto it
+            (preset, split_ambiguous_threshold, default_dense_weight, default_sparse_weight, default_rrf_k,
+             rerank_weight, fusion, normalization, adaptive) = _seed_knobs(settings, dict(
+                 preset=None if preset == HYBRID else preset, split_ambiguous_threshold=split_ambiguous_threshold,
+                 default_dense_weight=default_dense_weight, default_sparse_weight=default_sparse_weight,
+                 default_rrf_k=default_rrf_k, rerank_weight=rerank_weight, fusion=fusion,
+                 normalization=normalization, adaptive=adaptive))
+        self.top_k = (10, 3) if settings is None else (settings.recall_top_k, settings.over_fetch_multiplier)
         self.preset = get_preset(preset)
         self.memory_store = memory_store
         self.bm25 = bm25 if bm25 is not None else BM25Index()
@@ -72,6 +80,14 @@ class HybridRetriever:
                            "adaptive_strengths": adaptive_strengths}
         self.defaults = resolve_settings(self.preset, overrides=self._overrides,
                                          split_threshold=self.split_ambiguous_threshold)
+
+    @property
+    def retrieval_settings(self) -> RetrievalSettings:
+        """This retriever's defaults as the one settings value (`HybridRetriever(store, settings=…)` round-trips)."""
+        d = self.defaults
+        return RetrievalSettings(preset=self.preset.name, fusion=d.strategy, rerank_weight=d.rerank_weight,
+                                 recall_top_k=self.top_k[0], over_fetch_multiplier=self.top_k[1],
+                                 split_threshold=d.split_threshold, adaptive=d.adaptive)
 
     @property
     def default_dense_weight(self) -> float:
@@ -126,13 +142,17 @@ class HybridRetriever:
 
     # ------------------------------------------------------------------ reads
     def retrieve(self, query: str, mood: Mood | None = None, scope: Scope | None = None, *,
-                 recall_top_k: int = 10, over_fetch_multiplier: int = 3, dense_weight: float | None = None,
+                 recall_top_k: int | None = None, over_fetch_multiplier: int | None = None,
+                 dense_weight: float | None = None,
                  sparse_weight: float | None = None, rrf_k: float | None = None,
                  rerank_weight: float | None = None, multi_query_n: int | None = None,
                  preset: str | Preset | None = None, fusion: str | None = None,
                  normalization: str | None = None, as_of: AsOf | None = None,
                  adaptive: bool | None = None) -> RetrievalResult:
-        """`as_of` (a version, tag or aware datetime) reads the store as it was then (SPEC §16; `at`)."""
+        """`as_of` (a version, tag or aware datetime) reads the store as it was then (SPEC §16; `at`). `recall_top_k`
+        and `over_fetch_multiplier` left as None are this retriever's (10 and 3 unless its settings say)."""
+        recall_top_k = self.top_k[0] if recall_top_k is None else recall_top_k
+        over_fetch_multiplier = self.top_k[1] if over_fetch_multiplier is None else over_fetch_multiplier
         if as_of is not None:
             return self.at(as_of).retrieve(
                 query, mood, scope, recall_top_k=recall_top_k, over_fetch_multiplier=over_fetch_multiplier,
@@ -194,3 +214,17 @@ class HybridRetriever:
         return _reweight(result, dense_weight=dense_weight, sparse_weight=sparse_weight, rrf_k=rrf_k,
                          rerank_weight=rerank_weight, recall_top_k=recall_top_k, fusion=fusion,
                          normalization=normalization, adaptive=adaptive)
+
+
+def _seed_knobs(settings: RetrievalSettings, given: dict[str, Any]) -> tuple[Any, ...]:
+    """The seed's keyword arguments (SPEC §6) a `RetrievalSettings` stands for, in `HybridRetriever`'s order; a
+    keyword given beside it is a ValueError (one source for each knob)."""
+    if not isinstance(settings, RetrievalSettings):
+        raise ValueError(f"settings={settings!r} must be a RetrievalSettings (RetrievalSettings.parse reads a string)")
+    both = sorted(k for k, v in given.items() if v is not None)
+    if both:
+        raise ValueError(f"give either settings= or {', '.join(both)}, not both: the settings value holds every knob")
+    k = settings.knobs()
+    return (k["preset"], settings.split_threshold, k["dense_weight"], k["sparse_weight"], k.get("rrf_k"),
+            settings.rerank_weight, k["fusion"], k.get("normalization"), settings.adaptive)
+

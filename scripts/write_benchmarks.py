@@ -291,6 +291,37 @@ def section_adaptive(out: list[str]) -> None:
     out.append("")
 
 
+def section_dbsf(out: list[str]) -> None:
+    """DBSF against the default `hybrid` fusion (`scripts/bench_dbsf.py`)."""
+    d = load("eval/dbsf.json")
+    if not d:
+        return
+    out += ["## DBSF (distribution-based score fusion) against the default fusion", "",
+            f"Command: `python {d['command']}` (writes docs/eval/dbsf.json). DBSF is one strategy file "
+            "(`retrieval/fusion/dbsf.py`: each list normalised by its mean ± 3 sample standard deviations, clipped to "
+            "[0, 1], then the weighted sum — Qdrant's default). Each query is searched once with the `hybrid` preset "
+            "(facts off) and its final list scored as searched and re-fused with DBSF at the same weights (the same "
+            "cached lists, no new search); paired bootstrap 95 % interval of DBSF − default over the queries.", "",
+            "| set | clock | queries | default | score | DBSF | score | Δ [95 % CI] | wins / losses |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for r in d["results"]:
+        iv = r["dbsf_vs_default"]
+        out.append(f"| {r['dataset']}, {r['metric']} | `{r['clock'].get('mode', '—')}` | {r['queries']} | "
+                   f"`{r['default']}` | {r['default_score']:.4f} | `{r['candidate']}` | {r['dbsf_score']:.4f} | "
+                   f"{iv['delta']:+.4f} [{iv['lo']:+.4f}, {iv['hi']:+.4f}] | {r['wins']} / {r['losses']} |")
+    missing = [name for name, key in (("SciFact", "beir"), ("LoCoMo dev", "locomo"))
+               if all(r["dataset"] != key for r in d["results"])]
+    if missing:
+        out += ["", f"Not measured in this run: {', '.join(missing)} (re-run the command with both sets)."]
+    above = [r["dataset"] for r in d["results"] if r["dbsf_vs_default"]["lo"] > 0]
+    below = [r["dataset"] for r in d["results"] if r["dbsf_vs_default"]["hi"] < 0]
+    out += ["", ("Verdict: DBSF beats the default on both sets with intervals above zero — a candidate for the default."
+                 if d.get("adopt") else
+                 "Verdict: **the default stays.** A change needs a paired 95 % interval above zero on both sets "
+                 f"(above zero: {', '.join(above) or 'none'}; below zero: {', '.join(below) or 'none'}). DBSF stays "
+                 "one switch away (`--fusion dbsf`, the Fusion selector, and in the fusion lab's grid)."), ""]
+
+
 def section_choice(out: list[str]) -> None:
     d = load("eval/hybrid-choice.json")
     if not d:
@@ -701,6 +732,7 @@ def main() -> int:
     section_adaptive(out)
     section_choice(out)
     section_fusion(out)
+    section_dbsf(out)
     section_speed(out)
     section_lockcost(out)
     section_scale(out)

@@ -151,6 +151,15 @@ class FusionStrategy(ABC):
     params: ClassVar[tuple[Param, ...]] = ()
     weights: tuple[float, float]
 
+    def __post_init__(self) -> None:
+        """Valid by construction: each parameter checked against its declaration, the two weights as weights."""
+        w = _check_weights(self.weights, 2, "sides (dense, sparse)")
+        for p, v in zip(WEIGHTS, w):
+            p.check(v)
+        object.__setattr__(self, "weights", w)
+        for p in self.params:
+            object.__setattr__(self, p.attr, p.check(getattr(self, p.attr)))
+
     @abstractmethod
     def fuse(self, score_lists: Sequence[Sequence[tuple[str, float]]], weights: Sequence[float]) -> list[Fused]:
         """The fused list of `(id, score)` lists in rank order, one weight per list."""

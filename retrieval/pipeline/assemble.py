@@ -14,7 +14,7 @@ from retrieval.pipeline.adaptive import adapt
 from retrieval.pipeline.records import (ESC_RERANK, ESC_SPARSE_EMPTY, ESC_SPLIT, STAGES, Blend, Diagnostics,
                                         RetrievalResult,
                       SearchRecord, SplitOutcome, frozen)
-from retrieval.pipeline.settings import Settings
+from retrieval.pipeline.settings import RetrievalSettings, Settings
 from retrieval.types import ScoredMemoryTrace
 
 
@@ -30,13 +30,14 @@ class Reranked:
     ran: bool = False  # False: no reranker, or its call failed (the merged order is kept)
 
 
-def assemble(record: SearchRecord, settings: Settings, lookup: Any = None) -> RetrievalResult:
-    """Fuse, hydrate, blend, split and truncate `record` under `settings`.
+def assemble(record: SearchRecord, settings: Settings | RetrievalSettings, lookup: Any = None) -> RetrievalResult:
+    """Fuse, hydrate, blend, split and truncate `record` under `settings` (the one settings value, or the
+    `Settings` it makes).
 
     `lookup` is passed through to the diagnostics for `explain` (read-only store look-ups).
     """
     t0 = time.perf_counter()
-    s = settings
+    s = settings.to_settings() if isinstance(settings, RetrievalSettings) else settings
     escalations = list(record.escalations)
     dense_best = best_dense(record)
     stage_ids, stage_scores = searched_stages(record, dense_best)

@@ -11,7 +11,7 @@ from typing import Any
 
 from retrieval.fusion import FUSIONS, NORMALIZATIONS
 from retrieval.pipeline.presets import HYBRID_PRESET, PRESETS, get_preset
-from retrieval.pipeline.settings import SWITCHES, check_knob, check_switch
+from retrieval.pipeline.settings import SWITCHES, RetrievalSettings, check_knob, check_switch
 
 RERANKER_CHOICES = ("none", "embedding", "cohere", "cross-encoder")
 GENERATOR_CHOICES = ("gemma", "cohere", "openai")
@@ -86,7 +86,20 @@ class PipelineConfig:
             get_preset(self.preset).check_fusion(self.fusion)
         except ValueError as exc:
             raise ValueError(f"config field 'fusion': {exc}") from None
+        try:  # and as a whole, by the one settings value (e.g. both weights 0)
+            self.retrieval_settings()
+        except ValueError as exc:
+            raise ValueError(f"config: {exc}") from None
         return self
+
+    def retrieval_settings(self) -> RetrievalSettings:
+        """The retrieval knobs of this config as the one settings value (its models and components are not)."""
+        return RetrievalSettings.from_knobs({
+            "preset": self.preset, "fusion": self.fusion, "dense_weight": self.dense_weight,
+            "sparse_weight": self.sparse_weight, "rrf_k": float(self.rrf_k), "normalization": self.normalization,
+            "rerank_weight": self.rerank_weight, "recall_top_k": self.recall_top_k,
+            "over_fetch_multiplier": self.over_fetch_multiplier, "split_threshold": self.split_threshold or None,
+            "adaptive": self.adaptive})
 
     def search_key(self) -> tuple:
         """Everything except the fusion knobs: when only those change, re-fuse from cache."""

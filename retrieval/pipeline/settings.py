@@ -155,3 +155,130 @@ def resolve_settings(preset: str | Preset, *, overrides: dict[str, Any] | None =
     if values["fusion"] not in p.fusions:
         values["fusion"] = p.fusions[0]  # e.g. AgentOS has one fusion; a UI default must not turn it off
     return Settings(preset=p, recall_top_k=recall_top_k, split_threshold=split_threshold, **values)
+
+
+# --------------------------------------------------------------------------- the one settings value
+_VALUE_KNOBS = ("rerank_weight", "recall_top_k", "over_fetch_multiplier", "split_threshold", "adaptive")
+
+
+def _text(v: Any) -> str:
+    """A value's canonical text: `repr` for a float (exact: it parses back to the same float)."""
+    return "none" if v is None else ("true" if v else "false") if isinstance(v, bool) else repr(v) \
+        if isinstance(v, float) else str(v)
+
+
+@dataclass(frozen=True)
+class RetrievalSettings:
+    """Every knob of a retrieval as one frozen, typed value: the preset, the fusion strategy with its parameters and
+    weights (`retrieval.fusion`: `RRF(k, weights)`, `Convex(normalization, weights)`, `DBSF(weights)`), the rerank
+    weight, top k, over-fetch, the split threshold and the adaptive switch. Valid by construction; `fusion` and
+    `rerank_weight` left as None are the preset's. `str(s)` is its one canonical form and
+    `RetrievalSettings.parse(str(s)) == s` (as ir_measures does for `nDCG@10`):
+
+        preset=hybrid fusion=convex(normalization=theoretical,dense_weight=0.5,sparse_weight=0.5) rerank_weight=0.3
+        recall_top_k=10 over_fetch_multiplier=3 split_threshold=none adaptive=false   (one line)
+
+    HyDE, facts and the reranker are components handed to `HybridRetriever`, not knobs, and are not in it."""
+
+    preset: str = "hybrid"
+    fusion: FusionStrategy | None = None
+    rerank_weight: float | None = None
+    recall_top_k: int = 10
+    over_fetch_multiplier: int = 3
+    split_threshold: float | None = None
+    adaptive: bool = False
+
+    def __post_init__(self) -> None:
+        p = get_preset(self.preset)
+        object.__setattr__(self, "preset", p.name)
+        if self.fusion is None:
+            object.__setattr__(self, "fusion", strategy_for(p.defaults()))
+        if not isinstance(self.fusion, FusionStrategy):
+            raise ValueError(f"fusion={self.fusion!r} must be a fusion strategy, e.g. RRF(k=60, weights=(0.7, 0.3))")
+        p.check_fusion(self.fusion.name)
+        if self.rerank_weight is None:
+            object.__setattr__(self, "rerank_weight", p.rerank_weight)
+        for name in ("rerank_weight", "recall_top_k", "over_fetch_multiplier"):
+            object.__setattr__(self, name, check_knob(name, getattr(self, name)))
+        if self.split_threshold is not None:
+            object.__setattr__(self, "split_threshold", check_knob("split_threshold", self.split_threshold))
+        check_switch("adaptive", self.adaptive)
+        self.to_settings()  # what the pipeline checks across knobs (e.g. both weights 0) fails here, not later
+
+    @property
+    def strategy(self) -> FusionStrategy:
+        assert self.fusion is not None  # set in __post_init__
+        return self.fusion
+
+    def knobs(self) -> dict[str, Any]:
+        """The flat knobs (`fusion`, weights, the strategy's own parameters and the rest), as links and configs
+        spell them."""
+        return {"preset": self.preset, **self.strategy.knobs(), **{k: getattr(self, k) for k in _VALUE_KNOBS}}
+
+    def to_settings(self, adaptive_strengths: Any = None) -> Settings:
+        """The `Settings` `assemble` reads (a knob the strategy does not use keeps the preset's value)."""
+        p = get_preset(self.preset)
+        k = {**p.defaults(), **self.strategy.knobs()}
+        assert self.rerank_weight is not None  # set in __post_init__
+        return Settings(preset=p, dense_weight=k["dense_weight"], sparse_weight=k["sparse_weight"], rrf_k=k["rrf_k"],
+                        rerank_weight=self.rerank_weight, recall_top_k=self.recall_top_k,
+                        split_threshold=self.split_threshold, fusion=k["fusion"], normalization=k["normalization"],
+                        adaptive=self.adaptive, adaptive_strengths=adaptive_strengths)
+
+    @classmethod
+    def from_knobs(cls, knobs: dict[str, Any]) -> RetrievalSettings:
+        """From flat knobs (a link's, a config file's, `Settings.as_dict()`): a knob left out or None is the
+        preset's; a knob this value does not hold is a ValueError naming it."""
+        allowed = {"preset", "fusion", *FUSION_PARAMS, *_VALUE_KNOBS}
+        unknown = sorted(set(knobs) - allowed)
+        if unknown:
+            raise ValueError(f"unknown setting(s) {', '.join(unknown)}; use {', '.join(sorted(allowed))}")
+        given = {k: v for k, v in knobs.items() if v is not None}
+        p = get_preset(given.get("preset", "hybrid"))
+        fusion = strategy_for({**p.defaults(), **given})
+        return cls(preset=p.name, fusion=fusion, **{k: given[k] for k in _VALUE_KNOBS if k in given})
+
+    def __str__(self) -> str:
+        f = self.strategy
+        own = ",".join(f"{k}={_text(v)}" for k, v in f.knobs().items() if k != "fusion")
+        rest = " ".join(f"{k}={_text(getattr(self, k))}" for k in _VALUE_KNOBS)
+        return f"preset={self.preset} fusion={f.name}({own}) {rest}"
+
+    @classmethod
+    def parse(cls, text: str) -> RetrievalSettings:
+        """The value `text` (its canonical form, or any subset of its `key=value` parts) names; ValueError naming
+        the part that does not parse and the form."""
+        form = "e.g. 'preset=hybrid fusion=rrf(rrf_k=60.0,dense_weight=0.7,sparse_weight=0.3) recall_top_k=10'"
+        knobs: dict[str, Any] = {}
+        for part in str(text).split():
+            key, eq, raw = part.partition("=")
+            if not eq:
+                raise ValueError(f"settings part {part!r} is not key=value; {form}")
+            if key == "fusion":
+                name, paren, inner = raw.partition("(")
+                if paren and not inner.endswith(")"):
+                    raise ValueError(f"settings part {part!r}: the fusion's parameters must end with ')'; {form}")
+                knobs["fusion"] = name
+                for item in filter(None, inner[:-1].split(",")) if paren else ():
+                    k, _, v = item.partition("=")
+                    knobs[k] = _value(k, v)
+            else:
+                knobs[key] = _value(key, raw)
+        return cls.from_knobs(knobs)
+
+
+def _value(key: str, raw: str) -> Any:
+    """A knob's text as its type (by the knob's declaration); the range is checked where the value is built."""
+    if raw == "none":
+        return None
+    if key in ("preset", "fusion") or key in CHOICES:
+        return raw
+    if key in SWITCHES:
+        if raw not in ("true", "false"):
+            raise ValueError(f"{key}={raw!r} must be true or false")
+        return raw == "true"
+    knob = KNOBS.get(key)
+    try:
+        return int(raw) if knob is not None and knob.integer else float(raw)
+    except ValueError:
+        raise ValueError(f"{key}={raw!r} is not a number") from None
