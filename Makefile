@@ -14,7 +14,7 @@ export TRANSFORMERS_OFFLINE := 1
 # This machine's pip config names local mirrors that may be absent; hide that noise only.
 PIPQ = 2>&1 | { grep -v "^WARNING: Location 'file:" || true; }
 
-.PHONY: run test lint install install-test chromium demo bench clean screenshots
+.PHONY: run test lint install install-test install-ray chromium demo bench clean screenshots
 
 $(PY):
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required, found " + sys.version' \
@@ -33,6 +33,18 @@ $(VENV)/.installed-test: requirements-test.txt $(VENV)/.installed
 
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
+
+# The optional `ray` extra (pyproject.toml) in its own venv that also sees .venv's packages (a .pth file), so
+# pylance never enters the app's venv; tests/test_distributed.py runs its Ray part with this interpreter.
+RAY_VENV := .venv-ray
+$(RAY_VENV)/.installed: pyproject.toml $(VENV)/.installed
+	rm -rf $(RAY_VENV)
+	$(PYTHON) -m venv $(RAY_VENV)
+	echo "$(abspath $(VENV))/lib/python3.11/site-packages" > $(RAY_VENV)/lib/python3.11/site-packages/app-venv.pth
+	$(RAY_VENV)/bin/python -m pip install -q --no-build-isolation -e ".[ray]" $(PIPQ)
+	@touch $@
+
+install-ray: $(RAY_VENV)/.installed
 
 # Debian's Chromium for the browser tests (never `playwright install`: no browser downloads here).
 chromium:
@@ -56,7 +68,7 @@ lint: $(VENV)/.installed-test
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 
-test: lint chromium
+test: lint chromium install-ray
 	$(PY) -m pytest
 
 # Regenerate the README's pictures (docs/screenshots/) from a running app; tests never write tracked files.
@@ -94,4 +106,4 @@ bench: $(VENV)/.installed-test chromium $(DB)/traces.lance
 	$(PY) scripts/write_benchmarks.py
 
 clean:
-	rm -rf $(VENV) $(DB) .pytest_cache tests/artifacts
+	rm -rf $(VENV) $(RAY_VENV) $(DB) .pytest_cache tests/artifacts

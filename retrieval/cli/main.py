@@ -13,6 +13,7 @@ from retrieval.cli.adapt import add_adapt_command
 from retrieval.cli.calibrate import add_calibrate_command
 from retrieval.cli.cases import add_case_commands
 from retrieval.cli.judge import add_judge_commands
+from retrieval.cli.distributed import add_ray_flags, ingest_on_ray
 from retrieval.cli.history import AS_OF_HELP, add_history_commands, as_of_arg
 from retrieval.cli.store import add_store_commands, add_store_flags, embedder_help, report_bad_lines
 from retrieval.eval.clock import CLOCK_HELP, clock_arg
@@ -82,6 +83,8 @@ def cmd_ingest(args) -> int:
     if not rep.traces:
         print(f"error: no valid trace in {args.file}; nothing was written", file=sys.stderr)
         return 2
+    if args.ray is not None:  # embedded and written on Ray (retrieval.distributed)
+        return ingest_on_ray(args, rep.traces)
     ws = _workspace(args)
     t0 = time.perf_counter()
 
@@ -218,6 +221,7 @@ def add_ingest_command(sub) -> None:
     sp.add_argument("--scope", type=_scope_arg,
                     help=f"default scope for lines without one, e.g. user:u1 ({', '.join(SCOPES)})")
     sp.add_argument("--no-facts", action="store_true", help="skip fact extraction")
+    add_ray_flags(sp)
     sp.set_defaults(func=cmd_ingest)
 
 
