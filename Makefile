@@ -34,14 +34,16 @@ $(VENV)/.installed-test: requirements-test.txt $(VENV)/.installed
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
 
-# The optional `ray` extra (pyproject.toml) in its own venv that also sees .venv's packages (a .pth file), so
-# pylance never enters the app's venv; tests/test_distributed.py runs its Ray part with this interpreter.
+# The optional `ray` extra (its pins read from pyproject.toml) in its own venv that also sees .venv's packages (a
+# .pth file), so pylance never enters the app's venv; tests/test_distributed.py runs its Ray part with this
+# interpreter (the package from the checkout: run it from the repository root, e.g. `.venv-ray/bin/python -m retrieval`).
 RAY_VENV := .venv-ray
 $(RAY_VENV)/.installed: pyproject.toml $(VENV)/.installed
 	rm -rf $(RAY_VENV)
 	$(PYTHON) -m venv $(RAY_VENV)
 	echo "$(abspath $(VENV))/lib/python3.11/site-packages" > $(RAY_VENV)/lib/python3.11/site-packages/app-venv.pth
-	$(RAY_VENV)/bin/python -m pip install -q --no-build-isolation -e ".[ray]" $(PIPQ)
+	$(RAY_VENV)/bin/python -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["ray"]))' > $(RAY_VENV)/ray.txt
+	$(RAY_VENV)/bin/python -m pip install -q -r $(RAY_VENV)/ray.txt $(PIPQ)
 	@touch $@
 
 install-ray: $(RAY_VENV)/.installed
@@ -103,6 +105,7 @@ bench: $(VENV)/.installed-test chromium $(DB)/traces.lance
 	  --config 'convex-theoretical-0.6={"fusion":"convex","normalization":"theoretical","default_dense_weight":0.6,"default_sparse_weight":0.4}'
 	$(PY) scripts/bench_sparse_fts.py
 	@echo "scripts/bench_scale.py --n 1000000 takes ~30 min and 4+ GB: run it by hand (see docs/BENCHMARKS.md)"
+	@echo "scripts/bench_ray.py needs make install-ray and a private network namespace: run it by hand (see docs/BENCHMARKS.md)"
 	$(PY) scripts/write_benchmarks.py
 
 clean:
