@@ -74,13 +74,19 @@ def stored_ids(tbl: Any, ids: list[str]) -> set[str]:
     return found
 
 
+def _check_identity(store: MemoryStore) -> None:
+    """The store's embedder (named or recorded) must be the one the table records now (another writer may have
+    re-embedded it since it was opened): the same refusal as the normal ingest."""
+    ident = store.identity()
+    if ident is not None and ident.embedder is not None:
+        check_embedder(ident, store.embedder, store.display_uri)
+
+
 def _open(uri: str, embedder: Any, table: str) -> tuple[MemoryStore, Any]:
     store = MemoryStore(uri, embedder=embedder, table=table)  # a named embedder is checked on open
     store.check_writable()
     tbl = store.table(create=True)  # a new store records the embedder that builds it
-    ident = store.identity()
-    if ident is not None and ident.embedder is not None:
-        check_embedder(ident, store.embedder, store.display_uri)
+    _check_identity(store)
     return store, tbl
 
 
@@ -97,15 +103,17 @@ def _upsert_from_staging(store: MemoryStore, tbl: Any, write: Any) -> None:
     if staging in store.db.table_names():
         log.warning("dropping a staging table %s left by an interrupted Ray ingest", staging)
         store.db.drop_table(staging)
-    write(dataset_uri(store, staging), "create")
     try:
         import pyarrow as pa
 
+        write(dataset_uri(store, staging), "create")
         staged = store.db.open_table(staging)
+        _check_identity(store)  # just before the one commit
         reader = pa.RecordBatchReader.from_batches(tbl.schema, staged.search().limit(None).to_batches(8192))
         tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(reader)
     finally:
-        store.db.drop_table(staging)
+        if staging in store.db.table_names():
+            store.db.drop_table(staging)
 
 
 def ray_ingest(uri: str, traces: list[MemoryTrace], *, embedder: Any = None, address: str | None = None,
