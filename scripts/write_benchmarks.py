@@ -651,12 +651,17 @@ def section_ray(out: list[str]) -> None:
             "`MemoryStore.add` (embedding in batches of 256, one merge_insert; its ANN index build switched off, as the "
             "Ray path builds none). *ray ingest*: `ingest --ray`'s function on a local Ray with that many CPUs (model "
             "loads in the workers included; Ray's own start apart); *ray re-embed*: `reembed --ray`'s (staging copy, "
-            "`lance_ray.add_columns`, one overwrite). The hashing embedder runs at 100k (everything but a model); MiniLM "
-            "at a smaller N, as on this machine it embeds a few hundred sentences a second at best and the rate, not the "
-            f"N, is the finding. Measured {d['when']} on {d['cores']} cores shared with other jobs (1-minute load "
-            "beside each row): two Ray workers get about one free core between them here, so no speedup from the "
-            "second worker can show on this machine; the rows say what Ray costs over the normal path, and a real "
-            "cluster's speedup has to be measured on it (README, \"Outgrowing one machine\").", "",
+            "`lance_ray.add_columns`, one overwrite). Ray's times run from the call to the commit: building the rows "
+            "on the driver, looking up stored ids, Ray Data's scheduling, the workers' model loads and the write. The "
+            "hashing embedder runs at 100k (everything but a model); MiniLM at a smaller N: at best (an idle machine) it "
+            "embeds about 200 sentences a second on these 2 cores, so 100k would take over 8 minutes a run; at the loads "
+            f"below it managed a few a second. Measured {d['when']} on {d['cores']} cores shared with up to eight other "
+            "jobs (the 1-minute load beside each row): two Ray workers get no free core between them here, so no "
+            "speedup from the second worker can show on this machine, and none did; what the rows do show is Ray's "
+            "overhead over the one-process path on one machine (not profiled further). A real cluster's speedup has "
+            "to be measured on it (README, \"Outgrowing one machine\")."
+            + ("" if d.get("complete", True) else " The run was cut short by a time box: only the rows below finished."),
+            "",
             "| path | embedder | traces | workers | seconds | traces/s | new fragments | Ray start | load |",
             "|---|---|---|---|---|---|---|---|---|"]
     for r in d["runs"]:
