@@ -14,7 +14,7 @@ export TRANSFORMERS_OFFLINE := 1
 # This machine's pip config names local mirrors that may be absent; hide that noise only.
 PIPQ = 2>&1 | { grep -v "^WARNING: Location 'file:" || true; }
 
-.PHONY: run test lint install install-test chromium demo bench clean screenshots
+.PHONY: run test lint install install-test install-ray chromium demo bench clean screenshots
 
 $(PY):
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required, found " + sys.version' \
@@ -33,6 +33,20 @@ $(VENV)/.installed-test: requirements-test.txt $(VENV)/.installed
 
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
+
+# The optional `ray` extra (its pins read from pyproject.toml) in its own venv that also sees .venv's packages (a
+# .pth file), so pylance never enters the app's venv; tests/test_distributed.py runs its Ray part with this
+# interpreter (the package from the checkout: run it from the repository root, e.g. `.venv-ray/bin/python -m retrieval`).
+RAY_VENV := .venv-ray
+$(RAY_VENV)/.installed: pyproject.toml $(VENV)/.installed
+	rm -rf $(RAY_VENV)
+	$(PYTHON) -m venv $(RAY_VENV)
+	echo "$(abspath $(VENV))/lib/python3.11/site-packages" > $(RAY_VENV)/lib/python3.11/site-packages/app-venv.pth
+	$(RAY_VENV)/bin/python -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["ray"]))' > $(RAY_VENV)/ray.txt
+	$(RAY_VENV)/bin/python -m pip install -q -r $(RAY_VENV)/ray.txt $(PIPQ)
+	@touch $@
+
+install-ray: $(RAY_VENV)/.installed
 
 # Debian's Chromium for the browser tests (never `playwright install`: no browser downloads here).
 chromium:
@@ -56,7 +70,7 @@ lint: $(VENV)/.installed-test
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 
-test: lint chromium
+test: lint chromium install-ray
 	$(PY) -m pytest
 
 # Regenerate the README's pictures (docs/screenshots/) from a running app; tests never write tracked files.
@@ -91,7 +105,8 @@ bench: $(VENV)/.installed-test chromium $(DB)/traces.lance
 	  --config 'convex-theoretical-0.6={"fusion":"convex","normalization":"theoretical","default_dense_weight":0.6,"default_sparse_weight":0.4}'
 	$(PY) scripts/bench_sparse_fts.py
 	@echo "scripts/bench_scale.py --n 1000000 takes ~30 min and 4+ GB: run it by hand (see docs/BENCHMARKS.md)"
+	@echo "scripts/bench_ray.py needs make install-ray and a private network namespace: run it by hand (see docs/BENCHMARKS.md)"
 	$(PY) scripts/write_benchmarks.py
 
 clean:
-	rm -rf $(VENV) $(DB) .pytest_cache tests/artifacts
+	rm -rf $(VENV) $(RAY_VENV) $(DB) .pytest_cache tests/artifacts

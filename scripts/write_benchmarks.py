@@ -671,6 +671,37 @@ def section_asof(out: list[str]) -> None:
             "≤ 30 s |", ""]
 
 
+def section_ray(out: list[str]) -> None:
+    """Ingest and re-embed on Ray with 1 and 2 workers beside the normal path (scripts/bench_ray.py)."""
+    d = load("bench_ray.json")
+    if not d:
+        return
+    out += ["## Ingest on Ray", "",
+            f"Command: `{d['command']}` (writes docs/bench_ray.json; needs the `ray` extra: `make install-ray`). "
+            "Synthetic traces made by the script (8–30 words from a Zipf vocabulary, 100 scopes). *normal*: one process, "
+            "`MemoryStore.add` (embedding in batches of 256, one merge_insert; its ANN index build switched off, as the "
+            "Ray path builds none). *ray ingest*: `ingest --ray`'s function on a local Ray with that many CPUs (model "
+            "loads in the workers included; Ray's own start apart); *ray re-embed*: `reembed --ray`'s (staging copy, "
+            "`lance_ray.add_columns`, one overwrite). Ray's times run from the call to the commit: building the rows "
+            "on the driver, looking up stored ids, Ray Data's scheduling, the workers' model loads and the write. The "
+            "hashing embedder runs at 100k (everything but a model); MiniLM at a smaller N: at best (an idle machine) it "
+            "embeds about 200 sentences a second on these 2 cores, so 100k would take over 8 minutes a run; at the loads "
+            f"below it managed a few a second. Measured {d['when']} on {d['cores']} cores shared with up to eight other "
+            "jobs (the 1-minute load beside each row): two Ray workers get no free core between them here, so no "
+            "speedup from the second worker can show on this machine, and none did; what the rows do show is Ray's "
+            "overhead over the one-process path on one machine (not profiled further). A real cluster's speedup has "
+            "to be measured on it (README, \"Outgrowing one machine\")."
+            + ("" if d.get("complete", True) else " The run was cut short by a time box: only the rows below finished."),
+            "",
+            "| path | embedder | traces | workers | seconds | traces/s | new fragments | Ray start | load |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for r in d["runs"]:
+        start = f"{r['ray_start_s']} s" if "ray_start_s" in r else "—"
+        out.append(f"| {r['path']} | {r['embedder']} | {r['n']:,} | {r['workers']} | {r['seconds']} | "
+                   f"{r['traces_per_s']:,} | {r.get('fragments', '—')} | {start} | {r['load_avg_1m']} |")
+    out.append("")
+
+
 BROWSER_ACTIONS = (("slider", "Dense weight moved one step by the keyboard → the Final column repainted"),
                    ("row_click", "a stage-table row clicked → its explanation shown"),
                    ("grade", "a grade clicked → the grade shown as saved"),
@@ -737,6 +768,7 @@ def main() -> int:
     section_lockcost(out)
     section_scale(out)
     section_asof(out)
+    section_ray(out)
     notes = DOCS / "benchmarks-notes.md"
     if notes.is_file():
         out += [notes.read_text().strip(), ""]

@@ -113,7 +113,7 @@ def test_reembed_replaces_every_vector_and_the_identity(built):
     out = reembed(MemoryStore(built), new, progress=lambda d, t: seen.append((d, t)), batch_size=3)
     assert out["rows"] == 8 and seen[-1] == (8, 8) and len(seen) == 3
     s = MemoryStore(built)
-    assert s.identity() == StoreIdentity("hashing", 32, "english-stem")
+    assert s.identity() == StoreIdentity("hashing", 32, "english-stem", "scope")  # BM25 statistics kept
     assert sorted(s.all_traces(), key=lambda t: t.id) == sorted(before, key=lambda t: t.id)
     got = s.get_with_vectors(["inv"], active_only=False)["inv"][1]
     np.testing.assert_allclose(got, new.embed([before[[t.id for t in before].index("inv")].content])[0], rtol=1e-6)
@@ -144,7 +144,7 @@ def test_cli_reembed_analyzer_and_status_default_to_the_recorded_embedder(built,
     out = capsys.readouterr()
     assert "re-embedded 8 trace(s)" in out.out and "hashing (384-d)" in out.out and "8/8" in out.err
     assert main(["analyzer", "english-stem", "--db", built]) == 0
-    assert MemoryStore(built).identity() == StoreIdentity("hashing", 384, "english-stem")
+    assert MemoryStore(built).identity() == StoreIdentity("hashing", 384, "english-stem", "scope")
     assert main(["query", "invoices", "--db", built, "--scope", "user:u1", "--json"]) == 0
     assert '"id": "inv"' in capsys.readouterr().out
 

@@ -16,6 +16,7 @@ from retrieval.cli.doctor import add_doctor_command
 from retrieval.cli.gate import (TRACEBACK_ENV, GateParser, admit, audited, failure_line, scrubbed_output, stamp,
                                 writer)
 from retrieval.cli.judge import add_judge_commands
+from retrieval.cli.distributed import add_ray_flags, ingest_on_ray
 from retrieval.cli.history import AS_OF_HELP, add_history_commands, as_of_arg, check_readable, default_scope
 from retrieval.cli.store import add_store_commands, add_store_flags, embedder_help, report_bad_lines
 from retrieval.eval.clock import CLOCK_HELP, clock_arg
@@ -85,6 +86,8 @@ def cmd_ingest(args) -> int:
     if not rep.traces:
         print(f"error: no valid trace in {args.file}; nothing was written", file=sys.stderr)
         return 2
+    if args.ray is not None:  # embedded and written on Ray (retrieval.distributed)
+        return ingest_on_ray(args, rep.traces)
     ws = _workspace(args)
     t0 = time.perf_counter()
 
@@ -223,6 +226,7 @@ def add_ingest_command(sub) -> None:
     sp.add_argument("--scope", type=_scope_arg,
                     help=f"default scope for lines without one, e.g. user:u1 ({', '.join(SCOPES)})")
     sp.add_argument("--no-facts", action="store_true", help="skip fact extraction")
+    add_ray_flags(sp)
     sp.set_defaults(func=cmd_ingest)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 import time
 
+from retrieval.cli.distributed import add_ray_flags, reembed_on_ray
 from retrieval.cli.gate import writer
 from retrieval.sparse.build import SPARSE_BACKENDS
 from retrieval.bm25.scoped import STATISTICS
@@ -75,6 +76,8 @@ def cmd_reembed(args) -> int:
     from retrieval.models.registry import make_embedder
     from retrieval.workspace import Workspace
 
+    if args.ray is not None:  # staged and embedded on Ray (retrieval.distributed)
+        return reembed_on_ray(args)
     try:
         # no embedder named: opened as recorded, not checked; the Workspace audits the re-embed
         ws = Workspace(args.db, table=args.table, fact_extractor=None)
@@ -118,6 +121,7 @@ def add_store_commands(sub, db) -> None:
     sp.add_argument("--db", required=True, help="LanceDB URI")
     sp.add_argument("--table", default="traces")
     sp.add_argument("--batch-size", type=int, default=256)
+    add_ray_flags(sp)
     sp.set_defaults(func=cmd_reembed)
 
     sp = sub.add_parser("analyzer", help="set the store's BM25 analyzer and rebuild BM25")

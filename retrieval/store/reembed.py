@@ -32,7 +32,7 @@ def reembed(store, embedder, progress: Callable[[int, int], None] | None = None,
         if tbl is None:
             raise ValueError(f"store {store.display_uri!r} has no table {store.table_name!r} to re-embed")
         old = store.identity()
-        new = StoreIdentity(getattr(embedder, "name", None), int(embedder.dim), old.analyzer)
+        new = StoreIdentity(getattr(embedder, "name", None), int(embedder.dim), old.analyzer, old.statistics)
         sch = schema(new.dim)
         sch = sch.set(sch.get_field_index("vector"), sch.field("vector").with_metadata(new.metadata()))
         staging_name = store.table_name + STAGING_SUFFIX
