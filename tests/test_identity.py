@@ -119,3 +119,19 @@ def test_a_grade_made_in_inspect_and_its_audit_name_the_same_rater(demo_env, par
     assert mine.get(target) == 2
     assert "human" not in {j.who for j in JudgmentStore(demo_env).ratings(PRIYA, QUERY)}
     assert _last_grade_actor(demo_env) == who
+
+
+def test_the_cli_import_is_the_local_operators_and_may_name_its_rater(tmp_path, capsys):
+    from retrieval.cli.main import main
+
+    js = _store(tmp_path)
+    path = tmp_path / "r.jsonl"
+    path.write_text(FILE)
+    args = ["judge", "import", "c", str(path), "--db", js.uri, "--no-id-check"]
+    assert main(args + ["--rater", "machine"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == ("error: rater name 'machine' is reserved for the machine "
+                                                       "judge; a person cannot write as it (pick another name)")
+    assert main(args + ["--rater", "ana"]) == 0
+    assert json.loads(capsys.readouterr().out)["raters"] == ["ana", "bob"]
+    assert _grades(js) == {("inv", "bob", "human", 3), ("c", "ana", "human", 2)}
+    assert _last_grade_actor(js.uri) == "local"  # two raters in one write: the local operator wrote it

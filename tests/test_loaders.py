@@ -151,12 +151,12 @@ def test_auto_ids_name_the_scope_and_explicit_ids_are_kept():
     assert [t.id for t in txt.traces] == ["user:u1/notes-1", "user:u1/notes-2"]
     assert [t.id for t in load_file("notes.txt", b"one", scope="thread", scope_id="u1").traces] == ["thread:u1/notes-1"]
     rows = load_file("notes.jsonl",
-                     b'{"content":"same"}\n{"content":"same","scope_id":"u2"}\n{"id":"keep me","content":"x"}',
+                     b'{"content":"same"}\n{"content":"same","scope_id":"u2"}\n{"id":"keep-me","content":"x"}',
                      scope="user", scope_id="u1")
     digest = hashlib.blake2b(b"same", digest_size=6).hexdigest()
     assert [t.id for t in rows.traces[:2]] == [f"user:u1/notes-{digest}", f"user:u2/notes-{digest}"]
     assert auto_id("user", "u2", "notes", digest) == rows.traces[1].id
-    assert rows.traces[2].id == "keep me"
+    assert rows.traces[2].id == "keep-me"  # (an id with a space is refused: tests/test_ids_and_csv.py)
     csv_rep = load_file("notes.csv", b"content\nsame\n", scope="user", scope_id="u1")
     assert [t.id for t in csv_rep.traces] == [rows.traces[0].id]
 

@@ -241,8 +241,13 @@ def exchange_view(js: JudgmentStore, case: Case, known, access: Access | None, d
     c1, c2 = st.columns(2)
     who = c1.selectbox("TREC qrels of", ["combined (the case's policy)"] + raters, key=f"{P}exp_who")
     rater = None if who.startswith("combined") else who
-    c1.download_button("Download TREC qrels", export_ratings(js, case, "trec", rater, hashes), key=f"{P}exp_trec",
-                       file_name=f"{case.name}-{rater or 'combined'}.qrels", on_click="ignore")
+    try:
+        trec = export_ratings(js, case, "trec", rater, hashes)
+    except ValueError as exc:  # an id with whitespace: TREC cannot carry it
+        c1.warning(f"No TREC qrels: {plain(exc)}")
+    else:
+        c1.download_button("Download TREC qrels", trec, key=f"{P}exp_trec",
+                           file_name=f"{case.name}-{rater or 'combined'}.qrels", on_click="ignore")
     c2.download_button("Download every rating (JSONL)", export_ratings(js, case, "jsonl"), key=f"{P}exp_jsonl",
                        file_name=f"{case.name}-ratings.jsonl", on_click="ignore")
     c2.download_button("Download every rating (CSV for spreadsheets)", export_ratings(js, case, "csv"),

@@ -43,7 +43,8 @@ def cmd_import(args) -> int:
     store = MemoryStore(args.db)
     known = None if args.no_id_check else (lambda ids: {t.id for t in store.get(ids)})
     rep = import_ratings(JudgmentStore(args.db), args.case, Path(args.file).read_bytes(), Path(args.file).name,
-                         rename=_renames(args.rename), known_ids=known, access=getattr(args, "access", None))
+                         rename=_renames(args.rename), known_ids=known, rater=args.rater or "",
+                         access=getattr(args, "access", None))
     for e in rep.errors[:50]:
         print(f"  skipped {e}", file=sys.stderr)
     return _print(rep.to_dict())
@@ -98,6 +99,8 @@ def add_judge_commands(sub) -> None:
     sp.add_argument("file")
     sp.add_argument("--rename", action="append", default=[], metavar="OLD=NEW", help="map a rater's name")
     sp.add_argument("--no-id-check", action="store_true", help="keep ratings of ids not (yet) in the store")
+    sp.add_argument("--rater", default=None, help="the rater of rows that name none (default: local, the local "
+                    "operator; `machine` and `implicit` are reserved)")
     _db(sp)
     sp.set_defaults(func=_guard(cmd_import))
     sp = js.add_parser("agreement", help="raters per item, pairwise kappa, alpha, the machine rater's calibration")

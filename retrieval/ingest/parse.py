@@ -6,6 +6,7 @@ or a deep list has no cheap repr); `loaders.py` turns that into a `LineError` fo
 from __future__ import annotations
 
 import hashlib
+import re
 import math
 from dataclasses import dataclass
 from datetime import datetime, UTC
@@ -107,11 +108,25 @@ def _scalar_text(name: str, value: Any) -> str:
 
 def auto_id(scope: str, scope_id: str, stem: str, suffix: str) -> str:
     """`user:u1/notes-1`: the scope is part of an id the loader makes up (see the module docstring)."""
-    return f"{scope}:{scope_id}/{stem[:64] or 'trace'}-{suffix}"
+    stem = _SPACES.sub("-", stem[:64]).strip("-")  # a file name's spaces never reach an id
+    return f"{scope}:{scope_id}/{stem or 'trace'}-{suffix}"
 
 
 def _content_suffix(content: str) -> str:
     return hashlib.blake2b(content.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
+
+
+_SPACES = re.compile(r"[ \t\u00a0\u3000]+")
+ID_RULE = "ids may not hold spaces or tabs (TREC qrels and other exchange formats split on them); use '-' or '_'"
+
+
+def _no_whitespace(tid: str) -> None:
+    """ValueError naming the id when it holds a space or a tab inside (a line separator: validate() says more)."""
+    gap = next((c for c in tid if c in " \t\u00a0\u3000"), None)
+    if gap is not None:
+        fixed = _SPACES.sub("-", tid[:80])
+        raise ValueError(f"trace {ascii(tid[:80])}: field 'id' holds whitespace ({ascii(gap)} at position "
+                         f"{tid.index(gap)}); {ID_RULE}, e.g. {ascii(fixed)}")
 
 
 def trace_from_record(rec: Mapping[str, Any], *, scope: str = "user", scope_id: str = "default",
@@ -128,6 +143,7 @@ def trace_from_record(rec: Mapping[str, Any], *, scope: str = "user", scope_id: 
         kw["id"] = auto_id(kw["scope"], kw["scope_id"], id_prefix, _content_suffix(kw["content"]))
     else:
         kw["id"] = _scalar_text(id_key, raw_id).strip(" \t")  # padding only: a separator must reach validate()
+        _no_whitespace(kw["id"])
     for name in ("type", "source_type"):
         if rec.get(name):
             kw[name] = _scalar_text(name, rec[name])

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from retrieval.judgments.io import FORMULA_START, LineError, spreadsheet_csv
+from retrieval.judgments.io import LineError, spreadsheet_csv, trec_line, unquote_cell
 from retrieval.judgments.identity import honours_rater_column, person, writer
 from retrieval.judgments.model import CANT_RATE, Case, Judgment, check_grade, query_key, scope_text
 from retrieval.judgments.raters import combined_grades, usable
@@ -76,7 +76,7 @@ def export_ratings(js: JudgmentStore, case: Case | str, fmt: str, rater: str | N
             grades = {(scope_text(j.scope), query_key(j.query), j.trace_id): j.grade for j in mine}
         else:
             grades = combined_grades(judgments, js.policy(case.name), hashes)
-        return "".join(f"{q.qid} 0 {t} {g}\n" for q in case.queries for (s, qk, t), g in sorted(grades.items())
+        return "".join(trec_line(q.qid, t, g) for q in case.queries for (s, qk, t), g in sorted(grades.items())
                        if (s, qk) == (scope_text(q.scope), query_key(q.query)))
     rows = rating_rows(case, judgments, rater)
     if fmt == "jsonl":
@@ -97,8 +97,7 @@ class RatingsReport:
 
 
 def _unquote(v: object) -> object:
-    text = str(v) if v is not None else ""
-    return text[1:] if text.startswith("'") and text[1:2] in FORMULA_START and text[1:2] else v
+    return unquote_cell(v) if isinstance(v, str) else v
 
 
 def parse_ratings(data: bytes | str, name: str = "ratings.jsonl") -> list[tuple[int, dict]]:

@@ -14,8 +14,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import contextlib
-import csv
-import io
 import json
 import math
 import re
@@ -26,6 +24,8 @@ from collections.abc import Callable, Iterable, Sequence
 from retrieval.types import Scope
 from retrieval.judgments.model import (Case, CaseQuery, Judgment, LabelledQuery, check_case_name, check_grade,
                                        parse_scope, scope_text)
+from retrieval.judgments.cells import (FORMULA_START, formula_like, spreadsheet_cell, spreadsheet_csv,  # noqa: F401
+                                       trec_line, unquote_cell)
 from retrieval.judgments.identity import writer
 from retrieval.judgments.store import JudgmentStore, check_grading
 
@@ -295,42 +295,14 @@ def export_case(js: JudgmentStore, name: str, out: str | Path) -> list[Path]:
     (out / "qrels").mkdir(parents=True, exist_ok=True)
     paths = [out / "queries.jsonl", out / "qrels" / "test.tsv", out / "qrels.trec", out / f"{name}.jsonl"]
     paths[0].write_text("".join(json.dumps({"_id": q.qid, "text": q.query}) + "\n" for q in case.queries))
+    trec = "".join(trec_line(q, t, g) for q, r in qrels.items() for t, g in r.items())  # refused before writing
     paths[1].write_text("query-id\tcorpus-id\tscore\n" + "".join(
         f"{q}\t{t}\t{g}\n" for q, r in qrels.items() for t, g in r.items()))
-    paths[2].write_text("".join(f"{q} 0 {t} {g}\n" for q, r in qrels.items() for t, g in r.items()))
+    paths[2].write_text(trec)
     paths[3].write_text("".join(json.dumps({"qid": q.qid, "query": q.query, "scope": scope_text(q.scope) or None,
                                             "relevant": qrels.get(q.qid, {}), **({"note": q.note} if q.note else {})})
                                 + "\n" for q in case.queries))
     return paths
-
-
-# A spreadsheet (Excel, LibreOffice, Google Sheets) runs a cell starting with one of these as a formula
-# (OWASP "CSV injection"); a leading tab or carriage return is stripped by some of them before that check.
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def spreadsheet_cell(value: object) -> object:
-    """A cell for a CSV or TSV meant for a spreadsheet: text starting with `= + - @`, a tab or a carriage return
-    gets a leading single quote, so the spreadsheet shows it as text and never runs it. Numbers (int, float,
-    bool) and None pass unchanged, so -0.25 stays a number. Not for machine formats (see `export_case`)."""
-    if value is None or isinstance(value, (bool, int, float)):
-        return value
-    text = str(value)
-    return "'" + text if text.startswith(FORMULA_START) else text
-
-
-def spreadsheet_csv(rows: Iterable[dict], delimiter: str = ",") -> str:
-    """`rows` (dicts; the first row's keys, then any new key in order, are the columns) as CSV (or TSV with
-    `delimiter="\t"`) for a spreadsheet: every text cell, header included, through `spreadsheet_cell`. This
-    output is neutralised, not byte-exact: read it back with a spreadsheet, not with `case import`."""
-    rows = list(rows)
-    columns = list(dict.fromkeys(k for r in rows for k in r))
-    buf = io.StringIO()
-    w = csv.writer(buf, delimiter=delimiter, lineterminator="\r\n")
-    w.writerow([spreadsheet_cell(c) for c in columns])
-    for r in rows:
-        w.writerow([spreadsheet_cell(r.get(c)) for c in columns])
-    return buf.getvalue()
 
 
 def ensure_demo_case(uri: str, path: str | Path, name: str = "demo") -> ImportReport | None:
