@@ -105,7 +105,8 @@ def samples(files: Files) -> dict[tuple[str, str] | str, list[str]]:
                                                                                  str(files.case)],
         ("case export", "name"): ["demo"], ("snapshot grade", "snapshot"): [files.snapshot],
         ("snapshot diff", "a"): [files.snapshot], ("snapshot diff", "b"): [files.snapshot],
-        ("tag", "name"): ["gate-v1"], ("snapshot run", "case"): ["gate-tiny"], ("analyzer", "name"): ["plain"], ("statistics", "mode"): ["store"],
+        ("tag", "name"): ["gate-v1"], ("snapshot run", "case"): ["gate-tiny"],
+        ("analyzer", "name"): ["plain"], ("statistics", "mode"): ["store"],
         "case": ["demo"], "text": ["where do I live?"], "out": [str(files.out)], "from_": ["1"],
         "generator": ["openai:http://127.0.0.1:9#m"], "dataset": ["demo"],
     }
