@@ -71,8 +71,6 @@ def build_store(root: Path) -> tuple[Path, Files]:
 
     db = root / "base"
     build_demo_index(str(db), log=lambda m: None, embedder=HashingEmbedder(384))
-    snap = run_snapshot(Workspace(str(db), embedder=HashingEmbedder(384)), "demo", PipelineConfig.for_preset("hybrid"),
-                        JudgmentStore(str(db)), label="one")
     traces = root / "traces.jsonl"
     traces.write_text(json.dumps({"id": "gate-1", "content": "a new note about kayaks", "scope": "user",
                                   "scope_id": "maya"}) + "\n")
@@ -85,6 +83,11 @@ def build_store(root: Path) -> tuple[Path, Files]:
     case = root / "case.jsonl"
     case.write_text(json.dumps({"qid": "g1", "query": "kayak", "scope": "user:maya",
                                 "relevant": {"maya-intro": 1}}) + "\n")
+    from retrieval.judgments.io import import_files
+
+    import_files(JudgmentStore(str(db)), "gate-tiny", jsonl=case)  # one query: `snapshot run`, `grade` stay quick
+    snap = run_snapshot(Workspace(str(db), embedder=HashingEmbedder(384)), "gate-tiny",
+                        PipelineConfig.for_preset("hybrid"), JudgmentStore(str(db)), label="one")
     return db, Files(traces, log, ratings, case, snap.id, root / "out")
 
 
@@ -102,7 +105,8 @@ def samples(files: Files) -> dict[tuple[str, str] | str, list[str]]:
                                                                                  str(files.case)],
         ("case export", "name"): ["demo"], ("snapshot grade", "snapshot"): [files.snapshot],
         ("snapshot diff", "a"): [files.snapshot], ("snapshot diff", "b"): [files.snapshot],
-        ("tag", "name"): ["gate-v1"], ("analyzer", "name"): ["plain"], ("statistics", "mode"): ["store"],
+        ("tag", "name"): ["gate-v1"], ("snapshot run", "case"): ["gate-tiny"],
+        ("analyzer", "name"): ["plain"], ("statistics", "mode"): ["store"],
         "case": ["demo"], "text": ["where do I live?"], "out": [str(files.out)], "from_": ["1"],
         "generator": ["openai:http://127.0.0.1:9#m"], "dataset": ["demo"],
     }

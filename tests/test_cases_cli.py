@@ -129,4 +129,4 @@ def test_snapshot_grade_with_a_fake_openai_compatible_server(db, capsys):
     assert rep["stopped"] is None and rep["grader"].startswith("openai-compatible (m @")
     machine = [j for j in JudgmentStore(db).judgments("machine")]
     assert len(machine) == asked and {j.grade for j in machine} == {1}
-    assert code500 == 1 and rep500["graded"] == 0 and "500" in rep500["stopped"]
+    assert code500 == 2 and rep500["graded"] == 0 and "500" in rep500["stopped"]

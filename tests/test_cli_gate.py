@@ -249,12 +249,16 @@ def s3_endpoint():
 
 def test_ingest_into_s3_with_credentials_in_the_uri_prints_none(built, env, s3_endpoint, tmp_path):
     """Item 5: `ingest`'s summary line printed the URI whole; so did every command that names the store."""
+    from retrieval.store.remote import redact_text, redact_uri
+
+    assert redact_uri("s3://AKIAKEY:s3cr/et@bucket/x") == "s3://***@bucket/x"  # a secret may hold '/'
+    assert redact_text("not 's3://K:S@b/x' nor s3:/K:S@b/x") == "not 's3://***@b/x' nor s3:/***@b/x"  # Path folds //
     root, base, files = built
-    env.chdir(tmp_path)  # a URI object storage cannot parse may land on a local path: never in the repository
+    env.chdir(tmp_path)  # were the URI ever read as a local path, it would land here
     for k, v in {"AWS_ENDPOINT_URL": s3_endpoint, "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "y",
                  "AWS_REGION": "us-east-1"}.items():
         env.setenv(k, v)
-    uri = "s3://AKIAKEY:s3cr3t/x@memories/store"  # a secret may hold '/'
+    uri = "s3://AKIAKEY:s3cr3t@memories/store"
     runs = [run(["ingest", str(files.traces), "--db", uri, "--embedder", "hashing", "--no-facts"]),
             run(["status", "--db", uri]), run(["tag", "v1", "--db", uri]), run(["tag", "--list", "--db", uri]),
             run(["statistics", "store", "--db", uri]), run(["query", "kayak", "--db", uri, "--rows", "1"]),

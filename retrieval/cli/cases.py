@@ -34,6 +34,20 @@ def _scope(text: str) -> Scope:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+MAX_K = 1000
+
+
+def cutoff(text: str) -> int:
+    """A rank cut-off `--k`: a whole number from 1 to 1000 (ir_measures fails on a larger one)."""
+    try:
+        k = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number") from None
+    if not 1 <= k <= MAX_K:
+        raise argparse.ArgumentTypeError(f"{text[:40]} is out of range: give 1 to {MAX_K}")
+    return k
+
+
 def _print(obj) -> int:
     print(json.dumps(obj, indent=2, default=str))
     return 0
@@ -148,13 +162,18 @@ def cmd_snapshot_grade(args) -> int:
     from retrieval.models.registry import make_generator
     from retrieval.store.memory import MemoryStore
 
+    if not args.generator.strip():  # an empty spec would silently load the local Gemma model
+        raise ValueError("--generator is empty; name one: cohere | openai:BASE_URL#MODEL | gemma")
     js = JudgmentStore(args.db)
     store = MemoryStore(args.db)
     rep = machine_grade(js, js.snapshot(args.snapshot), make_generator(args.generator),
                         lambda ids: {t.id: t.content for t in store.get(ids)}, k=args.k, regrade=args.regrade,
                        access=getattr(args, "access", None))
     _print(rep.to_dict())
-    return 0 if rep.stopped is None else 1
+    if rep.stopped is not None:  # the backend failed: what was graded is kept, the report says how far it got
+        print(f"error: machine grading stopped: {rep.stopped}; {rep.graded} grade(s) kept", file=sys.stderr)
+        return 2
+    return 0
 
 
 def _guard(fn):
@@ -233,7 +252,7 @@ def _add_snapshot_diff(ss) -> None:
     sp = ss.add_parser("diff", help="B minus A: metric deltas with a paired t-test, per-query deltas, moves")
     sp.add_argument("a")
     sp.add_argument("b")
-    sp.add_argument("--k", type=int, default=10)
+    sp.add_argument("--k", type=cutoff, default=10)
     sp.add_argument("--metric", default=None, help="headline metric for per-query deltas (default ndcg@K)")
     sp.add_argument("--stored-grades", action="store_true", help="score with the grades each run used, not today's")
     _db(sp)
@@ -244,7 +263,7 @@ def _add_snapshot_grade(ss) -> None:
     sp = ss.add_parser("grade", help="machine-grade the ungraded top k of a snapshot (stored apart from human grades)")
     sp.add_argument("snapshot")
     sp.add_argument("--generator", required=True, help="cohere | openai:BASE_URL#MODEL | gemma (weak)")
-    sp.add_argument("--k", type=int, default=10)
+    sp.add_argument("--k", type=cutoff, default=10)
     sp.add_argument("--regrade", action="store_true")
     _db(sp)
     sp.set_defaults(func=_guard(cmd_snapshot_grade))

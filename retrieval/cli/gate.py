@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-from retrieval.access import Access, AccessDenied, load_config, load_policy, resolve
+from retrieval.access import ENV, Access, AccessDenied, load_config, load_policy, resolve
 from retrieval.store.remote import redact_text
 from retrieval.workspace.gate import audit_command, write_gate
 
@@ -107,8 +107,9 @@ def admit(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> Acc
     if kind is None:
         raise ValueError(f"command {getattr(args, 'command', '?')!r} is not classified as a read or a write in "
                          "retrieval/cli/gate.py COMMANDS; nothing was run")
-    if not kind.write(args):
-        access = visitor(env)
+    if not kind.write(args):  # a read consults the access settings only when sign-in is configured
+        signed = (os.environ if env is None else env).get(ENV["auth"], "").strip().lower() not in ("", "none")
+        access = visitor(env) if signed else None
         if access is not None and access.denied:
             raise AccessDenied(access.denied)
         args.actor = None

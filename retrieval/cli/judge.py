@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from retrieval.cli.cases import _db, _guard, _print
+from retrieval.cli.cases import _db, _guard, _print, cutoff
 
 FORMATS = ("trec", "csv", "jsonl")
 
@@ -111,7 +111,7 @@ def add_judge_commands(sub) -> None:
     sp.add_argument("case")
     sp.add_argument("--combine", choices=("mean", "majority", "rater"))
     sp.add_argument("--rater", help="with --combine rater: whose grades")
-    sp.add_argument("--k", type=int)
+    sp.add_argument("--k", type=cutoff)
     sp.add_argument("--machine", action="store_true", help="count the machine rater (its calibration is printed)")
     _db(sp)
     sp.set_defaults(func=_guard(cmd_policy))

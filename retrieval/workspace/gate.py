@@ -17,7 +17,8 @@ from collections.abc import Mapping
 
 from retrieval.access import LOCAL_USER, Access, AccessDenied, ReadOnlyError, canonical_user, demo_mode_from_env
 
-DEMO_REFUSAL = "the store runs read-only (demo mode, RETRIEVAL_MODE=demo); unset RETRIEVAL_MODE to {action}"
+DEMO_REFUSAL = ("the store runs read-only (demo mode: RETRIEVAL_MODE is set, not normal); unset RETRIEVAL_MODE "
+                "to {action}")
 
 
 def write_gate(action: str, access: Access | None, *, store_wide: bool = False,
