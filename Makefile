@@ -14,7 +14,7 @@ export TRANSFORMERS_OFFLINE := 1
 # This machine's pip config names local mirrors that may be absent; hide that noise only.
 PIPQ = 2>&1 | { grep -v "^WARNING: Location 'file:" || true; }
 
-.PHONY: run test lint install install-test chromium demo bench clean screenshots
+.PHONY: run test lint install install-test chromium nodejs demo bench clean screenshots
 
 $(PY):
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required, found " + sys.version' \
@@ -42,6 +42,14 @@ chromium:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	else echo "chromium is missing and we are not root: browser tests will skip (sudo apt-get install chromium)"; fi
 
+# Debian's node for the browser-fusion parity test (tests/test_refuse_parity.py runs ui/refuse/fuse.mjs in node).
+nodejs:
+	@if command -v node >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing Debian's nodejs for the browser-fusion parity test"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs >/dev/null; \
+	else echo "node is missing and we are not root: the parity test will skip (sudo apt-get install nodejs)"; fi
+
 $(DB)/traces.lance: | $(VENV)/.installed
 	$(PY) -m retrieval build-demo --db $(DB)
 
@@ -56,7 +64,7 @@ lint: $(VENV)/.installed-test
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 
-test: lint chromium
+test: lint chromium nodejs
 	$(PY) -m pytest
 
 # Regenerate the README's pictures (docs/screenshots/) from a running app; tests never write tracked files.
