@@ -37,7 +37,7 @@ LINK = "/Inspect?i_q=status+of+ticket+FX-209847&i_scope=user%3Apriya"
 EXPLAINED = "input[aria-label='Trace id to explain']"
 LONG = 180_000
 TARGETS = {"slider": 150, "row_click": 500, "grade": 300, "home_example": None}
-TABLE_EVENTS = "[data-testid=stBidiComponentIsolated]"  # [0] the live tuning panel, [1] the stage table's click listener
+TABLE_EVENTS = "[data-testid=stBidiComponentIsolated]"  # [0] live panel, [1] stage table events
 FINAL_CELLS = "() => [...document.querySelectorAll('table.rt-stages td[data-stage=final]')].map(e => e.innerText)" \
               ".join('|')"
 

@@ -18,7 +18,7 @@ SHOTS = Path(os.environ.get("RETRIEVAL_SHOTS_DIR") or Path(__file__).resolve().p
 LINK = "/Inspect?i_q=status+of+ticket+FX-209847&i_scope=user%3Apriya"
 EXPLAINED = "input[aria-label='Trace id to explain']"
 ERRORS = "[data-testid=stException], [data-testid=stAlertContentError]"
-TABLE_EVENTS = "[data-testid=stBidiComponentIsolated]"  # [0] the live tuning panel, [1] the stage table's click listener
+TABLE_EVENTS = "[data-testid=stBidiComponentIsolated]"  # [0] live panel, [1] stage table events
 
 
 @pytest.fixture(scope="module")

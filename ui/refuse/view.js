@@ -42,10 +42,10 @@ function sameSetting(a, b) { return JSON.stringify(a) === JSON.stringify(b); }
 function buildControls(P) {
   const box = el("div", { class: "rf-controls", role: "group", "aria-label": "Fusion settings" });
   const fusionLab = el("label", {}, "Fusion ");
-  P.fusion = el("select", { "aria-label": "Fusion" });
+  P.fusion = el("select", { "aria-label": "Live fusion" });
   fusionLab.append(P.fusion);
   const normLab = el("label", { class: "rf-norm" }, "Normalisation ");
-  P.norm = el("select", { "aria-label": "Normalisation" });
+  P.norm = el("select", { "aria-label": "Live normalisation" });
   normLab.append(P.norm);
   box.append(fusionLab, normLab);
   P.normLab = normLab;
@@ -55,7 +55,7 @@ function buildControls(P) {
   for (const name of KNOBS) {
     const lab = el("label", { class: "rf-knob" });
     const title = el("span", { class: "rf-knob-name" }, LABELS[name]);
-    const input = el("input", { type: "range", "aria-label": LABELS[name], "data-knob": name });
+    const input = el("input", { type: "range", "aria-label": `Live ${LABELS[name].toLowerCase()}`, "data-knob": name });
     const out = el("output", { class: "rf-val" });
     lab.append(title, input, out);
     box.append(lab);
@@ -165,8 +165,8 @@ function flowColumns(P, out) {
 }
 
 function drawFlow(P, out) {
-  const cols = flowColumns(P, out), W = 560, top = 34, row = 24, H = top + row * (K + 1) + 8;
-  const x = (c) => 50 + c * ((W - 190) / 3);
+  const cols = flowColumns(P, out), W = 480, top = 30, row = 24, H = top + row * (K + 1) + 8;
+  const x = (c) => 34 + c * 78; // the labels after the Final column get the remaining ~190 units
   const y = (r) => top + row * Math.min(r, K);
   const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, class: "rf-flow", role: "img",
                          "aria-label": "Rank flow: each trace's rank in dense, sparse, merged and final" });
@@ -186,7 +186,7 @@ function drawFlow(P, out) {
     s.append(dot);
   }));
   finalTop.forEach((id, i) => s.append(svg("text", { x: x(3) + 10, y: y(i) + 4, class: "rf-label", "data-id": id },
-                                            shortId(id, 22))));
+                                            shortId(id, 24))));
   P.flow.replaceWith(s);
   P.flow = s;
 }
