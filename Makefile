@@ -86,6 +86,7 @@ bench: $(VENV)/.installed-test chromium $(DB)/traces.lance
 	$(PY) scripts/bench_snapshot.py
 	$(PY) scripts/bench_judge_browser.py
 	$(PY) scripts/bench_browser.py
+	$(PY) scripts/bench_refuse.py
 	$(PY) scripts/choose_hybrid_defaults.py --locomo $(EVAL)/locomo-dev/locomo-dev.json
 	$(PY) -m retrieval eval --dataset beir:$(EVAL)/scifact --sweep --lab --out docs/eval/scifact.json
 	$(PY) -m retrieval eval --dataset beir:$(EVAL)/scifact --reranker embedding --out docs/eval/scifact-rerank.json

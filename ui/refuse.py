@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import MutableMapping
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -58,19 +59,21 @@ def payload(prefix: str, diag) -> dict[str, Any]:
     return held[1]
 
 
-def commit(prefix: str, key: str) -> None:
-    """A setting the browser committed: into the sidebar's widget state, checked by the library's own rules."""
-    value = (st.session_state.get(key) or {}).get("commit")
+def commit(prefix: str, key: str, state: MutableMapping[str, Any] | None = None) -> None:
+    """A setting the browser committed: into the sidebar's widget state (`state`, default the session's), checked by
+    the library's own rules."""
+    state = st.session_state if state is None else state
+    value = (state.get(key) or {}).get("commit")
     if not isinstance(value, dict):
         return
     try:
         new = {n: check_knob(n, value[n]) for n in KNOBS if n in value}
         new.update({n: check_choice(n, value[n]) for n in ("fusion", "normalization") if n in value})
     except ValueError as exc:
-        st.session_state[f"{prefix}refuse_note"] = f"The live panel sent a setting the server refused: {exc}"
+        state[f"{prefix}refuse_note"] = f"The live panel sent a setting the server refused: {exc}"
         return
     for name, v in new.items():
-        st.session_state[f"{prefix}{name}"] = int(v) if name == "rrf_k" else v
+        state[f"{prefix}{name}"] = int(v) if name == "rrf_k" else v
 
 
 def explained(key: str, target_key: str) -> None:

@@ -272,12 +272,19 @@ function serverOut(d) {
 
 function receive(P, data) {
   const fresh = !P.data || P.data.sig !== data.sig;
+  const view = JSON.stringify([data.sig, data.setting, data.grades, data.server_final, data.adaptive]);
+  const targetMoved = P.data && data.target !== P.data.target && data.target !== P.selected;
+  if (!fresh && view === P.view && !targetMoved) { P.data = data; return; } // a rerun that changes nothing here
+  P.view = view;
   P.data = data;
   P.savedIds = data.server_final.map((x) => x[0]);
   P.serverOut = serverOut(data);
-  if (fresh || (!P.dragging && !sameSetting(P.pending || {}, data.setting))) P.setting = { ...data.setting };
+  // A new search, or the server's setting moved (the sidebar, or our own commit arriving): take it; while a drag
+  // is on, or while our commit is still on its way (a rerun from before it), keep what the person set.
   if (P.pending && sameSetting(P.pending, data.setting)) P.pending = null;
-  if (fresh || !P.selected) P.selected = data.target || P.savedIds[0] || null;
+  if (fresh) P.pending = null;
+  if (fresh || (!P.dragging && !P.pending)) P.setting = { ...data.setting };
+  if (fresh || !P.selected || targetMoved) P.selected = data.target || P.savedIds[0] || null;
   P.live = !data.adaptive;
   P.why = data.adaptive ? "Adaptive weights are on: each query's weights are set on the server, so the list "
     + "follows when you let go." : "";
@@ -319,7 +326,7 @@ function build(parent, P) {
     drawExplain(P, P.out);
     for (const tr of P.tbody.children) tr.classList.toggle("rf-sel", tr.dataset.id === id);
     drawFlow(P, P.out);
-    P.send("explain", id);
+    P.later("explain", id); // after the frame: the explanation is painted before any message work
   };
   table.addEventListener("click", (e) => pick(e.target.closest("tr[data-id]")?.dataset.id));
   table.addEventListener("keydown", (e) => {
@@ -346,11 +353,12 @@ export default function (component) {
       if (s.dense_weight === 0 && s.sparse_weight === 0) return;
       if (sameSetting(s, P.data.setting)) return;
       P.pending = { ...s };
-      P.send("commit", { ...s });
+      P.later("commit", { ...s });
     };
     build(parentElement, P);
     PANELS.set(parentElement, P);
   }
   P.send = (event, value) => setTriggerValue(event, value);
+  P.later = (event, value) => requestAnimationFrame(() => setTimeout(() => P.send(event, value), 0));
   if (data) receive(P, data);
 }
