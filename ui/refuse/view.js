@@ -130,6 +130,12 @@ function metricsLine(P, finalIds) {
   if (unjudged) P.metrics.append(el("span", { class: "rf-unjudged-count" }, `${unjudged} of the top ${K} unjudged`));
 }
 
+function clipped(text) {
+  const td = el("td", { class: "rf-text" });
+  td.append(el("div", { class: "rf-clip" }, text)); // two lines at most; the explanation shows the whole text
+  return td;
+}
+
 function drawTable(P, out) {
   const grades = P.data.grades || {}, graded = Object.keys(grades).length > 0;
   const savedRank = new Map(P.savedIds.map((id, i) => [id, i + 1]));
@@ -145,7 +151,7 @@ function drawTable(P, out) {
       el("td", { class: "rf-rank" }, i + 1),
       el("td", { class: "rf-move " + (move.startsWith("↑") || move === "new" ? "rf-up" : "rf-down") }, move),
       el("td", { class: "rf-id", title: t.id }, shortId(t.id)),
-      el("td", { class: "rf-text" }, (P.data.texts[t.id] || "").slice(0, 160)),
+      clipped((P.data.texts[t.id] || "").slice(0, 200)),
       el("td", { class: "rf-num" }, g(t.score)),
       el("td", { class: "rf-num" }, f ? (f.ranks[0] ?? "—") : t.fact ? "fact" : "—"),
       el("td", { class: "rf-num" }, f ? (f.ranks[P.data.dense.length] ?? "—") : "—"),
