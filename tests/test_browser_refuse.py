@@ -117,10 +117,16 @@ def test_a_row_click_and_enter_explain_at_once_and_the_server_follows(browser, s
     page.close()
 
 
-def test_the_panel_is_readable_at_1920(browser, served):
+def test_the_panel_is_readable_at_1920_and_arrow_keys_move_a_slider(browser, served):
     url, _ = served
     page, _ = open_inspect(browser, url, 1920)
     page.locator("table.rf-final").scroll_into_view_if_needed()
     page.screenshot(path=str(SHOTS / "inspect-live-1920.png"))
     assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth + 1")
+    top_k = page.locator("input[aria-label='Live top k']")
+    top_k.focus()
+    page.keyboard.press("ArrowLeft")  # 10 → 9: the list shortens at once, and the key commits it
+    assert page.locator(ROWS).count() == 9
+    assert top_k.evaluate("e => e.matches(':focus-visible')")  # after a key, the focus ring shows
+    page.wait_for_function("() => new URLSearchParams(location.search).get('i_recall_top_k') === '9'")
     page.close()
