@@ -14,7 +14,7 @@ export TRANSFORMERS_OFFLINE := 1
 # This machine's pip config names local mirrors that may be absent; hide that noise only.
 PIPQ = 2>&1 | { grep -v "^WARNING: Location 'file:" || true; }
 
-.PHONY: run test lint install install-test install-ray chromium demo bench clean screenshots
+.PHONY: run test lint install install-test install-ray chromium nodejs demo bench clean screenshots
 
 $(PY):
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required, found " + sys.version' \
@@ -56,6 +56,14 @@ chromium:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	else echo "chromium is missing and we are not root: browser tests will skip (sudo apt-get install chromium)"; fi
 
+# Debian's node for the browser-fusion parity test (tests/test_refuse_parity.py runs ui/refuse/fuse.mjs in node).
+nodejs:
+	@if command -v node >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing Debian's nodejs for the browser-fusion parity test"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs >/dev/null; \
+	else echo "node is missing and we are not root: the parity test will skip (sudo apt-get install nodejs)"; fi
+
 $(DB)/traces.lance: | $(VENV)/.installed
 	$(PY) -m retrieval build-demo --db $(DB)
 
@@ -70,7 +78,7 @@ lint: $(VENV)/.installed-test
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 
-test: lint chromium install-ray
+test: lint chromium nodejs install-ray
 	$(PY) -m pytest
 
 # Regenerate the README's pictures (docs/screenshots/) from a running app; tests never write tracked files.
@@ -92,6 +100,7 @@ bench: $(VENV)/.installed-test chromium $(DB)/traces.lance
 	$(PY) scripts/bench_snapshot.py
 	$(PY) scripts/bench_judge_browser.py
 	$(PY) scripts/bench_browser.py
+	$(PY) scripts/bench_refuse.py
 	$(PY) scripts/choose_hybrid_defaults.py --locomo $(EVAL)/locomo-dev/locomo-dev.json
 	$(PY) -m retrieval eval --dataset beir:$(EVAL)/scifact --sweep --lab --out docs/eval/scifact.json
 	$(PY) -m retrieval eval --dataset beir:$(EVAL)/scifact --reranker embedding --out docs/eval/scifact-rerank.json

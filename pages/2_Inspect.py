@@ -27,6 +27,7 @@ from ui.links import DEPTHS, write_link
 from ui.state import cache_key, remember_injected_facts, run_config
 from ui.access import page_guard
 from ui.panel import config_io, config_panel, usable_config
+from ui.refuse import refuse_panel
 from ui.calibration import caption as calibration_caption, store_defaults
 from ui.text import plain
 from ui.widgets import (escalation_view, explanation_details, explanation_summary, link_popover, nav, plotly_pick,
@@ -187,6 +188,19 @@ def explanation(d, query: str):
     return ex
 
 
+def live_panel(d, query: str, scope) -> None:
+    """Live tuning (ui/refuse.py): drag a weight and the final list, rank flow, metrics and explanation follow in the
+    browser; letting go saves the setting (the sidebar, the link and the server's table below follow)."""
+    st.subheader("Live tuning", help="Re-fused in your browser on every slider step from this search's lists; "
+                 "saved to the sidebar and the link when you let go. The server's five-stage table is below.")
+    try:
+        grades = query_grades(judgments(ws.uri), scope, query)
+    except JudgmentStoreError:  # a damaged judgments table: no live metrics; the grading panel says why
+        grades = {}
+    refuse_panel(P, d, grades, (st.session_state.get(TARGET) or "").strip() or None, TARGET)
+
+
+live_panel(d, query, scope)
 explorer(d, whole, query, scope, moved, list(result.traces), params)
 
 asof_ui.changes(ws, as_of, P, query, scope,  # Changes: this query at two versions (ui/asof.py)

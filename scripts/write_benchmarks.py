@@ -637,6 +637,7 @@ def section_speed(out: list[str]) -> None:
                 "the first search, under a spinner, not on Home.", ""]
     out += judge_lines(load("bench_judge.json"))
     section_browser(out)
+    section_refuse(out)
     m = load("bench_models.json")
     out += ["### Models", "", "Command: `python scripts/bench_models.py` (writes docs/bench_models.json).", ""]
     if m:
@@ -731,6 +732,36 @@ def section_browser(out: list[str]) -> None:
         out.append(f"| {what} | {a['median_ms']:,} ms | {a['p90_ms']:,} ms | {a['load_avg_1m']} | {was}"
                    f"{'≤ ' + str(t) + ' ms' if t else '—'} |")
     out.append("")
+
+
+REFUSE_ROWS = (("live_slider", "slider", "a Dense weight step → Final table and rank flow repainted"),
+               ("live_row_click", "row_click", "a row click → its explanation shown (timed in the page)"),
+               ("live_row_click_playwright", "row_click", "the same click, timed from Playwright"),
+               ("live_home_example", "home_example", "Home's first example → the table clickable"))
+
+
+def section_refuse(out: list[str]) -> None:
+    """Live tuning (issue 35): the browser re-fuses; the server-side path measured in the same run."""
+    r = load("bench_refuse.json")
+    if not r:
+        return
+    d = r["drag"]
+    out += ["### Live tuning on Inspect (re-fused in the browser)", "",
+            "Command: `python scripts/bench_refuse.py` (writes docs/bench_refuse.json): the app on the demo store "
+            f"({r['embedder']} embeddings), headless Chromium at {r['viewport']['width']} × "
+            f"{r['viewport']['height']}, median and p90 of {r['live']['live_slider']['n']} after one warm-up; the "
+            "live steps are timed inside the page from the event to the frame after the repaint, the server-side "
+            "ones (scripts/bench_browser.py's) from Playwright's input to the changed page. Both in one run "
+            f"({r['when']}, {r['cores']} cores shared with other jobs: read the load first).", "",
+            "| action | live: median / p90 (load) | server-side, same run: median / p90 (load) | target (live p90) |",
+            "|---|---|---|---|"]
+    for live, old, what in REFUSE_ROWS:
+        a, b, t = r["live"][live], r["server_side"][old], r["targets_ms"].get(live)
+        out.append(f"| {what} | {a['median_ms']:,} / {a['p90_ms']:,} ms ({a['load_avg_1m']}) | "
+                   f"{b['median_ms']:,} / {b['p90_ms']:,} ms ({b['load_avg_1m']}) | {'≤ ' + format(t, ',') + ' ms'} |")
+    out += ["", f"- A real drag ({d['moves']} mouse moves across the slider): {d['renders_while_down']} repaints while "
+            f"the button was down, {d['ws_messages_during_drag']} websocket messages to the server between press and "
+            f"release (target 0), {d['ws_messages_after_release']} after it (the commit).", ""]
 
 
 def judge_lines(j: dict | None) -> list[str]:

@@ -143,7 +143,7 @@ def test_inspect_shows_five_stages_and_an_explanation(demo_env):
     assert f"{d.fused[ex].score:.5g} ÷ {d.fused[d.stage_ids['merged'][0]].score:.5g}" in rule
     assert any("Rank 1 of 10" in s.value for s in at.success)  # explanation of the final #1 by default
     assert any("<mark>FX</mark>" in m.value for m in at.markdown)  # its text, query terms highlighted
-    stages = next(d.value for d in at.dataframe if list(d.value.columns) == ["stage", "rank", "score", "note"])
+    stages = next(d.value for d in at.table if list(d.value.columns) == ["stage", "rank", "score", "note"])
     assert list(stages["stage"]) == ["Dense", "Sparse (BM25)", "Merged", "Reranked", "Final"]
     assert stages["rank"].tolist()[1:] == ["1", "1", "—", "1"]
     assert not any("None" in str(v) or str(v) == "nan" for d in at.dataframe for v in d.value.to_numpy().ravel())

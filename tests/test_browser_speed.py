@@ -18,7 +18,7 @@ SHOTS = Path(os.environ.get("RETRIEVAL_SHOTS_DIR") or Path(__file__).resolve().p
 LINK = "/Inspect?i_q=status+of+ticket+FX-209847&i_scope=user%3Apriya"
 EXPLAINED = "input[aria-label='Trace id to explain']"
 ERRORS = "[data-testid=stException], [data-testid=stAlertContentError]"
-TABLE_EVENTS = "[data-testid=stBidiComponentIsolated]"  # the stage table's click listener, mounted after the table
+TABLE_EVENTS = "[data-testid=stBidiComponentIsolated]"  # [0] live panel, [1] stage table events
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def open_inspect(browser, url: str):
     page.goto(url + LINK)
     page.locator("table.rt-stages tr[data-pick]").first.wait_for()
     page.locator(".explained").first.wait_for(state="attached")
-    page.locator(TABLE_EVENTS).first.wait_for(state="attached")
+    page.locator(TABLE_EVENTS).nth(1).wait_for(state="attached")
     page.wait_for_timeout(1000)  # a click before the listener is mounted is lost (as before the fragments)
     return page
 

@@ -234,7 +234,7 @@ def escalation_view(escalations) -> None:
 
 
 # ---------------------------------------------------------------- the explanation
-def explanation_summary(ex, query: str, key: str, final_how: str = "") -> bool:
+def explanation_summary(ex, query: str, key: str, final_how: str = "") -> bool:  # noqa: ARG001 (callers pass a key)
     """The plain-words part: the reason, the text, rank and score per stage. False when nothing more
     may be shown (no such trace, or not visible from this scope)."""
     reason = plain(ex.reason)  # it quotes the typed id, fact sources, a split half
@@ -256,8 +256,9 @@ def explanation_summary(ex, query: str, key: str, final_how: str = "") -> bool:
     if sentence:
         st.markdown(sentence)
     st.markdown("**Rank and score per stage**")
-    st.dataframe(view.stage_rows(ex, final_how), hide_index=True, width="stretch", key=f"{key}_stages",
-                 column_config={"note": st.column_config.TextColumn(width="large")})
+    # A static table wraps its notes: a data grid at 1366 px hid the note (and the numbers past it) behind a
+    # sideways scroll (issue 35).
+    st.table(view.stage_rows(ex, final_how), hide_index=True)
     return True
 
 

@@ -1,0 +1,124 @@
+"""What the browser needs to re-fuse a search on its own (issue 35): the strategy list and one record as plain data.
+
+`strategies()` is the one place the browser's fusion menu comes from: each strategy's name, label and parameters.
+The browser holds a twin of each (`ui/refuse/fuse.mjs`, checked against `assemble` by tests/test_refuse_parity.py).
+`refuse_payload(diagnostics)` turns a search's `SearchRecord` (and the settings it was assembled under) into JSON-able
+data sent once per search: every candidate list with its raw scores, the rank-completion entries, the hydration and
+rerank numbers, and for the explanation each candidate's text, cognitive terms and BM25 terms.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from retrieval.fusion import FUSIONS, NORMALIZATIONS
+from retrieval.pipeline.assemble import best_dense, complete_lists, deep_enough
+from retrieval.pipeline.explain import dense_terms, list_names
+from retrieval.pipeline.settings import KNOBS
+
+TEXT_CHARS = 400  # the text a row and an explanation show (the page's own table shows the whole text)
+BM25_TERMS_FOR = 60  # candidates whose BM25 terms are looked up and sent (a look-up each; the rest say so)
+LABELS = {"rrf": "RRF (ranks)", "convex": "convex (scores)", "dbsf": "DBSF (μ ± 3σ)"}
+KNOB_NAMES = ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight", "recall_top_k")
+
+
+def _knob(name: str) -> dict[str, Any]:
+    k = KNOBS[name]
+    lo, hi = k.ui_range
+    integer = k.integer or name == "rrf_k"  # the panel's RRF k slider moves in whole steps
+    return {"name": name, "kind": "int" if integer else "float", "min": lo, "max": hi, "step": k.step}
+
+
+def strategies() -> list[dict[str, Any]]:
+    """Every fusion strategy the library offers, with the parameters its controls show (one list, one source).
+
+    Each entry: name, label, params (the knobs the strategy reads besides the two side weights; a choice as
+    {"name", "kind": "choice", "options"}). The lead points this at the fusion registry once it exists."""
+    params: dict[str, list[dict[str, Any]]] = {
+        "rrf": [_knob("rrf_k")],
+        "convex": [{"name": "normalization", "kind": "choice", "options": list(NORMALIZATIONS)}],
+        "dbsf": [],
+    }
+    return [{"name": f, "label": LABELS.get(f, f), "params": params.get(f, [])} for f in FUSIONS]
+
+
+def controls() -> dict[str, dict[str, Any]]:
+    """The numeric controls' ranges (the same table links and config files are checked against)."""
+    return {n: _knob(n) for n in KNOB_NAMES}
+
+
+def _pairs(lst) -> list[list[Any]]:
+    return [[i, float(s)] for i, s in lst]
+
+
+def _rerank(rec, s) -> dict[str, Any] | None:
+    rr = rec.rerank
+    if rr is None or rr.error is not None or rr.scores is None:
+        return None
+    split = None
+    if s.split_threshold is not None and rr.split_error is None and rr.split_scores:
+        first = rr.scores or {}
+        split = {i: {"better": float(max(sc)), "whole": float(first.get(i, 0.0)),
+                     "chosen": "a" if sc[0] >= sc[1] else "b"} for i, sc in rr.split_scores.items()}
+    return {"scores": {i: float(v) for i, v in rr.scores.items()}, "split": split}
+
+
+def _record_part(rec, s) -> dict[str, Any]:
+    """What `assemble` reads, as plain data."""
+    dense_best = best_dense(rec)
+    dense = [_pairs((t.id, t.retrieval_score) for t in lst) for lst in rec.dense_lists]
+    sparse = [_pairs(lst) for lst in rec.sparse_lists]
+    completion: dict[str, list] = {"dense": [], "sparse": []}
+    if s.preset.complete_ranks and dense and sparse and any(rec.sparse_lists):
+        d0, s0, _ = complete_lists(rec, [tuple(p) for p in dense[0]], [tuple(p) for p in sparse[0]])
+        completion = {"dense": _pairs(d0[len(dense[0]):]), "sparse": _pairs(s0[len(sparse[0]):])}
+    hydrated = {i: "sparse" for i in rec.sparse_hydrated}
+    hydrated.update({i: "dense" for i in dense_best})
+    base = {i: float(t.retrieval_score) for i, t in rec.sparse_hydrated.items()}
+    base.update({i: float(t.retrieval_score) for i, t in dense_best.items()})
+    return {"empty": not rec.search_queries, "sparse_empty": not any(rec.sparse_lists), "dense": dense,
+            "sparse": sparse, "completion": completion, "complete_ranks": s.preset.complete_ranks,
+            "hydrated": hydrated, "base": base, "hydrate_sparse_only": s.preset.hydrate_sparse_only,
+            "blend_fused": s.preset.blend_base == "fused",
+            "facts": [[t.id, float(t.retrieval_score)] for t in rec.fact_traces], "rerank": _rerank(rec, s),
+            "list_names": list_names(rec)}
+
+
+def _setting(s) -> dict[str, Any]:
+    return {"fusion": s.fusion, "normalization": s.normalization, "dense_weight": s.dense_weight,
+            "sparse_weight": s.sparse_weight, "rrf_k": s.rrf_k, "rerank_weight": s.rerank_weight,
+            "recall_top_k": s.recall_top_k}
+
+
+def _explain_part(diag, rec) -> dict[str, Any]:
+    """Per candidate: its text, its cognitive (dense) terms and its BM25 terms, for explanations in the browser."""
+    traces = {t.id: t for t in rec.sparse_hydrated.values()}
+    traces.update(best_dense(rec))
+    traces.update({t.id: t for t in rec.fact_traces})
+    texts = {i: t.content[:TEXT_CHARS] for i, t in traces.items()}
+    dense = {i: [{"term": r["term"], "weight": r["weight"], "value": r["value"], "points": r["points"]}
+                 for r in dense_terms(t.score_breakdown.as_dict())] for i, t in traces.items()
+             if i not in {f.id for f in rec.fact_traces}}
+    bm25: dict[str, Any] = {}
+    lookup = diag.lookup
+    if lookup is not None and rec.search_queries:
+        for i in list(diag.stage_ids["final"]) + list(diag.stage_ids["merged"]):
+            if len(bm25) >= BM25_TERMS_FOR:
+                break
+            if i not in bm25:
+                tree = lookup.bm25_terms(rec.searched_query, i)
+                bm25[i] = None if tree is None else [{"term": r["term"], "score": float(r["score"]), "tf": r.get("tf"),
+                                                      "idf": r.get("idf")} for r in tree]
+    return {"texts": texts, "dense_terms": dense, "bm25_terms": bm25}
+
+
+def refuse_payload(diag) -> dict[str, Any]:
+    """One search, as the browser re-fuses it: the record's lists and numbers, the setting it was assembled under,
+    the server's own final list (the browser checks itself against it), and what explanations show."""
+    rec, s = diag.record, diag.settings
+    return {"v": 1, **_record_part(rec, s), "setting": _setting(s), "adaptive": bool(s.adaptive),
+            "preset": s.preset.name, "fusions": list(s.preset.fusions),
+            "max_top_k": max(1, rec.over_fetch_top_k // max(1, rec.over_fetch_multiplier)),
+            "deep_enough": deep_enough(rec, s.recall_top_k),
+            "server_final": [[i, float(diag.stage_scores["final"][i])] for i in diag.stage_ids["final"]],
+            "stages": {k: list(diag.stage_ids[k]) for k in ("dense", "sparse")},
+            "strategies": strategies(), "controls": controls(), **_explain_part(diag, rec)}

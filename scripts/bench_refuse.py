@@ -1,0 +1,216 @@
+"""Live tuning in the browser (issue 35) against the server-side path, in one run: Playwright + headless Debian
+Chromium at 1366 × 768 on the demo store, median and p90 of 20 after one warm-up each, the 1-minute load beside each.
+
+Live panel (ui/refuse.py):
+(a) a Dense weight input event (the value a drag step sets, alternating 0 and 0.5 so the list changes) → the Final
+    table and the rank flow repainted: timed inside the page from the event to the frame after the repaint
+    (requestAnimationFrame, then a task); the rows must have changed (target ≤ 50 ms p90);
+(b) a click on a row → the panel's explanation names that row, timed inside the page like (a) (≤ 100 ms p90); and
+    the same with Playwright's own click timed from outside (its protocol round trips and actionability waits);
+(c) Home's first example → the panel's rows drawn (they take clicks from the moment they are drawn; ≤ 2 s);
+(d) one real mouse drag across the slider (20 moves): websocket messages sent between press and release (expect 0).
+Server-side path, the same run (scripts/bench_browser.py's steps): the sidebar's Dense weight moved one step → the
+stage table's Final column repainted; a stage-table row click → the server's explanation; Home → the page ready.
+
+Run: .venv/bin/python scripts/bench_refuse.py [--embedder minilm] [--n 20] [--out docs/bench_refuse.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_browser as server  # the server-side steps, measured beside the live ones
+
+from ui.serve import CHROMIUM, LAUNCH_ARGS, start_app
+
+ROWS = "table.rf-final tr[data-id]"
+TARGETS = {"live_slider": 50, "live_row_click": 100, "live_row_click_playwright": 100, "live_home_example": 2000,
+           "ws_messages_during_drag": 0}
+# In the page: set the live Dense weight, fire `input`, wait for the frame after the repaint; the ms and the rows.
+INPUT_JS = """async (value) => {
+  const host = [...document.querySelectorAll('*')].find(e => e.shadowRoot && e.shadowRoot.querySelector('.rf'));
+  const root = host.shadowRoot, input = root.querySelector('input[data-knob=dense_weight]');
+  const rows = () => [...root.querySelectorAll('table.rf-final tr[data-id]')].map(r => r.dataset.id).join('|');
+  const before = rows(), flow = root.querySelector('svg.rf-flow');
+  const t0 = performance.now();
+  input.value = value;
+  input.dispatchEvent(new Event('input', { bubbles: true }));
+  await new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));
+  const ms = performance.now() - t0;
+  return { ms, changed: rows() !== before && root.querySelector('svg.rf-flow') !== flow, rows: rows() };
+}"""
+
+
+def live_page(browser, url: str):
+    page = browser.new_page(viewport=server.VIEWPORT)
+    page.set_default_timeout(server.LONG)
+    page.goto(url + server.LINK)
+    page.locator(ROWS).first.wait_for()
+    page.locator(".rf-status", has_text="The saved setting.").wait_for()
+    page.locator(server.EXPLAINED).wait_for()
+    page.wait_for_timeout(1500)
+    return page
+
+
+def live_slider(page):
+    def step(i: int) -> float:
+        out = page.evaluate(INPUT_JS, "0" if i % 2 else "0.5")  # the warm-up (i = -1) moves off 0.5 first
+        if not out["changed"]:
+            raise RuntimeError(f"the live Final table did not change on step {i}: {out['rows']}")
+        return out["ms"]
+    return step
+
+
+CLICK_JS = """async (id) => {
+  const host = [...document.querySelectorAll('*')].find(e => e.shadowRoot && e.shadowRoot.querySelector('.rf'));
+  const root = host.shadowRoot, row = root.querySelector(`tr[data-id="${CSS.escape(id)}"] .rf-text`);
+  const t0 = performance.now();
+  row.click();
+  await new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));
+  return { ms: performance.now() - t0, ok: root.querySelector('.rf-explain').dataset.explained === id };
+}"""
+
+
+def live_row_click_in_page(page):
+    """A click event on a row's text → the frame after the explanation is drawn, timed inside the page."""
+    def step(i: int) -> float:
+        ids = page.locator(ROWS).evaluate_all("rows => rows.map(r => r.dataset.id)")
+        current = page.locator(".rf-explain").get_attribute("data-explained")
+        tid = [t for t in ids if t != current][i % 4 + 1]
+        out = page.evaluate(CLICK_JS, tid)
+        if not out["ok"]:
+            raise RuntimeError(f"the live panel did not explain {tid}")
+        page.wait_for_timeout(600)  # the server's rerun for the explained id lands before the next click
+        return out["ms"]
+    return step
+
+
+def live_row_click(page):
+    """Playwright's click (protocol, hit test, actionability waits included) → the explanation names the row."""
+    def step(i: int) -> float:
+        rows = page.locator(ROWS)
+        current = page.locator(".rf-explain").get_attribute("data-explained")
+        ids = [r.get_attribute("data-id") for r in rows.all()]
+        tid = [t for t in ids if t != current][i % 4 + 1]
+        t0 = time.perf_counter()
+        page.locator(f"table.rf-final tr[data-id='{tid}'] .rf-text").click()
+        page.wait_for_function("id => [...document.querySelectorAll('*')].some(e => e.shadowRoot && "
+                               "e.shadowRoot.querySelector(`.rf-explain[data-explained=\"${id}\"]`))", arg=tid,
+                               polling="raf")
+        ms = (time.perf_counter() - t0) * 1000
+        page.wait_for_timeout(600)  # the server's rerun for the explained id lands before the next click
+        return ms
+    return step
+
+
+def live_home_example(browser, url: str):
+    def step(_: int) -> float:
+        for _attempt in range(3):
+            page = browser.new_page(viewport=server.VIEWPORT)
+            page.set_default_timeout(server.LONG)
+            page.goto(url)
+            link = page.locator("[data-testid=stPageLink] a", has_text="Open in Inspect").first
+            link.wait_for()
+            page.wait_for_timeout(1500)
+            t0 = time.perf_counter()
+            link.click()
+            try:
+                page.wait_for_url("**/Inspect?**", timeout=20_000)
+            except server.PlaywrightTimeout:
+                page.close()
+                continue
+            page.locator(ROWS).first.wait_for()
+            ms = (time.perf_counter() - t0) * 1000
+            page.close()
+            return ms
+        raise RuntimeError("three clicks on Home's example started no navigation")
+    return step
+
+
+def drag_messages(browser, url: str) -> dict:
+    """A real drag of the live Dense weight (20 mouse moves): websocket frames sent while the button is down."""
+    page = browser.new_page(viewport=server.VIEWPORT)
+    page.set_default_timeout(server.LONG)
+    frames: list[float] = []
+    page.on("websocket", lambda ws: ws.on("framesent", lambda _f: frames.append(time.perf_counter())))
+    page.goto(url + server.LINK)
+    page.locator(ROWS).first.wait_for()
+    page.locator(".rf-status", has_text="The saved setting.").wait_for()
+    page.wait_for_timeout(2000)
+    box = page.locator("input[aria-label='Live dense weight']").bounding_box()
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * 0.45, y)
+    page.mouse.down()
+    at_press = len(frames)
+    page.mouse.move(box["x"] + 1, y, steps=10)
+    page.mouse.move(box["x"] + box["width"] * 0.9, y, steps=10)
+    renders = int(page.locator(".rf").get_attribute("data-renders"))
+    during = len(frames) - at_press
+    value = float(page.locator("input[data-knob=dense_weight]").input_value())
+    page.mouse.up()
+    page.wait_for_function("v => Number(new URLSearchParams(location.search).get('i_dense_weight')) === v", arg=value)
+    out = {"moves": 20, "renders_while_down": renders, "ws_messages_during_drag": during,
+           "ws_messages_after_release": len(frames) - at_press - during}
+    page.close()
+    return out
+
+
+def measure(db: Path, embedder: str, n: int, n_home: int) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    proc, url = start_app(db, embedder=embedder, timeout_s=120)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+            page = live_page(browser, url)
+            live = {"live_slider": server.timed(n, live_slider(page)),
+                    "live_row_click": server.timed(n, live_row_click_in_page(page)),
+                    "live_row_click_playwright": server.timed(n, live_row_click(page))}
+            page.close()
+            live["live_home_example"] = server.timed(n_home, live_home_example(browser, url))
+            drag = drag_messages(browser, url)
+            page = server.open_inspect(browser, url)
+            before = {"slider": server.timed(n, server.slider(page)),
+                      "row_click": server.timed(n, server.row_click(page))}
+            page.close()
+            before["home_example"] = server.timed(n_home, server.home_example(browser, url))
+            browser.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    return {"live": live, "drag": drag, "server_side": before}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--db", help="a built store (default: data/lancedb when it exists, else the demo corpus)")
+    ap.add_argument("--embedder", default="minilm")
+    ap.add_argument("--n", type=int, default=20)
+    ap.add_argument("--n-home", type=int, default=None, help="runs of the two Home steps (default --n; each is a "
+                    "fresh session, the slowest step by far on a loaded machine)")
+    ap.add_argument("--out", default="docs/bench_refuse.json")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(args.db) if args.db else Path("data/lancedb")
+        if args.db is None and not (db / "traces.lance").exists():
+            db = server.demo_store(tmp, args.embedder)
+        out = measure(db, args.embedder, args.n, args.n_home or args.n)
+    out.update(targets_ms=TARGETS, viewport=server.VIEWPORT, embedder=args.embedder, cores=os.cpu_count(),
+               load_avg_1m=round(os.getloadavg()[0], 2), when=time.strftime("%Y-%m-%d %H:%M"))
+    Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
+    summary = {k: {m: v[m] for m in ("median_ms", "p90_ms", "load_avg_1m")} for part in ("live", "server_side")
+               for k, v in out[part].items()}
+    print(json.dumps({**summary, "drag": out["drag"]}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""The live tuning panel's server side (ui/refuse.py) in AppTest: what it sends and what it takes back.
+
+The panel gets the search's record once, with the server's own final list (the browser checks itself against it) and
+the query's grades; a setting the browser commits lands in the sidebar's widget state (so the search re-fuses and the
+link follows), checked by the library's rules; a panel that cannot be built leaves a warning and the server's table.
+"""
+from __future__ import annotations
+
+import pytest
+
+from apphelpers import demo_app_env, open_page
+
+TIMEOUT = 60
+PARAMS = {"i_q": "status of ticket FX-209847", "i_scope": "user:priya"}
+
+
+@pytest.fixture(scope="module")
+def demo_env(tmp_path_factory):
+    yield from demo_app_env(tmp_path_factory, "refuse_app")
+
+
+def test_the_panel_gets_the_record_once_with_the_servers_final_list(demo_env):
+    at = open_page("pages/2_Inspect.py", TIMEOUT, **PARAMS)
+    assert not at.exception
+    payload = at.session_state["i_refuse_payload"][1]
+    d = at.session_state["i_result"][1].diagnostics
+    assert [i for i, _ in payload["server_final"]] == list(d.stage_ids["final"])
+    assert payload["setting"]["fusion"] == "convex" and payload["setting"]["normalization"] == "theoretical"
+    assert [s["name"] for s in payload["strategies"]] == ["rrf", "convex"]
+    assert payload["texts"]["priya-lens-repair"].startswith("The 56mm lens focus motor")
+    assert [r["term"] for r in payload["dense_terms"]["priya-lens-repair"]][:2] == ["strength", "similarity"]
+    assert payload["bm25_terms"]["priya-lens-repair"]  # its BM25 terms, for an explanation without a round trip
+
+
+def test_a_committed_setting_lands_in_the_sidebar_and_a_bad_one_is_refused():
+    from ui.refuse import commit
+
+    state: dict = {"i_refuse": {"commit": {"dense_weight": 0.25, "sparse_weight": 0.75, "rrf_k": 30,
+                                           "fusion": "rrf", "normalization": "minmax", "recall_top_k": 10,
+                                           "rerank_weight": 0.3}}}
+    commit("i_", "i_refuse", state)
+    assert (state["i_dense_weight"], state["i_sparse_weight"], state["i_fusion"], state["i_rrf_k"]) == \
+        (0.25, 0.75, "rrf", 30)
+    bad: dict = {"i_refuse": {"commit": {"dense_weight": 7.0, "fusion": "convex"}}}
+    commit("i_", "i_refuse", bad)
+    assert "i_dense_weight" not in bad and "i_fusion" not in bad
+    assert bad["i_refuse_note"].startswith("The live panel sent a setting the server refused: dense_weight=7.0")
+
+
+def test_a_panel_that_cannot_be_built_says_so_and_the_servers_table_stays(demo_env, monkeypatch):
+    from ui import refuse
+
+    monkeypatch.setattr(refuse, "_MOUNT", None)
+    monkeypatch.setattr(refuse, "_ERROR", "RuntimeError: no components here")
+    at = open_page("pages/2_Inspect.py", TIMEOUT, **PARAMS)
+    assert not at.exception
+    assert any("live tuning panel could not be built" in w.value for w in at.warning)
+    assert any("class='rt-stages'" in h.value for h in at.get("html"))

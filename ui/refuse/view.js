@@ -1,0 +1,370 @@
+// The live tuning panel (issue 35): fusion controls, the final list, a rank flow and explanations, re-fused in the
+// browser on every input event from the record the server sent once per search (fuse.mjs is inlined above this
+// file by ui/refuse.py). The server hears only a committed setting (a slider released, a key pressed, a choice
+// made) and an explained row, so links, grades and snapshots follow. Every text from a record goes in by
+// textContent, never as markup.
+
+const PANELS = new WeakMap(); // parentElement → the panel's state, kept across reruns
+const SVG = "http://www.w3.org/2000/svg";
+const K = 10; // metrics at 10, and the rank flow's depth
+const KNOBS = ["dense_weight", "sparse_weight", "rrf_k", "rerank_weight", "recall_top_k"];
+const LABELS = { dense_weight: "Dense weight", sparse_weight: "Sparse weight", rrf_k: "RRF k",
+                 rerank_weight: "Rerank weight", recall_top_k: "Top k" };
+
+function el(tag, attrs = {}, text = null) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") e.className = v; else e.setAttribute(k, v);
+  }
+  if (text !== null) e.textContent = String(text);
+  return e;
+}
+
+function svg(tag, attrs = {}, text = null) {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+  if (text !== null) e.textContent = String(text);
+  return e;
+}
+
+function g(x, d = 4) {
+  if (x === null || x === undefined) return "—";
+  if (x !== 0 && (Math.abs(x) >= 1e5 || Math.abs(x) < 1e-4)) return x.toExponential(d - 1);
+  return String(Number(x.toFixed(d)));
+}
+
+function signed(x) { return (x > 0 ? "+" : x < 0 ? "−" : "±") + g(Math.abs(x), 3); }
+
+function shortId(id, n = 26) { return id.length > n ? id.slice(0, n - 1) + "…" : id; }
+
+function sameSetting(a, b) { return JSON.stringify(a) === JSON.stringify(b); }
+
+function buildControls(P) {
+  const box = el("div", { class: "rf-controls", role: "group", "aria-label": "Fusion settings" });
+  const fusionLab = el("label", {}, "Fusion ");
+  P.fusion = el("select", { "aria-label": "Live fusion" });
+  fusionLab.append(P.fusion);
+  const normLab = el("label", { class: "rf-norm" }, "Normalisation ");
+  P.norm = el("select", { "aria-label": "Live normalisation" });
+  normLab.append(P.norm);
+  box.append(fusionLab, normLab);
+  P.normLab = normLab;
+  P.ranges = {};
+  P.outs = {};
+  P.labs = {};
+  for (const name of KNOBS) {
+    const lab = el("label", { class: "rf-knob" });
+    const title = el("span", { class: "rf-knob-name" }, LABELS[name]);
+    const input = el("input", { type: "range", "aria-label": `Live ${LABELS[name].toLowerCase()}`, "data-knob": name });
+    const out = el("output", { class: "rf-val" });
+    lab.append(title, input, out);
+    box.append(lab);
+    P.ranges[name] = input;
+    P.outs[name] = out;
+    P.labs[name] = lab;
+    input.addEventListener("pointerdown", () => { P.dragging = true; });
+    input.addEventListener("input", () => { P.setting[name] = Number(input.value); P.render(); });
+    input.addEventListener("change", () => { P.dragging = false; P.setting[name] = Number(input.value); P.commit(); });
+  }
+  P.fusion.addEventListener("change", () => { P.setting.fusion = P.fusion.value; P.render(); P.commit(); });
+  P.norm.addEventListener("change", () => { P.setting.normalization = P.norm.value; P.render(); P.commit(); });
+  return box;
+}
+
+function fillControls(P) {
+  const d = P.data, s = P.setting;
+  P.fusion.replaceChildren(...d.strategies.filter((x) => d.fusions.includes(x.name)).map((x) => {
+    const o = el("option", { value: x.name }, x.label);
+    o.selected = x.name === s.fusion;
+    return o;
+  }));
+  P.fusion.disabled = P.fusion.options.length < 2;
+  const convex = d.strategies.find((x) => x.name === "convex");
+  const opts = convex ? convex.params.find((p) => p.name === "normalization").options : [];
+  P.norm.replaceChildren(...opts.map((n) => {
+    const o = el("option", { value: n }, n);
+    o.selected = n === s.normalization;
+    return o;
+  }));
+  for (const name of KNOBS) {
+    const c = d.controls[name], input = P.ranges[name];
+    input.min = c.min;
+    input.max = name === "recall_top_k" ? Math.min(c.max, d.max_top_k) : c.max;
+    input.step = c.step;
+    input.value = s[name];
+  }
+}
+
+function syncControls(P) {
+  const s = P.setting;
+  P.fusion.value = s.fusion;
+  P.norm.value = s.normalization;
+  P.normLab.hidden = s.fusion !== "convex";
+  P.labs.rrf_k.hidden = s.fusion !== "rrf" && !P.data.sparse_empty;
+  P.ranges.rerank_weight.disabled = !P.data.rerank;
+  P.labs.rerank_weight.title = P.data.rerank ? "" : "No reranker ran for this search";
+  for (const name of KNOBS) {
+    if (Number(P.ranges[name].value) !== s[name]) P.ranges[name].value = s[name];
+    P.outs[name].textContent = name === "rrf_k" || name === "recall_top_k" ? String(s[name]) : s[name].toFixed(2);
+  }
+}
+
+function metricsLine(P, finalIds) {
+  const grades = P.data.grades || {};
+  P.metrics.replaceChildren();
+  if (!Object.keys(grades).length) {
+    P.metrics.append(el("span", { class: "rf-muted" }, "No grades for this query yet: grade rows below and "
+      + "nDCG@10 and recall@10 move here as you drag."));
+    return;
+  }
+  const saved = P.savedIds, nd = ndcgAt(finalIds, grades, K), rc = recallAt(finalIds, grades, K);
+  const nd0 = ndcgAt(saved, grades, K), rc0 = recallAt(saved, grades, K);
+  const unjudged = finalIds.slice(0, K).filter((i) => !(i in grades)).length;
+  const part = (name, v, v0, cls) => {
+    const s = el("span", { class: "rf-metric " + cls });
+    s.append(el("b", {}, `${name} ${v.toFixed(3)}`), el("span", { class: v > v0 ? "rf-up" : v < v0 ? "rf-down" : "rf-muted" },
+      ` (${signed(v - v0)} vs saved)`));
+    return s;
+  };
+  P.metrics.append(part("nDCG@10", nd, nd0, "rf-ndcg"), part("recall@10", rc, rc0, "rf-recall"));
+  if (unjudged) P.metrics.append(el("span", { class: "rf-unjudged-count" }, `${unjudged} of the top ${K} unjudged`));
+}
+
+function clipped(text) {
+  const td = el("td", { class: "rf-text" });
+  td.append(el("div", { class: "rf-clip" }, text)); // two lines at most; the explanation shows the whole text
+  return td;
+}
+
+function drawTable(P, out) {
+  const grades = P.data.grades || {}, graded = Object.keys(grades).length > 0;
+  const savedRank = new Map(P.savedIds.map((id, i) => [id, i + 1]));
+  const body = el("tbody");
+  out.final.forEach((t, i) => {
+    const tr = el("tr", { tabindex: "0", "data-id": t.id, "aria-label": `Explain ${t.id}` });
+    if (t.id === P.selected) tr.classList.add("rf-sel");
+    const was = savedRank.get(t.id);
+    const move = was === undefined ? "new" : was === i + 1 ? "" : was > i + 1 ? `↑${was - i - 1}` : `↓${i + 1 - was}`;
+    const f = t.fused;
+    const grade = t.id in grades ? `● ${grades[t.id]}` : graded && i < K ? "unjudged" : "";
+    const cells = [
+      el("td", { class: "rf-rank" }, i + 1),
+      el("td", { class: "rf-move " + (move.startsWith("↑") || move === "new" ? "rf-up" : "rf-down") }, move),
+      el("td", { class: "rf-id", title: t.id }, shortId(t.id)),
+      clipped((P.data.texts[t.id] || "").slice(0, 200)),
+      el("td", { class: "rf-num" }, g(t.score)),
+      el("td", { class: "rf-num" }, f ? (f.ranks[0] ?? "—") : t.fact ? "fact" : "—"),
+      el("td", { class: "rf-num" }, f ? (f.ranks[P.data.dense.length] ?? "—") : "—"),
+      el("td", { class: grade === "unjudged" ? "rf-unjudged" : "rf-grade" }, grade),
+    ];
+    tr.append(...cells);
+    body.append(tr);
+  });
+  P.tbody.replaceWith(body);
+  P.tbody = body;
+}
+
+function flowColumns(P, out) {
+  const ids = (l) => l.map((x) => (Array.isArray(x) ? x[0] : x.id));
+  return [["Dense", P.data.stages.dense], ["Sparse", P.data.stages.sparse], ["Merged", ids(out.merged)],
+          ["Final", ids(out.final)]];
+}
+
+function drawFlow(P, out) {
+  const cols = flowColumns(P, out), W = 480, top = 30, row = 24, H = top + row * (K + 1) + 8;
+  const x = (c) => 34 + c * 78; // the labels after the Final column get the remaining ~190 units
+  const y = (r) => top + row * Math.min(r, K);
+  const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, class: "rf-flow", role: "img",
+                         "aria-label": "Rank flow: each trace's rank in dense, sparse, merged and final" });
+  cols.forEach(([name], c) => s.append(svg("text", { x: x(c), y: 16, "text-anchor": "middle", class: "rf-col" }, name)));
+  s.append(svg("text", { x: 8, y: y(K) + 4, class: "rf-deeper" }, `>${K}`));
+  const pos = cols.map(([, l]) => new Map(l.map((id, i) => [id, i])));
+  const finalTop = cols[3][1].slice(0, K);
+  for (const id of finalTop) {
+    const pts = pos.map((m, c) => (m.has(id) ? [x(c), y(m.get(id))] : null)).filter(Boolean);
+    const sel = id === P.selected;
+    s.append(svg("polyline", { points: pts.map((p) => p.join(",")).join(" "), class: sel ? "rf-line rf-line-sel" : "rf-line" }));
+  }
+  cols.forEach(([, l], c) => l.slice(0, K).forEach((id, i) => {
+    const dot = svg("circle", { cx: x(c), cy: y(i), r: id === P.selected ? 6 : 4, "data-id": id,
+                                class: finalTop.includes(id) ? "rf-dot" : "rf-dot rf-dot-out" });
+    dot.append(svg("title", {}, `${id}: #${i + 1} ${cols[c][0].toLowerCase()}`));
+    s.append(dot);
+  }));
+  finalTop.forEach((id, i) => s.append(svg("text", { x: x(3) + 10, y: y(i) + 4, class: "rf-label", "data-id": id },
+                                            shortId(id, 24))));
+  P.flow.replaceWith(s);
+  P.flow = s;
+}
+
+function explainLines(P, id, out) {
+  const d = P.data, s = P.setting, lines = [];
+  const rank = out.final.findIndex((t) => t.id === id);
+  const t = rank >= 0 ? out.final[rank] : out.pool.find((x) => x.id === id);
+  const f = t ? t.fused : out.merged.find((x) => x.id === id);
+  if (rank >= 0) lines.push(["Final", `#${rank + 1} of ${out.final.length}, score ${g(t.score, 6)}`]);
+  else if (out.dropped[id]) lines.push(["Final", `dropped before the final list (${out.dropped[id]})`]);
+  else if (t) lines.push(["Final", `not in the final top ${s.recall_top_k}: #${out.pool.indexOf(t) + 1} in the pool`]);
+  else lines.push(["Final", "not among this search's candidates"]);
+  if (t && t.fact) lines.push(["Fact", "an injected fact: it sits before the fused candidates"]);
+  if (f) {
+    const names = d.list_names, mi = out.merged.indexOf(f) + 1;
+    const how = s.fusion === "rrf" ? `RRF, k ${s.rrf_k}` : s.fusion === "convex" ? `convex, ${s.normalization}` : "DBSF (μ ± 3σ)";
+    lines.push(["Fusion", `${how}: fused ${g(f.score, 6)} (merged #${mi})`]);
+    f.ranks.forEach((r, i) => {
+      const w = i < d.dense.length ? s.dense_weight : s.sparse_weight;
+      if (r === null) { lines.push([names[i], "absent: adds 0"]); return; }
+      const term = s.fusion === "rrf" ? `${g(w, 2)} / (${s.rrf_k} + ${r})` : `${g(w, 2)} × normalised ${g(f.norms[i], 5)}`;
+      lines.push([names[i], `rank ${r}: ${term} = ${g(f.contributions[i], 6)}`]);
+    });
+  }
+  if (t && t.blend) {
+    const b = t.blend, base = d.blend_fused && f ? `fused ${g(f.score, 5)} / top ${g(out.merged[0].score, 5)}` : "cognitive";
+    lines.push(["Blend", `(1 − ${g(b.weight, 2)}) × base ${g(b.base, 5)} (${base}) + ${g(b.weight, 2)} × rerank ${g(b.rerank, 5)} = ${g(b.blended, 6)}`]);
+  }
+  if (t && t.split) lines.push(["Split", `half ${t.split.chosen} scored ${g(t.split.better, 4)} > whole ${g(t.split.whole, 4)}: + ${g(t.split.gain, 5)}`]);
+  const dense = d.dense_terms[id];
+  if (dense) lines.push(["Dense terms", dense.map((r) => `${r.term} ${g(r.value, 3)} × ${g(r.weight, 2)} = ${g(r.points, 4)}`).join(" · ")]);
+  if (id in d.bm25_terms) {
+    const b = d.bm25_terms[id];
+    lines.push(["BM25 terms", b && b.length ? b.map((r) => `${r.term} ${g(r.score, 4)}` + (r.tf != null ? ` (tf ${r.tf}, idf ${g(r.idf, 3)})` : "")).join(" · ") : "no query term in this text"]);
+  } else if (f) lines.push(["BM25 terms", "not sent for this id (the server's explanation below has them)"]);
+  return lines;
+}
+
+function drawExplain(P, out) {
+  const id = P.selected;
+  P.explain.replaceChildren();
+  if (!id) return;
+  const head = el("div", { class: "rf-x-head" });
+  head.append(el("b", {}, "Why is it here? "), el("code", { class: "rf-x-id" }, id));
+  const list = el("dl", { class: "rf-x" });
+  for (const [k, v] of explainLines(P, id, out)) list.append(el("dt", {}, k), el("dd", {}, v));
+  const text = P.data.texts[id];
+  P.explain.append(head, list);
+  if (text) P.explain.append(el("p", { class: "rf-x-text" }, text));
+  P.explain.dataset.explained = id;
+}
+
+function render(P) {
+  const t0 = performance.now();
+  const s = P.setting;
+  syncControls(P);
+  let out;
+  if (P.live) {
+    out = assemble(P.data, s);
+  } else {
+    const f = P.serverOut;
+    out = f;
+  }
+  P.out = out;
+  const ms = performance.now() - t0;
+  drawTable(P, out);
+  drawFlow(P, out);
+  metricsLine(P, out.final.map((t) => t.id));
+  drawExplain(P, out);
+  const both0 = s.dense_weight === 0 && s.sparse_weight === 0;
+  P.status.textContent = both0 ? "Both weights are 0: nothing ranks the merged list. Give one a weight."
+    : P.live ? (sameSetting(s, P.data.setting) ? "The saved setting." : "Re-fused in your browser in "
+      + `${ms.toFixed(2)} ms; saved when you let go (or press a key).`) : P.why;
+  P.root.dataset.renders = String(Number(P.root.dataset.renders || 0) + 1);
+  P.root.dataset.setting = JSON.stringify(s);
+}
+
+function serverOut(d) {
+  const final = d.server_final.map(([id, score]) => ({ id, score }));
+  return { final, merged: [], pool: final, dropped: {} };
+}
+
+function receive(P, data) {
+  const fresh = !P.data || P.data.sig !== data.sig;
+  const view = JSON.stringify([data.sig, data.setting, data.grades, data.server_final, data.adaptive]);
+  const targetMoved = P.data && data.target !== P.data.target && data.target !== P.selected;
+  if (!fresh && view === P.view && !targetMoved) { P.data = data; return; } // a rerun that changes nothing here
+  P.view = view;
+  P.data = data;
+  P.savedIds = data.server_final.map((x) => x[0]);
+  P.serverOut = serverOut(data);
+  // A new search, or the server's setting moved (the sidebar, or our own commit arriving): take it; while a drag
+  // is on, or while our commit is still on its way (a rerun from before it), keep what the person set.
+  if (P.pending && sameSetting(P.pending, data.setting)) P.pending = null;
+  if (fresh) P.pending = null;
+  if (fresh || (!P.dragging && !P.pending)) P.setting = { ...data.setting };
+  if (fresh || !P.selected || targetMoved) P.selected = data.target || P.savedIds[0] || null;
+  P.live = !data.adaptive;
+  P.why = data.adaptive ? "Adaptive weights are on: each query's weights are set on the server, so the list "
+    + "follows when you let go." : "";
+  if (P.live) {
+    const mine = assemble(data, data.setting).final;
+    const same = mine.length === data.server_final.length && mine.every((t, i) => t.id === data.server_final[i][0]
+      && Math.abs(t.score - data.server_final[i][1]) <= 1e-9);
+    if (!same) {
+      P.live = false;
+      P.why = "The browser's fusion does not reproduce the server's list for this search: showing the server's.";
+    }
+  }
+  fillControls(P);
+  P.render();
+}
+
+function build(parent, P) {
+  const root = el("div", { class: "rf" });
+  P.root = root;
+  P.status = el("p", { class: "rf-status", role: "status" });
+  P.metrics = el("div", { class: "rf-metrics", "aria-live": "polite" });
+  const table = el("table", { class: "rf-final" });
+  const head = el("tr");
+  for (const h of ["#", "move", "id", "text", "score", "dense #", "sparse #", "grade"]) head.append(el("th", {}, h));
+  const thead = el("thead");
+  thead.append(head);
+  P.tbody = el("tbody");
+  table.append(thead, P.tbody);
+  P.flow = svg("svg");
+  P.explain = el("div", { class: "rf-explain", "aria-live": "polite" });
+  const lower = el("div", { class: "rf-lower" });
+  const flowBox = el("div", { class: "rf-flowbox" });
+  flowBox.append(P.flow);
+  lower.append(flowBox, P.explain);
+  root.append(buildControls(P), P.status, P.metrics, table, lower);
+  const pick = (id) => {
+    if (!id) return;
+    P.selected = id;
+    drawExplain(P, P.out);
+    for (const tr of P.tbody.children) tr.classList.toggle("rf-sel", tr.dataset.id === id);
+    drawFlow(P, P.out);
+    P.later("explain", id); // after the frame: the explanation is painted before any message work
+  };
+  table.addEventListener("click", (e) => pick(e.target.closest("tr[data-id]")?.dataset.id));
+  table.addEventListener("keydown", (e) => {
+    const tr = e.target.closest("tr[data-id]");
+    if (!tr) return;
+    if (e.key === "Enter" || e.key === " ") { e.preventDefault(); pick(tr.dataset.id); }
+    if (e.key === "ArrowDown" && tr.nextElementSibling) { e.preventDefault(); tr.nextElementSibling.focus(); }
+    if (e.key === "ArrowUp" && tr.previousElementSibling) { e.preventDefault(); tr.previousElementSibling.focus(); }
+  });
+  lower.addEventListener("click", (e) => pick(e.target.closest("[data-id]")?.getAttribute("data-id")));
+  const loading = parent.querySelector(".rf-loading");
+  if (loading) loading.remove();
+  parent.append(root);
+}
+
+export default function (component) {
+  const { data, parentElement, setTriggerValue } = component;
+  let P = PANELS.get(parentElement);
+  if (!P) {
+    P = { dragging: false, pending: null };
+    P.render = () => render(P);
+    P.commit = () => {
+      const s = P.setting;
+      if (s.dense_weight === 0 && s.sparse_weight === 0) return;
+      if (sameSetting(s, P.data.setting)) return;
+      P.pending = { ...s };
+      P.later("commit", { ...s });
+    };
+    build(parentElement, P);
+    PANELS.set(parentElement, P);
+  }
+  P.send = (event, value) => setTriggerValue(event, value);
+  P.later = (event, value) => requestAnimationFrame(() => setTimeout(() => P.send(event, value), 0));
+  if (data) receive(P, data);
+}
