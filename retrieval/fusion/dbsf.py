@@ -10,10 +10,9 @@ then score(id) = w_d · s'_dense(id) + w_s · s'_sparse(id), 0 from a list that 
 Edge cases, explicitly: a list with one score, or whose scores are all equal (σ = 0, the bounds collapse), gives
 every member 0.5 — each sits at its list's mean, the middle of [μ − 3σ, μ + 3σ] (Qdrant does the same); an empty
 list contributes nothing. Equal scores are tested as max == min, not σ == 0, since the float mean of equal values
-can be an ulp off and give a tiny, meaningless σ. Scores far beyond μ ± 3σ clip to 0 or 1. Scores of extreme
-magnitude (a spread so small that 6σ underflows to 0, or so large that it overflows) are treated as σ = 0 (0.5
-each) rather than divided by 0 or ∞; the pipeline's scores (cosine-based, BM25) are far from either. SPEC §13's
-convex `zscore` is the same map, made overflow-safe by scaling; the two agree on ordinary scores (tested).
+can be an ulp off and give a tiny, meaningless σ. Scores far beyond μ ± 3σ clip to 0 or 1. The map is SPEC §13's
+convex `zscore` normalisation, which scales the scores by a power of two first, so scores of extreme magnitude (a
+spread whose 6σ would underflow or overflow) are mapped exactly like ordinary ones.
 """
 from __future__ import annotations
 
@@ -22,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from retrieval.fusion.base import Fused, FusionStrategy, _check_weights, g4, score_fusion
+from retrieval.fusion.normalize import normalize
 
 
 def dbsf_bounds(scores: Sequence[float]) -> tuple[float, float] | None:
@@ -39,12 +39,10 @@ def dbsf_bounds(scores: Sequence[float]) -> tuple[float, float] | None:
 
 
 def dbsf_normalize(scores: Sequence[float]) -> list[float]:
-    """Each score mapped from [μ − 3σ, μ + 3σ] onto [0, 1], clipped; 0.5 each when σ = 0 or one score; [] → []."""
-    bounds = dbsf_bounds(scores)
-    if bounds is None:
-        return [0.5] * len(scores)
-    lo, hi = bounds
-    return [min(1.0, max(0.0, (s - lo) / (hi - lo))) for s in scores]
+    """Each score mapped from [μ − 3σ, μ + 3σ] onto [0, 1], clipped; 0.5 each when σ = 0 or one score; [] → [].
+    Computed by the shared overflow-safe map (`normalize(…, "zscore")`: the scores are scaled by a power of two
+    first), so a spread of extreme magnitude is mapped, not flattened, and the browser twin's map is this one."""
+    return normalize(list(scores), "zscore")
 
 
 @dataclass(frozen=True, repr=False)

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from retrieval.fusion import FUSIONS, NORMALIZATIONS
+from retrieval.fusion import catalogue
 from retrieval.pipeline.assemble import best_dense, complete_lists, deep_enough
 from retrieval.pipeline.explain import dense_terms, list_names
 from retrieval.pipeline.settings import KNOBS
 
 TEXT_CHARS = 400  # the text a row and an explanation show (the page's own table shows the whole text)
 BM25_TERMS_FOR = 60  # candidates whose BM25 terms are looked up and sent (a look-up each; the rest say so)
-LABELS = {"rrf": "RRF (ranks)", "convex": "convex (scores)", "dbsf": "DBSF (μ ± 3σ)"}
 KNOB_NAMES = ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight", "recall_top_k")
 
 
@@ -28,17 +27,23 @@ def _knob(name: str) -> dict[str, Any]:
     return {"name": name, "kind": "int" if integer else "float", "min": lo, "max": hi, "step": k.step}
 
 
-def strategies() -> list[dict[str, Any]]:
-    """Every fusion strategy the library offers, with the parameters its controls show (one list, one source).
+def _param(p: dict[str, Any]) -> dict[str, Any]:
+    """A strategy's declared parameter as the panel's control: a choice, or a number with its slider range."""
+    if p["kind"] == "choice":
+        return {"name": p["name"], "kind": "choice", "options": list(p["choices"])}
+    if p["name"] in KNOBS:
+        return _knob(p["name"])
+    lo, hi = p["ui"] or (p["lo"], p["hi"])
+    return {"name": p["name"], "kind": p["kind"], "min": lo, "max": hi, "step": p["step"]}
 
-    Each entry: name, label, params (the knobs the strategy reads besides the two side weights; a choice as
-    {"name", "kind": "choice", "options"}). The lead points this at the fusion registry once it exists."""
-    params: dict[str, list[dict[str, Any]]] = {
-        "rrf": [_knob("rrf_k")],
-        "convex": [{"name": "normalization", "kind": "choice", "options": list(NORMALIZATIONS)}],
-        "dbsf": [],
-    }
-    return [{"name": f, "label": LABELS.get(f, f), "params": params.get(f, [])} for f in FUSIONS]
+
+def strategies() -> list[dict[str, Any]]:
+    """Every fusion strategy the library registers (`retrieval.fusion.catalogue`), with the parameters its controls
+    show besides the two side weights (one list, one source: a registered strategy appears here with no edit;
+    its browser twin in `ui/refuse/fuse.mjs` is held to `assemble` by tests/test_refuse_parity.py)."""
+    return [{"name": c["name"], "label": c["title"],
+             "params": [_param(p) for p in c["params"] if p["name"] not in ("dense_weight", "sparse_weight")]}
+            for c in catalogue()]
 
 
 def controls() -> dict[str, dict[str, Any]]:
