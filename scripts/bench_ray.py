@@ -49,7 +49,7 @@ def normal(root: Path, traces: list[MemoryTrace], spec: str) -> dict:
     emb = make_embedder(spec)
     emb.embed(["warm the model up"])  # model load is not ingest
     store = MemoryStore(str(root / f"normal-{spec}"), embedder=emb)
-    store.writes.maintain_index = lambda: None  # the Ray path builds no ANN index either
+    store.writes.maintain_index = lambda: None  # type: ignore[method-assign]  # the Ray path builds no ANN index
     t = time.perf_counter()
     store.add(traces)
     s = time.perf_counter() - t

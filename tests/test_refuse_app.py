@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from apphelpers import demo_app_env, open_page
+from retrieval.fusion import FUSIONS
 
 TIMEOUT = 60
 PARAMS = {"i_q": "status of ticket FX-209847", "i_scope": "user:priya"}
@@ -26,7 +27,7 @@ def test_the_panel_gets_the_record_once_with_the_servers_final_list(demo_env):
     d = at.session_state["i_result"][1].diagnostics
     assert [i for i, _ in payload["server_final"]] == list(d.stage_ids["final"])
     assert payload["setting"]["fusion"] == "convex" and payload["setting"]["normalization"] == "theoretical"
-    assert [s["name"] for s in payload["strategies"]] == ["rrf", "convex"]
+    assert [s["name"] for s in payload["strategies"]] == list(FUSIONS)  # the registry, dbsf included
     assert payload["texts"]["priya-lens-repair"].startswith("The 56mm lens focus motor")
     assert [r["term"] for r in payload["dense_terms"]["priya-lens-repair"]][:2] == ["strength", "similarity"]
     assert payload["bm25_terms"]["priya-lens-repair"]  # its BM25 terms, for an explanation without a round trip

@@ -97,7 +97,7 @@ def _value(ws: Any, prefix: str, mode: str, versions: list[tuple[int, datetime]]
         labels = version_labels(ws, versions)
         if st.session_state.get(f"{prefix}asof_version") not in options:
             st.session_state.pop(f"{prefix}asof_version", None)
-        v = st.selectbox("Version", options, key=f"{prefix}asof_version", format_func=labels.get)
+        v = st.selectbox("Version", options, key=f"{prefix}asof_version", format_func=lambda x: labels.get(x, str(x)))
         return AsOfChoice(v, str(v)) if v is not None else AsOfChoice(None, "")
     if mode == "tag":
         tags = list(ws.store.tags())
@@ -180,8 +180,9 @@ def changes(ws: Any, choice: AsOfChoice, prefix: str, query: str, scope: Any, ru
     with st.expander("Changes: this query at two versions of the store", expanded=True):
         ca, cb, cc = st.columns([2, 2, 1.4], vertical_alignment="bottom")
         opts = list(reversed(versions))
-        a = ca.selectbox("From (A)", opts, index=opts.index(a0), key=f"{prefix}chg_a", format_func=labels.get)
-        b = cb.selectbox("To (B)", opts, index=opts.index(b0), key=f"{prefix}chg_b", format_func=labels.get)
+        label = lambda x: labels.get(x, str(x))
+        a = ca.selectbox("From (A)", opts, index=opts.index(a0), key=f"{prefix}chg_a", format_func=label)
+        b = cb.selectbox("To (B)", opts, index=opts.index(b0), key=f"{prefix}chg_b", format_func=label)
         if not cc.toggle("Show changes", key=f"{prefix}chg_on"):
             st.caption("Runs the query at both versions with these settings and says what moved and why.")
             return

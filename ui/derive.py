@@ -32,8 +32,8 @@ def fusion_lists(diag) -> list[list[tuple[str, float]]]:
         dense[0], sparse[0], _ = complete_lists(rec, dense[0], sparse[0])
     out = []
     for lst in dense + sparse:
-        seen: set[str] = set()
-        out.append([(i, float(sc)) for i, sc in lst if not (i in seen or seen.add(i))])
+        first = {i: float(sc) for i, sc in reversed(lst)}  # an id's first (best) occurrence
+        out.append([(i, first[i]) for i in dict.fromkeys(i for i, _ in lst)])
     return out
 
 

@@ -144,9 +144,10 @@ def policy_form(js: JudgmentStore, case: Case, judgments: list[Judgment], hashes
     cal = calibration(judgments, case.scale, hashes)
     st.markdown("**Machine rater calibration** (its agreement with each human rater on this case)")
     for r in cal:
-        k = "—" if r["kappa"] is None else f"{round(r['kappa'], 2) + 0.0:.2f}"
+        kappa = "—" if r["kappa"] is None else f"{round(r['kappa'], 2) + 0.0:.2f}"
         why = f" — {r['withheld']}" if r["withheld"] else ""
-        st.markdown(f"- machine × {plain(r['rater'])}: kappa **{k}** over {r['n']} items ({r['agree']} identical){why}")
+        st.markdown(f"- machine × {plain(r['rater'])}: kappa **{kappa}** over {r['n']} items "
+                    f"({r['agree']} identical){why}")
     if not cal:
         st.caption("No item has both a machine and a human grade: machine grades cannot be used yet "
                    "(machine-grade a snapshot on the Snapshots page, then grade some of the same results).")
@@ -155,7 +156,7 @@ def policy_form(js: JudgmentStore, case: Case, judgments: list[Judgment], hashes
     how = c1.selectbox("Combine raters by", POLICIES, index=POLICIES.index(pol.combine), key=f"{P}pol_how")
     who = c2.selectbox("Rater (for 'rater')", raters or ["human"], key=f"{P}pol_rater",
                        index=(raters.index(pol.rater) if pol.rater in raters else 0))
-    k = c3.number_input("k for this case's metrics", 1, 1000, pol.k, key=f"{P}pol_k")
+    k = int(c3.number_input("k for this case's metrics", 1, 1000, pol.k, key=f"{P}pol_k"))
     machine = st.checkbox("Count the machine rater's grades", value=pol.machine, key=f"{P}pol_machine",
                           disabled=not cal, help="Only after its calibration above is shown")
     if st.button("Save the policy", key=f"{P}pol_save", disabled=disabled):
@@ -240,14 +241,14 @@ def exchange_view(js: JudgmentStore, case: Case, known, access: Access | None, d
     raters = sorted({j.who for j in js.case_judgments(case)})
     c1, c2 = st.columns(2)
     who = c1.selectbox("TREC qrels of", ["combined (the case's policy)"] + raters, key=f"{P}exp_who")
-    rater = None if who.startswith("combined") else who
+    qrels_of = None if who.startswith("combined") else who  # not `rater`: that is who imports, below
     try:
-        trec = export_ratings(js, case, "trec", rater, hashes)
+        trec = export_ratings(js, case, "trec", qrels_of, hashes)
     except ValueError as exc:  # an id with whitespace: TREC cannot carry it
         c1.warning(f"No TREC qrels: {plain(exc)}")
     else:
         c1.download_button("Download TREC qrels", trec, key=f"{P}exp_trec",
-                           file_name=f"{case.name}-{rater or 'combined'}.qrels", on_click="ignore")
+                           file_name=f"{case.name}-{qrels_of or 'combined'}.qrels", on_click="ignore")
     c2.download_button("Download every rating (JSONL)", export_ratings(js, case, "jsonl"), key=f"{P}exp_jsonl",
                        file_name=f"{case.name}-ratings.jsonl", on_click="ignore")
     c2.download_button("Download every rating (CSV for spreadsheets)", export_ratings(js, case, "csv"),

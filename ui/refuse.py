@@ -62,18 +62,18 @@ def payload(prefix: str, diag) -> dict[str, Any]:
 def commit(prefix: str, key: str, state: MutableMapping[str, Any] | None = None) -> None:
     """A setting the browser committed: into the sidebar's widget state (`state`, default the session's), checked by
     the library's own rules."""
-    state = st.session_state if state is None else state
-    value = (state.get(key) or {}).get("commit")
+    state_: MutableMapping[str, Any] = st.session_state if state is None else state  # type: ignore[assignment]
+    value = (state_.get(key) or {}).get("commit")
     if not isinstance(value, dict):
         return
     try:
-        new = {n: check_knob(n, value[n]) for n in KNOBS if n in value}
+        new: dict[str, Any] = {n: check_knob(n, value[n]) for n in KNOBS if n in value}
         new.update({n: check_choice(n, value[n]) for n in ("fusion", "normalization") if n in value})
     except ValueError as exc:
-        state[f"{prefix}refuse_note"] = f"The live panel sent a setting the server refused: {exc}"
+        state_[f"{prefix}refuse_note"] = f"The live panel sent a setting the server refused: {exc}"
         return
     for name, v in new.items():
-        state[f"{prefix}{name}"] = int(v) if name == "rrf_k" else v
+        state_[f"{prefix}{name}"] = int(v) if name == "rrf_k" else v
 
 
 def explained(key: str, target_key: str) -> None:

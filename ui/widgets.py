@@ -6,6 +6,7 @@ import functools
 import html
 import re
 from collections.abc import Collection
+from typing import Any
 from urllib.parse import urlencode
 
 import streamlit as st
@@ -94,8 +95,8 @@ def stage_table(diag, whole: dict, query: str, depth: int, key: str, target_key:
         st.session_state[sort_key] = "final" if "final" in sortable else (sortable or ["final"])[0]
     rows = stages.aligned_rows(diag, whole, depth, moved)
     c1, c2 = st.columns([3, 2], vertical_alignment="bottom")
-    sort = c1.segmented_control("Sort by the rank in", sortable, format_func=stages.STAGE_HEADS.get, key=sort_key,
-                                help="Or click a stage heading in the table.") or "final"
+    sort = c1.segmented_control("Sort by the rank in", sortable, format_func=lambda s: stages.STAGE_HEADS.get(s, s),
+                                key=sort_key, help="Or click a stage heading in the table.") or "final"
     extra = sum(1 for r in rows if (r.ranks.get(sort) or depth + 1) > depth and r.move != "left")
     show_all = c2.toggle(f"Also the {extra} traces only in another stage's top {depth}", key=all_key,
                          disabled=not extra)
@@ -148,7 +149,7 @@ def scope_picker(ws, key: str, label: str = "Scope", allow_all: bool = True, bin
     biggest = str(max(counts, key=lambda s: (counts[s], str(s))))
     if key in st.session_state and st.session_state[key] not in options:
         st.session_state[key] = biggest
-    kw = {"bind": "query-params"} if bind else {}
+    kw: dict[str, Any] = {"bind": "query-params"} if bind else {}
     choice = st.selectbox(label, options, index=options.index(biggest), key=key, **kw)
     return None if choice == ALL_SCOPES else Scope.parse(choice)
 

@@ -46,7 +46,7 @@ MAX_WORDS = 12  # words cropped at most
 DROP = 0.25  # share of the cropped words left out
 DEFAULT_SAMPLE = 300
 METRIC = "ndcg@10"
-Progress = Callable[[float, str], None]
+Progress = Callable[[float, str], object]
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _EDGE = re.compile(r"^\W+|\W+$")
 

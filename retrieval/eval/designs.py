@@ -115,7 +115,7 @@ def variant_index(store: Any, analyzer: str) -> BM25Index:
 
 def run_variant(store: Any, bm25: Any, queries: Sequence[LabelledQuery], variant: Variant, clock: Any = None,
                 preset: Preset = HYBRID_PRESET, recall_top_k: int = 10,
-                progress: Callable[[int, int], None] | None = None) -> list[QueryRun]:
+                progress: Callable[[int, int], object] | None = None) -> list[QueryRun]:
     """Every query searched once under `variant` (facts off), each at its scope's instant when `clock` is given."""
     view = store if variant.dense_scoring == "cognitive" else ScoredStore(store, SIMILARITY_ONLY)
     r = HybridRetriever(view, bm25=bm25, preset=preset, fact_store=None)

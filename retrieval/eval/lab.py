@@ -150,7 +150,7 @@ def default_scorer(ranked: list[str], q) -> dict[str, float]:
 
 def search_fusions(runs: Sequence[QueryRun], candidates: Sequence[Candidate], metric: str = "ndcg@10",
                    scorer: Callable[[list[str], Any], dict[str, float]] = default_scorer,
-                   progress: Callable[[int, int], None] | None = None,
+                   progress: Callable[[int, int], object] | None = None,
                    clock: Mapping[str, Any] | None = None) -> LabResult:
     """Score every candidate on both halves; choose on 'tune', report 'held-out'.
 

@@ -57,7 +57,7 @@ def stage_scores(result, qrels: dict[str, float], k: int = 10) -> dict[str, dict
             if d.stage_ids[s] or s in ("dense", "sparse", "final")}
 
 
-def run_queries(retriever, queries: Iterable[LabelledQuery], progress: Callable[[int, int], None] | None = None,
+def run_queries(retriever, queries: Iterable[LabelledQuery], progress: Callable[[int, int], object] | None = None,
                 clock: Any = None, **retrieve_kw) -> list[QueryRun]:
     """Every query through `retriever`; with `clock` (a `retrieval.eval.clock.ScopeClock`, the store's clock) each
     query runs under its scope's instant, recorded as `QueryRun.now`."""

@@ -18,7 +18,7 @@ from retrieval.judgments.model import LabelledQuery
 from retrieval.metrics import PairedInterval, paired_bootstrap
 from retrieval.pipeline.records import ESC_SPARSE_EMPTY
 
-Progress = Callable[[float, str], None]
+Progress = Callable[[float, str], object]
 COMPARED = ("ndcg@10", "recall@10", "mrr")  # the final-list metrics Compare shows with an interval
 
 

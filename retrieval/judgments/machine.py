@@ -82,7 +82,7 @@ class MachineReport:
 
 def machine_grade(js: JudgmentStore, snap: Snapshot, generator, texts: Callable[[list[str]], Mapping[str, str]],
                   k: int = 10, scale: str | None = None, regrade: bool = False,
-                  progress: Callable[[int, int], None] | None = None, *,
+                  progress: Callable[[int, int], object] | None = None, *,
                   access: Access | None = None) -> MachineReport:
     """Grade the top `k` (credited final list) of every query in `snap` that no human has graded.
 

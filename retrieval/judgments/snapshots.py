@@ -24,7 +24,7 @@ from retrieval.judgments.store import JudgmentStore
 if TYPE_CHECKING:
     from retrieval.access import Access
 
-Progress = Callable[[int, int], None]
+Progress = Callable[[int, int], object]
 
 
 def new_snapshot_id(now: float | None = None) -> str:

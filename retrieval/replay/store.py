@@ -21,7 +21,7 @@ from retrieval.types import Scope
 
 TABLE = "query_log"
 BATCH = 20_000
-Progress = Callable[[int, int], None]
+Progress = Callable[[int, int], object]
 BeforeWrite = Callable[[list[LoggedQuery]], Any]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import threading
+from typing import BinaryIO
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -17,7 +18,7 @@ class FileLock:
         self.path = path
         self._lock = threading.RLock()
         self._depth = 0
-        self._fh = None
+        self._fh: BinaryIO | None = None
 
     def __enter__(self):
         self._lock.acquire()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+from typing import BinaryIO
 from collections.abc import Sequence
 
 import numpy as np
@@ -20,6 +21,7 @@ class Spill:
 
     def __init__(self):
         self.ok, self.row_bytes, self.dim = True, 0, 0
+        self._file: BinaryIO | None = None
         try:
             # kept open for the copy's life and closed in close(), so no context manager
             self._file = tempfile.TemporaryFile(  # noqa: SIM115
@@ -30,9 +32,14 @@ class Spill:
     def _off(self, exc: BaseException) -> None:
         log.warning("row copy: no spill file for vectors (%s); reading them from LanceDB instead", exc)
         self.ok = False
-        if getattr(self, "_file", None) is not None:
+        if self._file is not None:
             self._file.close()
             self._file = None
+
+    def _fileno(self) -> int:
+        if self._file is None:  # turned off (`ok` False): callers check `ok` first
+            raise OSError("the spill file is off")
+        return self._file.fileno()
 
     def write(self, pos: np.ndarray, m: np.ndarray) -> None:
         """Rows `m` (float32) at positions `pos`, written as runs of consecutive positions."""
@@ -47,7 +54,7 @@ class Spill:
             for a, b in zip(np.r_[0, cuts], np.r_[cuts, len(ps)]):
                 data, at = memoryview(ms[a:b].tobytes()), int(ps[a]) * self.row_bytes
                 while data:  # pwrite may write less than asked
-                    done = os.pwrite(self._file.fileno(), data, at)
+                    done = os.pwrite(self._fileno(), data, at)
                     if done <= 0:
                         raise OSError(f"pwrite wrote {done} bytes")
                     data, at = data[done:], at + done
@@ -55,7 +62,7 @@ class Spill:
             self._off(exc)
 
     def read(self, positions: Sequence[int]) -> list[np.ndarray]:
-        fd, rb = self._file.fileno(), self.row_bytes
+        fd, rb = self._fileno(), self.row_bytes
         out = [os.pread(fd, rb, int(p) * rb) for p in positions]
         if any(len(b) != rb for b in out):  # a regular local file reads whole rows; anything else is a bug
             raise OSError(f"spill file: short read ({[len(b) for b in out if len(b) != rb][0]} of {rb} bytes)")

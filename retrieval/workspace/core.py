@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Callable, Iterable
 
+from typing import TYPE_CHECKING
+
 from retrieval.access import Access, ReadOnlyError, demo_mode_from_env
 from retrieval.workspace.audit import AuditLog, scopes_of
 from retrieval.bm25.index import BM25Index
@@ -30,6 +32,9 @@ from retrieval.workspace.facts_sync import FactSources
 from retrieval.workspace.follow import Follower
 from retrieval.workspace.status import status_of
 from retrieval.workspace.guard import authorise, authorise_store_wide, check_same_store
+
+if TYPE_CHECKING:
+    from retrieval.facts import FactStore
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +68,7 @@ class Workspace:
         self._follow = Follower(self)  # BM25 (and the table version it reflects), facts and audit in step
         self._opened = False
         self._open_lock = threading.Lock()
-        self._facts = None
+        self._facts: FactStore | None = None
         self._fact_sources: FactSources | None = None
         self.read_only = self.store.read_only  # or set when the sidecar cannot be written; BM25 lives in memory
         self.demo_mode = demo_mode_from_env()  # read-only demo (RETRIEVAL_MODE=demo): every write refuses
