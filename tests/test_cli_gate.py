@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from cligen import build_store, commands, copy_store, run, sample_argv, tree_hash, Files
+from s3server import moto_s3
 from retrieval.cli.gate import COMMANDS, leaves
 from retrieval.cli.main import build_parser
 
@@ -217,34 +218,8 @@ def test_a_usage_error_is_one_error_line():
 
 @pytest.fixture(scope="module")
 def s3_endpoint():
-    import socket
-    import subprocess
-    import sys
-    import time
-
-    try:
-        import boto3
-        import moto  # noqa: F401
-    except ImportError:
-        pytest.skip('moto is not installed: pip install "moto[server]==5.2.5" (requirements-test.txt)')
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            time.sleep(0.2)
-    url = f"http://127.0.0.1:{port}"
-    boto3.client("s3", endpoint_url=url, aws_access_key_id="x", aws_secret_access_key="y",
-                 region_name="us-east-1").create_bucket(Bucket="memories")
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
+    with moto_s3("memories") as url:
+        yield url
 
 
 def test_ingest_into_s3_with_credentials_in_the_uri_prints_none(built, env, s3_endpoint, tmp_path):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,8 @@ import pytest
 
 from conftest import NOW
 from many_writers_worker import SHARED, agent, check
+from s3server import CREDENTIALS
+from s3server import moto_s3 as start_moto
 from retrieval.models import HashingEmbedder
 from retrieval.types import MemoryTrace
 
@@ -29,28 +30,8 @@ ROLES = ("w1", "w2", "w3", "reader")
 
 @pytest.fixture(scope="module")
 def moto_s3():
-    boto3 = pytest.importorskip("boto3")
-    pytest.importorskip("moto")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            assert proc.poll() is None and time.time() < deadline, "moto server did not start"
-            time.sleep(0.2)
-    boto3.client("s3", endpoint_url=url, aws_access_key_id="x", aws_secret_access_key="y",
-                 region_name="us-east-1").create_bucket(Bucket="fleet")
-    yield {"AWS_ENDPOINT_URL": url, "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "y",
-           "AWS_REGION": "us-east-1"}
-    proc.terminate()
-    proc.wait(timeout=10)
+    with start_moto("fleet") as url:
+        yield {"AWS_ENDPOINT_URL": url, **CREDENTIALS}
 
 
 def _env(tmp: Path, extra: dict) -> dict:

@@ -3,15 +3,11 @@ identity, BM25 built in memory on open with progress, FTS, reembed. Skipped only
 start — never under CI=true."""
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
 
 import pytest
 
 from conftest import NOW, U1, U2, make_trace
+from s3server import moto_s3
 from retrieval.models import HashingEmbedder
 from retrieval.store.remote import storage_options_from_env
 from retrieval.store.identity import StoreIdentity
@@ -20,44 +16,10 @@ from retrieval.workspace.core import Workspace
 BUCKET = "memories"
 
 
-def _skip_or_fail(reason: str):
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"moto S3 server must run under CI: {reason}")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def s3_endpoint():
-    try:
-        import boto3
-        import moto  # noqa: F401
-    except ImportError:
-        _skip_or_fail('moto is not installed: pip install "moto[server]==5.2.5" (requirements-test.txt)')
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            if proc.poll() is not None:
-                _skip_or_fail(f"moto server exited with code {proc.returncode}")
-            time.sleep(0.2)
-    else:
-        proc.kill()
-        _skip_or_fail("moto server did not listen within 30 s")
-    import boto3
-
-    boto3.client("s3", endpoint_url=url, aws_access_key_id="x", aws_secret_access_key="y",
-                 region_name="us-east-1").create_bucket(Bucket=BUCKET)
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
+    with moto_s3(BUCKET) as url:
+        yield url
 
 
 @pytest.fixture
