@@ -38,6 +38,9 @@ write = true
 [users."admin@example.com"]
 scopes = ["*"]
 write = true
+
+[users."nobody@example.com"]
+scopes = ["user:nobody"]
 """
 ENV_KEYS = ("RETRIEVAL_MODE", "RETRIEVAL_AUTH", "RETRIEVAL_POLICY", "RETRIEVAL_USER", "RETRIEVAL_ALLOW_GRADING",
             "RETRIEVAL_AUTH_HEADER", "RETRIEVAL_DB", "RETRIEVAL_TRACEBACK")
@@ -242,3 +245,16 @@ def test_ingest_into_s3_with_credentials_in_the_uri_prints_none(built, env, s3_e
     assert "wrote 1 to s3://***@memories/store in" in runs[0].out
     for r in runs:
         assert "s3cr3t" not in r.out + r.err and "AKIAKEY" not in r.out + r.err
+
+
+@pytest.mark.parametrize("user, extra, match", [
+    ("nobody@example.com", [], "no scope you may read holds traces"),  # none of theirs: never "every scope" instead
+    ("maya@example.com", ["--all-scopes"], "--all-scopes reads every scope; you may read only user:maya"),
+    ("maya@example.com", ["--scope", "user:u1"], "you may not read scope user:u1"),
+])
+def test_a_limited_visitor_reads_only_their_scopes_from_the_cli(built, env, user, extra, match):
+    root, db, _ = built
+    as_visitor(env, root, user)
+    refused(run(["query", "kayak", "--db", str(db), *extra]), match)
+    refused(run(["diff-versions", "kayak", "--from", "1", "--to", "2", "--db", str(db), *extra]),
+            match.split(" in ")[0])

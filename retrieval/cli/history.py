@@ -108,6 +108,8 @@ def cmd_diff_versions(args) -> int:
         check_readable(access, scope, args.all_scopes)
         if scope is None and not args.all_scopes:  # the first scope of version A (of B when A had none)
             scope = default_scope(then, access)[0] or default_scope(now, access)[0]
+            if scope is None and access is not None and access.limited:  # never "every scope" for them
+                raise ValueError("no scope you may read holds traces at either version; pass --scope")
         out = diff_versions(then, now, args.text, scope, mood=Mood(),
                             recall_top_k=cfg.recall_top_k, over_fetch_multiplier=cfg.over_fetch_multiplier)
     except (ValueError, ImportError) as exc:

@@ -138,6 +138,9 @@ def cmd_query(args) -> int:
     scope = args.scope
     if scope is None and not args.all_scopes:
         scope, where = default_scope(retriever, access)  # of the version read, as a store built to that state
+        if scope is None and access is not None and access.limited:  # never "every scope" for a limited visitor
+            print(f"error: no scope you may read holds traces in {where}; pass --scope", file=sys.stderr)
+            return 2
         if scope is not None and not args.json:
             print(f"scope: {scope} (the first in {where}; pass --scope or --all-scopes)")
     result = retriever.retrieve(args.text, mood=Mood(cfg.valence, cfg.arousal, cfg.dominance), scope=scope,
