@@ -17,6 +17,7 @@ from retrieval.cli.gate import (TRACEBACK_ENV, GateParser, admit, audited, failu
                                 writer)
 from retrieval.cli.judge import add_judge_commands
 from retrieval.cli.distributed import add_ray_flags, ingest_on_ray
+from retrieval.cli.output import print_stages
 from retrieval.cli.history import AS_OF_HELP, add_history_commands, as_of_arg, check_readable, default_scope
 from retrieval.cli.store import add_store_commands, add_store_flags, embedder_help, report_bad_lines
 from retrieval.eval.clock import CLOCK_HELP, clock_arg
@@ -26,7 +27,7 @@ from retrieval.pipeline.settings import SWITCHES
 from retrieval.store.calibration import calibrated_knobs
 from retrieval.fusion import FUSIONS, NORMALIZATIONS
 from retrieval.history.view import WorkspaceAsOf
-from retrieval.hybrid import PRESETS, STAGES
+from retrieval.hybrid import PRESETS
 from retrieval.models.registry import EMBEDDERS
 from retrieval.types import SCOPES, Mood, Scope
 
@@ -101,24 +102,6 @@ def cmd_ingest(args) -> int:
     if rep2.duplicates:
         print(f"  duplicate ids in the file (last kept): {', '.join(rep2.duplicates[:20])}")
     return 0
-
-
-def _cell(ids: list[str], scores: dict[str, float], i: int) -> str:
-    if i >= len(ids):
-        return ""
-    tid = ids[i]
-    return f"{tid[:28]} ({scores.get(tid, 0):.3f})"
-
-
-def print_stages(result, limit: int = 15, file=None) -> None:
-    file = file or sys.stdout
-    d = result.diagnostics
-    width = 36
-    print("rank  " + "".join(s.ljust(width) for s in STAGES), file=file)
-    rows = min(limit, max((len(d.stage_ids[s]) for s in STAGES), default=0))
-    for i in range(rows):
-        print(f"{i + 1:>4}  " + "".join(_cell(d.stage_ids[s], d.stage_scores[s], i).ljust(width) for s in STAGES),
-              file=file)
 
 
 def cmd_query(args) -> int:
