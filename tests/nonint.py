@@ -142,3 +142,19 @@ def chart(spec: str) -> str:
                 if all(isinstance(v, (int, float)) for v in trace.get(axis, [None])):
                     trace[axis] = "<t>"
     return json.dumps(fig, sort_keys=True)
+
+
+def sign_in_as_the_visitor(monkeypatch, tmp_path) -> None:
+    """The limited visitor everywhere: the app's proxy header, the CLI's RETRIEVAL_USER, the policy, a fixed clock."""
+    import ui.access
+
+    policy = tmp_path / "access.toml"
+    policy.write_text(POLICY)
+    for k in ("RETRIEVAL_MODE", "RETRIEVAL_ALLOW_GRADING", "RETRIEVAL_AUTH_HEADER"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("RETRIEVAL_EMBEDDER", "hashing")
+    monkeypatch.setenv("RETRIEVAL_AUTH", "proxy")
+    monkeypatch.setenv("RETRIEVAL_POLICY", str(policy))
+    monkeypatch.setenv("RETRIEVAL_USER", VISITOR)  # the CLI's sign-in (retrieval/cli/gate.py)
+    monkeypatch.setattr(ui.access, "request_headers", lambda: {"X-Forwarded-Email": VISITOR})
+    monkeypatch.setattr("retrieval.store.memory.utcnow", fixed_clock)

@@ -22,9 +22,8 @@ import pytest
 
 from retrieval.cli.gate import COMMANDS
 
-import ui.access
 from apphelpers import ROOT
-from nonint import CASE, POLICY, QUERY, VISITOR, build, chart, fixed_clock, normalise
+from nonint import sign_in_as_the_visitor, CASE, POLICY, QUERY, build, chart, normalise
 
 TIMEOUT = 180
 PAGES = ["app.py"] + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pages").glob("*.py"))
@@ -59,16 +58,7 @@ def maya(monkeypatch, tmp_path):
         return file_id
 
     monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", load)
-    policy = tmp_path / "access.toml"
-    policy.write_text(POLICY)
-    for k in ("RETRIEVAL_MODE", "RETRIEVAL_ALLOW_GRADING", "RETRIEVAL_AUTH_HEADER"):
-        monkeypatch.delenv(k, raising=False)
-    monkeypatch.setenv("RETRIEVAL_EMBEDDER", "hashing")
-    monkeypatch.setenv("RETRIEVAL_AUTH", "proxy")
-    monkeypatch.setenv("RETRIEVAL_POLICY", str(policy))
-    monkeypatch.setenv("RETRIEVAL_USER", VISITOR)  # the CLI's sign-in (retrieval/cli/gate.py)
-    monkeypatch.setattr(ui.access, "request_headers", lambda: {"X-Forwarded-Email": VISITOR})
-    monkeypatch.setattr("retrieval.store.memory.utcnow", fixed_clock)
+    sign_in_as_the_visitor(monkeypatch, tmp_path)
     return monkeypatch
 
 

@@ -9,12 +9,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-import ui.access
 from apphelpers import open_page
 from retrieval.models import HashingEmbedder
 from retrieval.store.versions import create_tag, list_versions
 from retrieval.workspace import Workspace
-from nonint import AS_OF, POLICY, QUERY, VISITOR, build, fixed_clock, normalise
+from nonint import sign_in_as_the_visitor, AS_OF, QUERY, build, fixed_clock, normalise
 
 TIMEOUT = 120
 
@@ -33,15 +32,7 @@ def stores(tmp_path_factory):
 
 @pytest.fixture
 def maya(monkeypatch, tmp_path):
-    policy = tmp_path / "access.toml"
-    policy.write_text(POLICY)
-    for k in ("RETRIEVAL_MODE", "RETRIEVAL_ALLOW_GRADING", "RETRIEVAL_AUTH_HEADER"):
-        monkeypatch.delenv(k, raising=False)
-    monkeypatch.setenv("RETRIEVAL_EMBEDDER", "hashing")
-    monkeypatch.setenv("RETRIEVAL_AUTH", "proxy")
-    monkeypatch.setenv("RETRIEVAL_POLICY", str(policy))
-    monkeypatch.setattr(ui.access, "request_headers", lambda: {"X-Forwarded-Email": VISITOR})
-    monkeypatch.setattr("retrieval.store.memory.utcnow", fixed_clock)
+    sign_in_as_the_visitor(monkeypatch, tmp_path)
     return monkeypatch
 
 
