@@ -183,14 +183,14 @@ def test_concurrent_create_from_two_stores_opens_the_winner(tmp_path):
 
 
 def test_a_broken_facts_table_is_reported_not_raised_and_retried(tmp_path, monkeypatch):
-    import retrieval.facts as facts_mod
+    import retrieval.facts.inject as inject
 
     ws = ws_at(tmp_path / "db")
 
     def broken(*a, **k):
         raise OSError("facts table is corrupt")
 
-    monkeypatch.setattr(facts_mod, "extract_for_traces", broken)
+    monkeypatch.setattr(inject, "store_extracted", broken)
     rep = ws.ingest([make_trace("a", "I live in Lisbon."), make_trace("b", "refund")])
     assert rep.written == 2 and rep.facts == 0
     assert len(rep.fact_warnings) == 1 and "facts for 2 trace(s) were not updated" in rep.fact_warnings[0]
@@ -204,7 +204,7 @@ def test_a_broken_facts_table_is_reported_not_raised_and_retried(tmp_path, monke
 
 
 def test_an_interrupted_fact_extraction_is_replayed_on_open(tmp_path, monkeypatch):
-    import retrieval.facts as facts_mod
+    import retrieval.facts.inject as inject
 
     ws = ws_at(tmp_path / "db")
     ws.ingest([make_trace("x", "I live in Porto.")])
@@ -212,7 +212,7 @@ def test_an_interrupted_fact_extraction_is_replayed_on_open(tmp_path, monkeypatc
     def killed(*a, **k):
         raise KeyboardInterrupt  # not an Exception: the process dies here, after the commit
 
-    monkeypatch.setattr(facts_mod, "extract_for_traces", killed)
+    monkeypatch.setattr(inject, "store_extracted", killed)
     with pytest.raises(KeyboardInterrupt):
         ws.ingest([make_trace("a", "I live in Lisbon."), make_trace("b", "My dog is called Rex.")])
     monkeypatch.undo()

@@ -25,6 +25,12 @@ def extract_for_traces(fact_store, extractor, traces: Iterable[MemoryTrace],
     `replace_ids`: traces whose stored facts this write replaces (a re-ingested trace's old text, a
     deleted one's); their facts that the new extraction does not give again are removed first, so
     an unchanged re-ingest changes nothing and a changed one leaves no stale fact beside the new."""
+    by_scope, warnings = extract(extractor, traces)
+    return store_extracted(fact_store, by_scope, replace_ids), warnings
+
+
+def extract(extractor, traces: Iterable[MemoryTrace]) -> tuple[dict[Scope, list[Fact]], list[str]]:
+    """The facts of the active `traces` per scope, and a warning per trace whose extraction failed."""
     by_scope: dict[Scope, list[Fact]] = {}
     warnings: list[str] = []
     for t in traces:
@@ -36,13 +42,16 @@ def extract_for_traces(fact_store, extractor, traces: Iterable[MemoryTrace],
             warnings.append(f"{t.id}: extraction failed ({type(exc).__name__}: {exc})")
             continue
         by_scope.setdefault(t.scope_key, []).extend(facts)
-    warnings += list(getattr(extractor, "warnings", []))
+    return by_scope, warnings + list(getattr(extractor, "warnings", []))
+
+
+def store_extracted(fact_store, by_scope: dict[Scope, list[Fact]], replace_ids: Iterable[str] = ()) -> int:
+    """Upsert extracted facts; the facts of `replace_ids` that the extraction does not give again go first."""
     replace_ids = list(replace_ids)
     if replace_ids:
         keep = {(s.scope, s.scope_id, f.key) for s, facts in by_scope.items() for f in facts}
         fact_store.delete_for_traces(replace_ids, keep=keep)
-    n = sum(fact_store.upsert(scope, facts) for scope, facts in by_scope.items())
-    return n, warnings
+    return sum(fact_store.upsert(scope, facts) for scope, facts in by_scope.items())
 
 
 def visible_in(memory_store, scope: Scope) -> Visible:

@@ -17,6 +17,7 @@ from typing import Any
 
 from retrieval.sparse.build import new_bm25
 from retrieval.store.duplicates import duplicate_ids, repair_duplicates
+from retrieval.workspace import facts_sync
 from retrieval.workspace.derived import pinned, read_version, rows_of
 
 
@@ -109,10 +110,9 @@ def check(ws: Any) -> Report:
         want, have = expected_facts(ws, rep.version), stored_facts(ws)
         rep.add("facts in step", *[f"{s}:{sid} {k}" for s, sid, k in
                                    (sorted(want - have)[:3] + sorted(have - want)[:3])])
-        state = read_version(store, rep.version)
-        done = ws.fact_sources.read()
-        behind = sorted(i for i, h in state.hashes.items() if done.get(i) != h)
-        rep.add("facts pending", *([f"{len(behind)} trace(s) not marked extracted at their content"] if behind else []))
+        behind = facts_sync.pending(ws.facts, ws.fact_sources, read_version(store, rep.version).hashes)
+        rep.add("facts pending", *([f"{behind} trace(s) whose facts are not marked extracted at their content"]
+                                   if behind else []))
     gaps = sorted(set(audited_versions(store)) - ws.audit.versions())
     rep.add("audit gaps", *[f"table version {v} has no entry" for v in gaps[:10]])
     sidecar = _sidecar_version(ws)
