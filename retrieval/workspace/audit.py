@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 
 TABLE = "audit"
 ACTIONS = ("ingest", "delete", "activate", "deactivate", "reembed", "analyzer", "statistics", "facts", "grade", "case",
-           "snapshot")
+           "snapshot", "context")
 MAX_IDS = 20  # ids kept per entry (the count is exact; the ids are a sample)
 
 

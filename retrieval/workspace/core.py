@@ -126,6 +126,14 @@ class Workspace:
         self.audit.record(_actor(access, actor), "analyzer", self.store.count(), [], [], detail=name)
         return opened.index
 
+    def set_context(self, setting, progress: Callable[[int, int], None] | None = None, *, undo: bool = False,
+                    access: Access | None = None, actor: str = "local") -> dict:
+        """Record the store's context setting (`undo`: the one it replaced), rewrite the rows whose context
+        changes and rebuild BM25 from them, with progress (retrieval.workspace.context)."""
+        from retrieval.workspace.context import set_context
+
+        return set_context(self, setting, progress, undo=undo, access=access, actor=actor)
+
     def reembed(self, embedder, progress: Callable[[int, int], None] | None = None, *, batch_size: int = 256,
                 access: Access | None = None, actor: str = "local") -> dict:
         """Re-embed every trace with `embedder` (staged, one atomic swap; retrieval.store.reembed)."""
@@ -262,7 +270,7 @@ class Workspace:
                     journal.unlink(missing_ok=True)  # nothing was committed
                 raise
             dups = tuple(self.store.last_add_report.duplicates)
-            self.bm25.sync(latest.values())
+            self.bm25.sync(self.store.last_add_report.traces)  # as stored: contexts, rewritten followers
             self._mark_in_step()
             n_facts, warnings = self._sync_facts(list(latest), journal) if want_facts else (0, [])
             self.audit.record(_actor(access, actor), "ingest", written, scopes_of(latest.values()), list(latest))
@@ -278,6 +286,7 @@ class Workspace:
             gone = self.store.get(ids)
             n = self.store.delete(ids)
             self.bm25.remove_documents(ids)
+            self.bm25.sync(self.store.writes.last_recontexted)
             self._mark_in_step()
             self._sync_facts(ids, journal)
             self.audit.record(_actor(access, actor), "delete", n, scopes_of(gone), [t.id for t in gone])
@@ -294,7 +303,7 @@ class Workspace:
             journal = self._journal(ids)
             self.store.set_active(ids, active)
             traces = self.store.get(ids)
-            self.bm25.sync(traces)
+            self.bm25.sync(traces + self.store.writes.last_recontexted)
             self._mark_in_step()
             self._sync_facts(ids, journal)
             self.audit.record(_actor(access, actor), "activate" if active else "deactivate", len(traces),
