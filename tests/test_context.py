@@ -219,3 +219,34 @@ def test_cli_context_sets_and_undoes_and_refuses_in_demo_mode(tmp_path):
     undo = subprocess.run(run + ["--undo"], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert undo.returncode == 0 and "-> off" in undo.stdout
     assert json.loads(json.dumps(ws_at(tmp_path / "db", None).store.get(["t1"])[0].context)) is None
+
+
+# ------------------------------------------------------------------ explanations
+def test_explanation_shows_terms_matched_only_in_the_context(tmp_path):
+    ws = ws_at(tmp_path / "db", ContextSetting(window=1, sides="bm25"))
+    ws.ingest(CONVO)
+    res = ws.retriever().retrieve("greyhound tuesday", scope=U1)
+    ex = res.diagnostics.explain("t1")
+    assert (ex.content, ex.context, ex.context_sides) == ("Yes, last Tuesday!", "Did you adopt the greyhound?", "bm25")
+    assert ex.bm25_context_terms == ("greyhound",)  # "tuesday" is its own
+    assert ex.reason.endswith("; found because of the turns around it in its conversation: BM25 matched greyhound "
+                              "only in its context.")
+    own = res.diagnostics.explain("t0")
+    assert own.context is None and "found because" not in own.reason
+
+
+def test_dense_side_says_its_text_included_context(tmp_path):
+    ws = ws_at(tmp_path / "db", ContextSetting(window=1, sides="dense"))
+    ws.ingest(CONVO)
+    ex = ws.retriever().retrieve("greyhound", scope=U1).diagnostics.explain("t1")
+    assert ex.context_sides == "dense" and ex.bm25_context_terms is None and ex.stages["dense"] is not None
+    assert ex.reason.endswith("; found because of the turns around it in its conversation: the dense side embedded "
+                              "its text together with its context.")
+
+
+def test_context_is_shown_as_escaped_text():
+    from ui.widgets import context_html
+
+    out = context_html("**bold** <img src=x onerror=alert(1)> [a](http://x)", "both", ("bold",))
+    assert "&lt;img src=x onerror=alert(1)&gt;" in out and "<img" not in out
+    assert "**bold**" in out and "matched only here: bold" in out and "BM25 and the embedding" in out
