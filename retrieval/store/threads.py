@@ -73,16 +73,16 @@ def stored_threads(handle: Any, ids: Iterable[str]) -> set[ThreadKey]:
     return {(r["scope"], r["scope_id"], r["thread"]) for r in rows.to_pylist() if r["thread"] is not None}
 
 
-def thread_rows(handle: Any, keys: Iterable[ThreadKey]) -> list[tuple[MemoryTrace, np.ndarray]]:
-    """Every stored trace of the threads `keys`, with its vector."""
+def thread_rows(handle: Any, keys: Iterable[ThreadKey]) -> list[MemoryTrace]:
+    """Every stored trace of the threads `keys` (no vectors: most are only read, never rewritten)."""
     tbl, keys = handle.table(), sorted(keys)
     if tbl is None or not keys or "thread" not in tbl.schema.names:
         return []
     out = []
     for start in range(0, len(keys), KEYS_PER_QUERY):
         where = _key_filter(keys[start:start + KEYS_PER_QUERY])
-        q = tbl.search().where(where).select(handle.columns.select(True)).limit(None)
-        out += [(from_row(r), np.asarray(r["vector"], dtype=np.float32)) for r in q.to_arrow().to_pylist()]
+        q = tbl.search().where(where).select(handle.columns.select(False)).limit(None)
+        out += [from_row(r) for r in q.to_arrow().to_pylist()]
     return out
 
 
@@ -104,21 +104,23 @@ def plan(handle: Any, batch: Sequence[MemoryTrace], removed: Iterable[str] = (),
     touched = set(keys) | {k for t in batch if (k := thread_key(t)) is not None}
     touched |= stored_threads(handle, [t.id for t in batch] + sorted(removed))
     new_ids = {t.id for t in batch}
-    stored = [(t, v) for t, v in thread_rows(handle, touched) if t.id not in new_ids and t.id not in removed]
-    members = [t for t, _ in stored] + list(batch)
+    stored = [t for t in thread_rows(handle, touched) if t.id not in new_ids and t.id not in removed]
+    members = stored + list(batch)
     computed: dict[str, tuple[str | None, str | None]] = {}
     for group in by_thread(members).values():
         computed.update(contexts(group, setting))
     out = Plan([replace(t, context=computed.get(t.id, (None, None))[0],
                         context_sides=computed.get(t.id, (None, None))[1]) for t in batch])
-    for t, vec in stored:
+    keep = []
+    for t in stored:
         ctx, sides = computed.get(t.id, (None, None))
         if (ctx, sides) == (t.context, t.context_sides):
             continue
         new = replace(t, context=ctx, context_sides=sides)
         out.followers.append(new)
         if new.text_for("dense") == t.text_for("dense"):
-            out.vectors[t.id] = vec
+            keep.append(t.id)
+    out.vectors.update({t.id: v for t, v in rows_with_vectors(handle, keep)})  # no re-embedding for these
     return out
 
 
