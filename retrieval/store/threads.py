@@ -20,7 +20,7 @@ from retrieval.store.context import (KEY_CONTEXT, ContextSetting, ThreadKey, by_
 from retrieval.store.rows import from_row, ids_filter, missing_columns, sql_quote
 from retrieval.types import MemoryTrace
 
-KEYS_PER_QUERY = 100
+NAMES_PER_QUERY = 2_000
 
 
 @dataclass
@@ -59,11 +59,6 @@ def ensure_columns(handle: Any, tbl: Any) -> None:
         handle.columns = handle.columns.bind(tbl.schema)
 
 
-def _key_filter(keys: Sequence[ThreadKey]) -> str:
-    return " OR ".join(f"(scope = {sql_quote(s)} AND scope_id = {sql_quote(i)} AND thread = {sql_quote(t)})"
-                       for s, i, t in keys)
-
-
 def stored_threads(handle: Any, ids: Iterable[str]) -> set[ThreadKey]:
     """The threads the stored traces with `ids` belong to."""
     tbl, ids = handle.table(), list(ids)
@@ -78,11 +73,12 @@ def thread_rows(handle: Any, keys: Iterable[ThreadKey]) -> list[MemoryTrace]:
     tbl, keys = handle.table(), sorted(keys)
     if tbl is None or not keys or "thread" not in tbl.schema.names:
         return []
+    wanted, names = set(keys), sorted({k[2] for k in keys})
     out = []
-    for start in range(0, len(keys), KEYS_PER_QUERY):
-        where = _key_filter(keys[start:start + KEYS_PER_QUERY])
+    for start in range(0, len(names), NAMES_PER_QUERY):  # one scan per many threads; exact keys kept below
+        where = "thread IN (" + ", ".join(sql_quote(n) for n in names[start:start + NAMES_PER_QUERY]) + ")"
         q = tbl.search().where(where).select(handle.columns.select(False)).limit(None)
-        out += [from_row(r) for r in q.to_arrow().to_pylist()]
+        out += [t for t in map(from_row, q.to_arrow().to_pylist()) if thread_key(t) in wanted]
     return out
 
 
