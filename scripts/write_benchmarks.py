@@ -239,9 +239,23 @@ def section_context(out: list[str]) -> None:
                    f"{r['dense']:.4f} | {_iv(r['hybrid_minus_bm25'])} | {_iv(r['hybrid_minus_dense'])} |")
     out += ["", "No threads, no context: the chosen setting on and off, every ranking compared:", "",
             "| set | queries | traces with a thread | identical rankings | metric |", "|---|---|---|---|---|"]
-    for r in d.get("no_op", []):
+    sci = load("eval/context-scifact-noop.json")
+    for r in d.get("no_op", []) + ([dict(sci, dataset=f"{sci['dataset']} ({sci['embedder']})")] if sci else []):
         out.append(f"| {r['dataset']} | {r['queries']} | {r['threads']} | {r['identical_rankings']} / {r['queries']} | "
                    f"{r['metric']} {r[r['metric']]:.4f} |")
+    cost = load("bench_context_cost.json")
+    if cost:
+        out += ["", f"Cost (`{cost['command']}`, writes docs/bench_context_cost.json): {cost['docs']:,} synthetic traces "
+                f"in threads of {cost['turns_per_thread']}, ingested through the Workspace in batches of "
+                f"{cost['batch']:,} that each continue every thread (the worst case: each batch reads every stored "
+                f"thread), {cost['embedder']} embedder. CPU seconds are this process's (steadier than wall time on "
+                "this shared machine).", "",
+                "| setting | ingest CPU s | ingest wall s | LanceDB MB | BM25 sidecar MB | query CPU p50 ms | "
+                "query wall p50 ms |", "|---|---|---|---|---|---|---|"]
+        for r in cost["runs"]:
+            out.append(f"| {r['setting']} | {r['ingest_cpu_s']} | {r['ingest_s']} | {r['lance_mb']} | "
+                       f"{r['bm25_sidecar_mb']} | {r['query_cpu_p50_ms']} | {r['query_p50_ms']} |")
+        out += ["", f"Ingest with context: {cost['ingest_cpu_ratio']}× the CPU time ({cost['ingest_ratio']}× wall)."]
     notes = DOCS / "context-notes.md"
     out += ["", notes.read_text().strip() if notes.is_file() else "", ""]
 
