@@ -168,7 +168,8 @@ def summary(scores, name: str, w: float) -> dict:
             "hybrid_minus_dense": paired_bootstrap(per["dense"], hyb).as_dict()}
 
 
-def locomo(path: str, cache: Path, max_chars: int, emb: CachedEmbedder, dense_windows: tuple[int, ...]) -> dict:
+def locomo(path: str, cache: Path, max_chars: int, emb: CachedEmbedder, dense_windows: tuple[int, ...],
+           labels: tuple[str, ...] = ()) -> dict:
     name, traces, queries = load_dataset(f"locomo:{path}")
     clock = make_clock("end", traces)
     _, score = headline_metric(True)
@@ -176,12 +177,24 @@ def locomo(path: str, cache: Path, max_chars: int, emb: CachedEmbedder, dense_wi
     if hasattr(emb, "save"):
         emb.save()
     scores: dict[str, dict[str, list[float]]] = {}
-    timing = {}
+    timing: dict[str, float] = {}
     for label, setting in settings(max_chars, dense_windows).items():
+        if labels and label not in labels:
+            continue
+        saved = cache / "scores" / (label.replace("/", "-").replace("+", "_") + ".json")
+        if saved.is_file():  # a run cut short keeps what it measured; the same store and queries give the same scores
+            scores[label] = json.loads(saved.read_text())
+            continue
         t0 = time.perf_counter()
-        ws = build(label.replace("/", "-").replace("+", "_"), traces, setting, emb, cache, clock)
+        uri = cache / label.replace("/", "-").replace("+", "_")
+        if uri.exists() and (uri / "traces.lance").exists():
+            ws = Workspace(str(uri), embedder=emb, clock=clock, fact_extractor=None)  # built by an earlier run
+        else:
+            ws = build(uri.name, traces, setting, emb, cache, clock)
         timing[label] = round(time.perf_counter() - t0, 1)
         scores[label] = per_query(ws, queries, clock, score)
+        saved.parent.mkdir(parents=True, exist_ok=True)
+        saved.write_text(json.dumps(scores[label]))
         log(f"  {label}: hybrid@0.5 {mean(scores[label]['hybrid@0.5']):.4f}  bm25 {mean(scores[label]['sparse']):.4f}"
             f"  dense {mean(scores[label]['dense']):.4f}")
     table = {k: {"bm25": round(mean(v["sparse"]), 4), "dense": round(mean(v["dense"]), 4),
@@ -192,7 +205,7 @@ def locomo(path: str, cache: Path, max_chars: int, emb: CachedEmbedder, dense_wi
     return {"dataset": name, "questions": len(queries), "traces": len(traces), "metric": "evidence recall@10",
             "clock": "end", "max_chars": max_chars, "table": table, "leave_one_conversation_out": loo,
             "chosen_on_all": summary(scores, chosen, w), "off_default": summary(scores, "off", DEFAULT_WEIGHT),
-            "setting_of": {k: v.to_text() for k, v in settings(max_chars, dense_windows).items()},
+            "setting_of": {k: v.to_text() for k, v in settings(max_chars, dense_windows).items() if k in scores},
             "build_seconds": timing}
 
 
@@ -221,6 +234,8 @@ def main() -> int:
                     "hashing embedder (rankings on vs off; its nDCG is not MiniLM's), written to --out")
     ap.add_argument("--max-chars", type=int, default=300)
     ap.add_argument("--dense-windows", default="1", help="windows measured with dense and both sides, e.g. 1,2")
+    ap.add_argument("--labels", default="", help="only these settings (comma-separated labels, e.g. off,w1/bm25)")
+    ap.add_argument("--skip-noop", action="store_true", help="no demo no-op check")
     ap.add_argument("--out", default=str(ROOT / "docs" / "eval" / "context.json"))
     args = ap.parse_args()
     cache = Path(args.cache)
@@ -235,9 +250,10 @@ def main() -> int:
     emb = CachedEmbedder(cache / "minilm-cache.npz")
     t0 = time.perf_counter()
     out = {"command": " ".join(["scripts/bench_context.py"] + sys.argv[1:]), "locomo": locomo(
-        args.locomo, cache, args.max_chars, emb, tuple(int(w) for w in args.dense_windows.split(",") if w))}
+        args.locomo, cache, args.max_chars, emb, tuple(int(w) for w in args.dense_windows.split(",") if w),
+        tuple(x for x in args.labels.split(",") if x))}
     chosen = ContextSetting.from_text(out["locomo"]["setting_of"][out["locomo"]["chosen_on_all"]["setting"]])
-    out["no_op"] = [no_op("demo", chosen, cache, emb)]
+    out["no_op"] = [] if args.skip_noop else [no_op("demo", chosen, cache, emb)]
     if args.scifact:
         out["no_op"].append(no_op(f"beir:{args.scifact}", chosen, cache, emb))
     out["seconds"] = round(time.perf_counter() - t0)

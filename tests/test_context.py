@@ -250,3 +250,15 @@ def test_context_is_shown_as_escaped_text():
     out = context_html("**bold** <img src=x onerror=alert(1)> [a](http://x)", "both", ("bold",))
     assert "&lt;img src=x onerror=alert(1)&gt;" in out and "<img" not in out
     assert "**bold**" in out and "matched only here: bold" in out and "BM25 and the embedding" in out
+
+
+def test_a_new_store_reads_conversations_in_context_by_default(tmp_path):
+    from retrieval.store.threads import setting_of
+
+    ws = Workspace(str(tmp_path / "db"), embedder=HashingEmbedder(32), clock=lambda: NOW, fact_extractor=None)
+    ws.ingest(CONVO)
+    assert setting_of(ws.store) == ContextSetting(window=3, sides="bm25", max_chars=300)
+    t3 = ws.store.get(["t3"])[0]
+    assert (t3.context, t3.context_sides) == ("Did you adopt the greyhound?\nYes, last Tuesday!\nWhat colour is the "
+                                              "lead?", "bm25")
+    assert sparse(ws, "greyhound") == ["t0", "t1", "t2", "t3"]
