@@ -59,7 +59,6 @@ def explain(diag: Any, trace_id: str, lookup: Any = None, sees: Callable[[str], 
     out: dict[str, Any] = {"trace_id": trace_id, "stages": {st: _stage(diag, st, trace_id) for st in diag.stage_ids}}
     if getattr(diag, "adaptive", None) is not None:
         out["adaptive"] = dict(diag.adaptive)
-
     for fact_trace, fact in zip(rec.fact_traces, rec.facts):
         if fact_trace.id == trace_id:
             out["fact"] = {"subject": fact.subject, "predicate": fact.predicate, "object": fact.object,
@@ -104,9 +103,7 @@ def explain(diag: Any, trace_id: str, lookup: Any = None, sees: Callable[[str], 
     if pool_trace is not None:
         out["content"] = pool_trace.content
         out.setdefault("scope", f"{pool_trace.trace.scope}:{pool_trace.trace.scope_id}")
-    shown = pool_trace if pool_trace is not None else dense_hit
-    if shown is not None:
-        out.update(context_parts(shown.trace, out.get("bm25_terms"), lookup))
+    out.update(context_parts(getattr(pool_trace or dense_hit, "trace", None), out.get("bm25_terms"), lookup))
 
     if out["stages"]["final"] is None and not touched and rec.search_queries:
         return Explanation(dropped_at="dense", **_not_found(diag, trace_id, lookup, out, sees))
