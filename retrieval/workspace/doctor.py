@@ -17,7 +17,7 @@ from typing import Any
 
 from retrieval.sparse.build import new_bm25
 from retrieval.store.duplicates import duplicate_ids, repair_duplicates
-from retrieval.workspace.derived import pinned, read_version, rows_of
+from retrieval.workspace.derived import own_hash, pinned, read_version, rows_of
 
 
 @dataclass
@@ -111,7 +111,7 @@ def check(ws: Any) -> Report:
                                    (sorted(want - have)[:3] + sorted(have - want)[:3])])
         state = read_version(store, rep.version)
         done = ws.fact_sources.read()
-        behind = sorted(i for i, h in state.hashes.items() if done.get(i) != h)
+        behind = sorted(i for i, h in state.hashes.items() if done.get(i) != own_hash(h))
         rep.add("facts pending", *([f"{len(behind)} trace(s) not marked extracted at their content"] if behind else []))
     gaps = sorted(set(audited_versions(store)) - ws.audit.versions())
     rep.add("audit gaps", *[f"table version {v} has no entry" for v in gaps[:10]])

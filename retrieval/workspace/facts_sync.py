@@ -1,8 +1,9 @@
 """Facts follow the traces table per trace id and content (SPEC §18), whoever wrote the rows.
 
 A small table `fact_sources` (trace id, content hash) beside the facts says which version of each trace the facts
-were extracted from. It is written after the facts, so a crash at any point leaves it behind the facts, never
-ahead. `reconcile` compares it with a version of the table: traces whose hash differs (new, edited, activated) are
+were extracted from (the hash of the trace's own fields, `derived.own_hash`: a context change never re-extracts).
+It is written after the facts, so a crash at any point leaves it behind the facts, never ahead. `reconcile`
+compares it with a version of the table: traces whose hash differs (new, edited, activated) are
 extracted again (an idempotent upsert that also drops their facts the new text no longer gives), traces no longer
 active (deleted, deactivated) lose their facts, and any fact whose source trace is gone goes too (an orphan left by
 a writer that never ran the extractor, or by a crash). Running it twice changes nothing; any process may run it.
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from retrieval.store.remote import open_db
+from retrieval.workspace.derived import own_hash
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +106,7 @@ def sync(store: Any, facts: Any, sources: FactSources, extractor: Any, hashes: M
         traces = [from_row(r) for r in resolve(rows) if r.get("is_active")]
         k, w = extract_for_traces(facts, extractor, traces, replace_ids=part + (gone if start == 0 else []))
         n, warnings = n + k, warnings + list(w)
-        sources.mark({i: hashes[i] for i in part if i in hashes})
+        sources.mark({i: own_hash(hashes[i]) for i in part if i in hashes})
     sources.drop(gone)
     return FactsSync(len(todo), len(gone), n, tuple(warnings))
 
@@ -113,7 +115,7 @@ def reconcile(store: Any, facts: Any, sources: FactSources, extractor: Any, hash
               version: int) -> FactsSync:
     """Bring the facts in step with the table at `version` (`hashes`: its active ids → content hash)."""
     done = sources.read()
-    todo = sorted(i for i, h in hashes.items() if done.get(i) != h)
+    todo = sorted(i for i, h in hashes.items() if done.get(i) != own_hash(h))
     gone = sorted((set(done) | fact_source_ids(facts)) - set(hashes))
     if not todo and not gone:
         return FactsSync()
@@ -124,4 +126,5 @@ def reconcile(store: Any, facts: Any, sources: FactSources, extractor: Any, hash
 def pending(facts: Any, sources: FactSources, hashes: Mapping[str, str]) -> int:
     """How many traces' facts are not in step with `hashes` (new, edited, or gone)."""
     done = sources.read()
-    return sum(done.get(i) != h for i, h in hashes.items()) + len((set(done) | fact_source_ids(facts)) - set(hashes))
+    behind = sum(done.get(i) != own_hash(h) for i, h in hashes.items())
+    return behind + len((set(done) | fact_source_ids(facts)) - set(hashes))
