@@ -298,3 +298,16 @@ def test_context_writes_have_one_audit_entry_per_version(tmp_path):
     assert by_version[out["version"] + 1].actor == MAINTENANCE  # the setting recorded: metadata only
     last = by_version[ws.store.version()]
     assert (last.action, last.traces, last.ids) == ("delete", 1, ("t1",))
+
+
+def test_ray_ingest_refuses_threads_it_cannot_give_context(tmp_path):
+    """Ray's ingest writes rows without assembling contexts: on a store that reads threads in context it refuses a
+    batch with threads before anything is written (the normal ingest is the one that assembles them)."""
+    from retrieval.distributed.ingest import _open
+
+    db = tmp_path / "db"
+    with pytest.raises(ValueError, match="this batch has threads: their contexts are assembled by the normal"):
+        _open(str(db), HashingEmbedder(32), "traces", CONVO)
+    assert not (db / "traces.lance").exists()
+    store, _ = _open(str(db), HashingEmbedder(32), "traces", [make_trace("a", "no thread here")])  # no threads: on
+    assert store.table() is not None
