@@ -125,7 +125,7 @@ class HybridRetriever:
         if self.writer is not None:
             return self.writer.ingest(traces, progress=progress).written
         written = self.memory_store.add(traces, progress=progress)
-        self.bm25.sync(traces)
+        self.bm25.sync(self.memory_store.last_add_report.traces)  # as stored: contexts, rewritten followers
         return written
 
     def delete(self, ids: Iterable[str]) -> int:
@@ -135,6 +135,7 @@ class HybridRetriever:
             return self.writer.delete(ids)
         n = self.memory_store.delete(ids)
         self.bm25.remove_documents(ids)  # one atomic batch: readers never see half of it
+        self.bm25.sync(self.memory_store.writes.last_recontexted)  # their followers' contexts changed
         if self.fact_store is not None:
             for i in ids:
                 self.fact_store.delete_for_trace(i)

@@ -21,6 +21,8 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MIN_TIME = datetime(1678, 1, 1, tzinfo=UTC)
 MAX_TIME = datetime(2262, 4, 11, tzinfo=UTC)
 INT64_MAX = 2**63 - 1
+# Which index a trace's context feeds (SPEC §1 thread/position; retrieval.store.context)
+CONTEXT_SIDES = ("bm25", "dense", "both")
 MAX_ID_CHARS = 1024
 MAX_SCOPE_ID_CHARS = 256
 # Ids and scope ids end up quoted inside LanceDB SQL filters and URLs: no control characters,
@@ -113,6 +115,15 @@ class MemoryTrace:
     arousal: float = 0.0
     dominance: float = 0.0
     is_active: bool = True
+    # The conversation a trace belongs to and its order there (optional; loaders set them). Neighbours of a
+    # trace are the traces of the same scope AND thread, ordered by position.
+    thread: str | None = None
+    position: int | None = None
+    # Derived by the store at write time, never given: the neighbours' text the store's context setting
+    # assembled for this trace, and which index it feeds (`bm25` | `dense` | `both`). The displayed text,
+    # facts and grades stay `content`.
+    context: str | None = None
+    context_sides: str | None = None
 
     def __post_init__(self) -> None:
         # Default last access is the creation time (SPEC §1). Tuples keep the trace hashable.
@@ -124,6 +135,10 @@ class MemoryTrace:
     @property
     def scope_key(self) -> Scope:
         return Scope(self.scope, self.scope_id)
+
+    def text_for(self, side: str) -> str:
+        """The text this trace contributes to `side` (`bm25` or `dense`): see `indexed_text`."""
+        return indexed_text(self.content, self.context, self.context_sides, side)
 
     def validate(self) -> None:
         """Raise `ValueError` naming the trace id and the bad field.
@@ -159,6 +174,7 @@ class MemoryTrace:
                 raise bad(name, why)
         for name in ("created_at", "last_accessed_at"):
             self._check_time(name, bad)
+        self._check_thread(bad)
         ranges = {
             "confidence": (0.0, 1.0),
             "encoding_strength": (0.0, 1.0),
@@ -177,6 +193,25 @@ class MemoryTrace:
         if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= INT64_MAX:
             shown = f"an integer of {n.bit_length()} bits" if isinstance(n, int) and n > INT64_MAX else repr(n)
             raise bad("retrieval_count", f"is {shown}; must be an integer from 0 to {INT64_MAX} (int64)")
+
+    def _check_thread(self, bad) -> None:
+        if self.thread is not None:
+            why = check_identifier(self.thread, MAX_SCOPE_ID_CHARS)
+            if why:
+                raise bad("thread", f"{why} (or leave it out: a trace without a thread has no neighbours)")
+        pos = self.position
+        if pos is not None:
+            if not isinstance(pos, int) or isinstance(pos, bool) or not 0 <= pos <= INT64_MAX:
+                raise bad("position", f"is {pos!r}; must be a whole number from 0 to {INT64_MAX} (the turn's "
+                                      "order in its thread)")
+            if self.thread is None:
+                raise bad("position", f"is {pos!r} but the trace has no thread; give a thread too, or drop it")
+        if self.context is not None:
+            why = check_text(self.context)
+            if why:
+                raise bad("context", why)
+        if self.context_sides is not None and self.context_sides not in CONTEXT_SIDES:
+            raise bad("context_sides", f"is {self.context_sides!r}; allowed: {', '.join(CONTEXT_SIDES)}")
 
     def _check_time(self, name: str, bad) -> None:
         value = getattr(self, name)
@@ -219,6 +254,15 @@ class ScoredMemoryTrace:
     @property
     def content(self) -> str:
         return self.trace.content
+
+
+def indexed_text(content: str, context: str | None, sides: str | None, side: str) -> str:
+    """The ONE definition of what a trace contributes to an index: its own text, followed by the context the
+    store assembled for it when the recorded setting feeds that `side` (`bm25` | `dense`). The BM25 builds
+    (streamed from rows or synced from traces) and the embedding at upsert all call this."""
+    if context and sides in (side, "both"):
+        return f"{content}\n{context}"
+    return content
 
 
 def epoch_ms(dt: datetime) -> int:

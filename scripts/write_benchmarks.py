@@ -200,6 +200,66 @@ def section_scope_stats(out: list[str]) -> None:
             "`scope`. `python -m retrieval statistics scope|store --db URI` changes it (no rebuild).", ""]
 
 
+def _iv(iv: dict) -> str:
+    return f"{iv['delta']:+.4f} [{iv['lo']:+.4f}, {iv['hi']:+.4f}]"
+
+
+def section_context(out: list[str]) -> None:
+    """Traces read in their context (`scripts/bench_context.py`, issue 36)."""
+    d = load("eval/context.json")
+    if not d:
+        return
+    lo = d["locomo"]
+    weights = [k for k in next(iter(lo["table"].values())) if k.startswith("hybrid@")]
+    out += ["### Traces read in their context", "",
+            f"Command: `{d['command']}` (writes docs/eval/context.json). {lo['dataset']}: {lo['questions']} questions, "
+            f"{lo['traces']} turns, evidence recall@10 at the `end` clock; each turn's thread is its session, its context "
+            f"the previous turn(s) of that session (`w1` = one, `+next` = and the next one), at most {lo['max_chars']} "
+            "characters, fed to BM25, the embedding or both; one store per setting, built through the Workspace. "
+            "`hybrid@w` is the `hybrid` default re-fused at dense weight w (today 0.5).", "",
+            "| setting | BM25 | dense | " + " | ".join(weights) + " |", "|---|---|---|" + "---|" * len(weights)]
+    for name, row in lo["table"].items():
+        out.append(f"| {name} | {row['bm25']:.4f} | {row['dense']:.4f} | "
+                   + " | ".join(f"{row[w]:.4f}" for w in weights) + " |")
+    loo = lo["leave_one_conversation_out"]
+    out += ["", "Leave-one-conversation-out: the setting and dense weight with the best mean recall@10 on four "
+            "conversations, scored on the fifth:", "",
+            "| held out | questions | chosen | dense weight | recall@10 | setting off, weight 0.5 |", "|---|---|---|---|---|---|"]
+    for fold in loo["folds"]:
+        out.append(f"| {fold['held_out']} | {fold['questions']} | {fold['chosen']} | {fold['dense_weight']:g} | "
+                   f"{fold['recall@10']:.4f} | {fold['off_default']:.4f} |")
+    c, o = lo["chosen_on_all"], lo["off_default"]
+    out += ["", f"All five held-out parts together: **{loo['held_out_recall@10']:.4f}** against "
+            f"{loo['off_default_recall@10']:.4f} with the setting off (held-out − off {_iv(loo['held_out_minus_off'])}, "
+            "paired bootstrap 95 %).", "",
+            "| | setting | dense weight | hybrid | BM25 | dense | hybrid − BM25 | hybrid − dense |",
+            "|---|---|---|---|---|---|---|---|"]
+    for label, r in (("chosen on all five", c), ("off (today)", o)):
+        out.append(f"| {label} | {r['setting']} | {r['dense_weight']:g} | {r['hybrid']:.4f} | {r['bm25']:.4f} | "
+                   f"{r['dense']:.4f} | {_iv(r['hybrid_minus_bm25'])} | {_iv(r['hybrid_minus_dense'])} |")
+    out += ["", "No threads, no context: the chosen setting on and off, every ranking compared:", "",
+            "| set | queries | traces with a thread | identical rankings | metric |", "|---|---|---|---|---|"]
+    sci = load("eval/context-scifact-noop.json")
+    for r in d.get("no_op", []) + ([dict(sci, dataset=f"{sci['dataset']} ({sci['embedder']})")] if sci else []):
+        out.append(f"| {r['dataset']} | {r['queries']} | {r['threads']} | {r['identical_rankings']} / {r['queries']} | "
+                   f"{r['metric']} {r[r['metric']]:.4f} |")
+    cost = load("bench_context_cost.json")
+    if cost:
+        out += ["", f"Cost (`{cost['command']}`, writes docs/bench_context_cost.json): {cost['docs']:,} synthetic traces "
+                f"in threads of {cost['turns_per_thread']}, ingested through the Workspace in batches of "
+                f"{cost['batch']:,} that each continue every thread (the worst case: each batch reads every stored "
+                f"thread), {cost['embedder']} embedder. CPU seconds are this process's (steadier than wall time on "
+                "this shared machine).", "",
+                "| setting | ingest CPU s | ingest wall s | LanceDB MB | BM25 sidecar MB | query CPU p50 ms | "
+                "query wall p50 ms |", "|---|---|---|---|---|---|---|"]
+        for r in cost["runs"]:
+            out.append(f"| {r['setting']} | {r['ingest_cpu_s']} | {r['ingest_s']} | {r['lance_mb']} | "
+                       f"{r['bm25_sidecar_mb']} | {r['query_cpu_p50_ms']} | {r['query_p50_ms']} |")
+        out += ["", f"Ingest with context: {cost['ingest_cpu_ratio']}× the CPU time ({cost['ingest_ratio']}× wall)."]
+    notes = DOCS / "context-notes.md"
+    out += ["", notes.read_text().strip() if notes.is_file() else "", ""]
+
+
 def section_calibrate(out: list[str]) -> None:
     """Label-free calibration against the fixed default (`scripts/bench_calibrate.py`)."""
     d = load("bench_calibrate.json")
@@ -790,6 +850,7 @@ def main() -> int:
     section_quality(out)
     section_designs(out)
     section_scope_stats(out)
+    section_context(out)
     section_calibrate(out)
     section_adaptive(out)
     section_choice(out)

@@ -235,6 +235,16 @@ def escalation_view(escalations) -> None:
 
 
 # ---------------------------------------------------------------- the explanation
+def context_html(context: str, sides: str | None, terms) -> str:
+    """The context window beside the trace, greyed: escaped text (never Markdown), what read it, the terms
+    BM25 matched only there."""
+    feeds = {"bm25": "BM25", "dense": "the embedding", "both": "BM25 and the embedding"}.get(sides or "", "nothing")
+    only = f" · matched only here: {html.escape(', '.join(terms))}" if terms else ""
+    return (f"<div class='trace-context' style='color:#8a8a8a;font-size:0.85em;white-space:pre-wrap;"
+            f"border-left:3px solid #ddd;padding-left:0.6em'><b>Context</b> (the turns around it in its "
+            f"conversation, indexed with it for {feeds}; not part of its text){only}\n{html.escape(context)}</div>")
+
+
 def explanation_summary(ex, query: str, key: str, final_how: str = "") -> bool:  # noqa: ARG001 (callers pass a key)
     """The plain-words part: the reason, the text, rank and score per stage. False when nothing more
     may be shown (no such trace, or not visible from this scope)."""
@@ -253,6 +263,8 @@ def explanation_summary(ex, query: str, key: str, final_how: str = "") -> bool: 
     if ex.content:
         st.markdown(f"<div style='font-size:0.92em'>{highlight(ex.content, query, 600)}</div>", unsafe_allow_html=True)
         st.caption(f"scope {plain(ex.scope)}" if ex.scope else "")
+    if getattr(ex, "context", None):
+        st.html(context_html(ex.context, ex.context_sides, getattr(ex, "bm25_context_terms", None)))
     sentence = view.split_sentence(ex.split)
     if sentence:
         st.markdown(sentence)

@@ -126,14 +126,15 @@ class BM25Index:
         return len(self)
 
     def sync(self, traces: Iterable, *, complete: bool = False) -> int:
-        """Mirror stored traces as one atomic batch: active ones (re)added with their scope, inactive
+        """Mirror stored traces (each as `text_for("bm25")`: its text and, when the store's context setting
+        feeds BM25, its context) as one atomic batch: active ones (re)added with their scope, inactive
         ones removed; with `complete=True` every other document is removed too (a full re-sync).
 
         Repeated ids: the last wins, as in the store. An unchanged document is left as it is.
         Returns the number of documents after the batch.
         """
         latest = {t.id: t for t in traces}
-        self._apply([(t.id, t.content, t.scope_key) for t in latest.values() if t.is_active],
+        self._apply([(t.id, t.text_for("bm25"), t.scope_key) for t in latest.values() if t.is_active],
                     [t.id for t in latest.values() if not t.is_active], complete)
         return len(self)
 

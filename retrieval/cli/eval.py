@@ -31,7 +31,7 @@ def open_eval_workspace(name: str, traces, cache_dir: str, embedder=None, log=pr
     uri = Path(cache_dir) / name
     clock = clock or (lambda: EVAL_NOW)
     ws = Workspace(str(uri), embedder=embedder, clock=clock, fact_extractor=None)
-    if ws.store.count() != len(traces):
+    if ws.store.count() != len(traces) or _lost_threads(ws, traces):
         if uri.exists():
             shutil.rmtree(uri)
         ws = Workspace(str(uri), embedder=embedder, clock=clock, fact_extractor=None)
@@ -50,6 +50,13 @@ def open_eval_workspace(name: str, traces, cache_dir: str, embedder=None, log=pr
     return ws
 
 
+def _lost_threads(ws, traces) -> bool:
+    """A cache built before traces carried their thread (LoCoMo sessions): rebuilt, so context can be read."""
+    first = next((t for t in traces if t.thread is not None), None)
+    stored = ws.store.get([first.id]) if first is not None else []
+    return bool(stored) and stored[0].thread is None
+
+
 def _as_new_store(ws, log) -> None:
     """An evaluation measures what a new store does: a cache made before today's defaults (or with other settings)
     is switched to the BM25 analyser and statistics a new store records (no re-embedding)."""
@@ -62,6 +69,12 @@ def _as_new_store(ws, log) -> None:
     if ident.statistics != NEW_STORE_STATISTICS:
         log(f"  cached store: BM25 statistics set to {NEW_STORE_STATISTICS!r}, as a new store records")
         ws.set_bm25_statistics(NEW_STORE_STATISTICS)
+    from retrieval.store.context import NEW_STORE_CONTEXT
+    from retrieval.store.threads import setting_of
+
+    if setting_of(ws.store) != NEW_STORE_CONTEXT:
+        log(f"  cached store: context set to {NEW_STORE_CONTEXT.describe()}, as a new store records (re-indexing)")
+        ws.set_context(NEW_STORE_CONTEXT)
 
 
 def _metrics(ranked, q, locomo: bool) -> dict[str, float]:

@@ -52,7 +52,7 @@ COMMANDS: dict[str, Kind] = {
     "judge export": READ, "judge import": SCOPED_WRITE, "judge agreement": READ, "judge policy": SCOPED_WRITE,
     "calibrate": Kind(lambda a: a.undo or not a.dry_run),
     "adapt": Kind(lambda a: a.undo or (bool(a.case) and not a.dry_run)),  # --dataset: a report
-    "reembed": WRITE, "analyzer": WRITE, "statistics": WRITE,
+    "reembed": WRITE, "analyzer": WRITE, "statistics": WRITE, "context": WRITE,
     "tag": Kind(lambda a: bool(a.name) and not a.list),
     "diff-versions": READ, "import-log": SCOPED_WRITE,
     "doctor": Kind(lambda a: a.repair),  # a report; --repair rewrites derived state and removes duplicate rows

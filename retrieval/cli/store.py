@@ -1,4 +1,5 @@
-"""Store-level CLI: which store and table to open (and how), `reembed`, `analyzer` and `statistics`.
+"""Store-level CLI: which store and table to open (and how), `reembed`, `analyzer`, `context` and
+`statistics`.
 
 `--embedder` defaults to the one the store records (SPEC §15); `--table NAME --columns id=…,text=…`
 inspects an existing LanceDB table in place (read-only); `--sparse fts` searches with LanceDB's
@@ -103,6 +104,23 @@ def cmd_analyzer(args) -> int:
     return 0
 
 
+def cmd_context(args) -> int:
+    from retrieval.store.context import ContextSetting
+
+    try:
+        setting = None if args.undo else ContextSetting(window=0 if args.off else args.window, sides=args.sides,
+                                                        next=args.next and not args.off, max_chars=args.max_chars)
+        ws = open_workspace(args)
+        t0 = time.perf_counter()
+        out = ws.set_context(setting, progress=progress_line("re-indexing"), undo=args.undo, **writer(args))
+    except (ValueError, ImportError, PermissionError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"context of {args.db}: {out['from']} -> {out['to']}; {out['rewritten']} trace(s) re-indexed, "
+          f"{out['reembedded']} re-embedded ({time.perf_counter() - t0:.1f}s)")
+    return 0
+
+
 def cmd_statistics(args) -> int:
     try:
         ws = open_workspace(args)
@@ -128,6 +146,17 @@ def add_store_commands(sub, db) -> None:
     sp.add_argument("name", choices=ANALYZERS)
     db(sp)
     sp.set_defaults(func=cmd_analyzer)
+
+    sp = sub.add_parser("context", help="index each trace with the turns before it in its thread (same scope), "
+                                        "re-indexing in place; --undo restores the previous setting")
+    sp.add_argument("--window", type=int, default=1, help="previous traces of the same thread (0 = none)")
+    sp.add_argument("--sides", choices=("bm25", "dense", "both"), default="both", help="which index reads it")
+    sp.add_argument("--next", action="store_true", help="the next trace of the thread too")
+    sp.add_argument("--max-chars", type=int, default=300, help="characters of context at most")
+    sp.add_argument("--off", action="store_true", help="each trace as its own text again (window 0)")
+    sp.add_argument("--undo", action="store_true", help="restore the setting the last change replaced")
+    db(sp)
+    sp.set_defaults(func=cmd_context)
 
     sp = sub.add_parser("statistics", help="set what a scoped query's BM25 is scored with: the scope's own N, df "
                                            "and avgdl (scope) or every document's (store); no rebuild")

@@ -14,7 +14,7 @@ import numpy as np
 from retrieval.store.identity import StoreIdentity, embedder_for
 from retrieval.store.rows import to_row
 from retrieval.store.writes import check_vectors
-from retrieval.types import MemoryTrace
+from retrieval.types import MemoryTrace, indexed_text
 
 _EMBEDDERS: dict[tuple[str | None, int], Any] = {}  # per worker process: loaded once, reused by every batch
 
@@ -58,7 +58,8 @@ def embed_rows(batch: Any, name: str | None, dim: int, schema: Any) -> Any:
 
 
 class EmbedColumn:
-    """An `add_columns` transform: a RecordBatch of `id`, `content` in, one vector column named `column` out."""
+    """An `add_columns` transform: a RecordBatch of `id`, `content` (and `context`, `context_sides` where the table
+    has them) in, one vector column named `column` out."""
 
     def __init__(self, name: str | None, dim: int, column: str = "vector"):
         self.name, self.dim, self.column = name, dim, column
@@ -66,7 +67,11 @@ class EmbedColumn:
     def __call__(self, batch: Any) -> Any:
         import pyarrow as pa
 
-        vec = vector_array(batch.column("content").to_pylist(), batch.column("id").to_pylist(), self.name, self.dim)
+        texts = batch.column("content").to_pylist()
+        if "context" in batch.schema.names:  # what the row gives the embedding (`types.indexed_text`), as normal
+            texts = [indexed_text(t, c, s, "dense") for t, c, s in zip(texts, batch.column("context").to_pylist(),
+                                                                        batch.column("context_sides").to_pylist())]
+        vec = vector_array(texts, batch.column("id").to_pylist(), self.name, self.dim)
         return pa.RecordBatch.from_arrays([vec], schema=pa.schema([pa.field(self.column, vec.type)]))
 
 

@@ -28,6 +28,7 @@ from retrieval.distributed.cluster import dataset_uri, fragment_ids, ray_session
 from retrieval.distributed.embed import embed_rows, scalar_table
 from retrieval.store.identity import check_embedder
 from retrieval.store.memory import MemoryStore
+from retrieval.store.threads import setting_of
 from retrieval.store.rows import ids_filter
 from retrieval.types import MemoryTrace
 from retrieval.workspace.audit import AuditLog, scopes_of
@@ -82,9 +83,13 @@ def _check_identity(store: MemoryStore) -> None:
         check_embedder(ident, store.embedder, store.display_uri)
 
 
-def _open(uri: str, embedder: Any, table: str) -> tuple[MemoryStore, Any]:
+def _open(uri: str, embedder: Any, table: str, batch: list[MemoryTrace]) -> tuple[MemoryStore, Any]:
     store = MemoryStore(uri, embedder=embedder, table=table)  # a named embedder is checked on open
     store.check_writable()
+    if setting_of(store).on and any(t.thread is not None for t in batch):  # before anything is written
+        raise ValueError(f"store {store.display_uri!r} reads traces in their context and this batch has threads: "
+                         "their contexts are assembled by the normal ingest only, so nothing was written; ingest "
+                         "them without --ray, or turn context off first (`python -m retrieval context --off`)")
     tbl = store.table(create=True)  # a new store records the embedder that builds it
     _check_identity(store)
     return store, tbl
@@ -124,7 +129,7 @@ def ray_ingest(uri: str, traces: list[MemoryTrace], *, embedder: Any = None, add
     batch, dups = _last_wins(list(traces))
     if not batch:
         raise ValueError("no trace to ingest; nothing was written")
-    store, tbl = _open(uri, embedder, table)
+    store, tbl = _open(uri, embedder, table, batch)
     schema = tbl.schema
     before = fragment_ids(store)
     replaced = stored_ids(tbl, [t.id for t in batch])

@@ -26,28 +26,33 @@ from retrieval.distributed.embed import EmbedColumn
 from retrieval.store.identity import StoreIdentity
 from retrieval.store.memory import MemoryStore
 from retrieval.store.reembed import STAGING_SUFFIX
-from retrieval.store.rows import SCALAR_COLUMNS, schema
+from retrieval.store.context import KEY_CONTEXT
+from retrieval.store.rows import CONTEXT_COLUMNS, SCALAR_COLUMNS, schema
+from retrieval.store.threads import recorded
 from retrieval.workspace.audit import AuditLog
 
 log = logging.getLogger(__name__)
 
 
-def _new_schema(ident: StoreIdentity) -> Any:
+def _new_schema(ident: StoreIdentity, store: MemoryStore) -> Any:
     sch = schema(ident.dim)
-    return sch.set(sch.get_field_index("vector"), sch.field("vector").with_metadata(ident.metadata()))
+    kept = {KEY_CONTEXT: recorded(store)} if recorded(store) else {}  # the context setting stays the store's
+    return sch.set(sch.get_field_index("vector"), sch.field("vector").with_metadata({**ident.metadata(), **kept}))
 
 
 def _stage(store: MemoryStore, lance_ray: Any, staging: str, version: int, per: int, new: StoreIdentity,
            workers: int, batch_size: int) -> None:
     """Steps 1 and 2: the staging table with the new vectors."""
     opts = store.storage_options
-    scalars = lance_ray.read_lance(dataset_uri(store), columns=list(SCALAR_COLUMNS), storage_options=opts,
+    have = [c for c in CONTEXT_COLUMNS if c in store.table().schema.names]  # an older table lacks them
+    scalars = lance_ray.read_lance(dataset_uri(store), columns=list(SCALAR_COLUMNS) + have, storage_options=opts,
                                    dataset_options={"version": version})
     lance_ray.write_lance(scalars, dataset_uri(store, staging), mode="create", min_rows_per_file=per,
                           max_rows_per_file=per, storage_options=opts)
     log.info("staged the rows in %d fragment(s)", len(fragment_ids(store, staging)))
     lance_ray.add_columns(dataset_uri(store, staging), transform=EmbedColumn(new.embedder, new.dim),
-                          read_columns=["id", "content"], concurrency=workers, batch_size=batch_size,
+                          read_columns=["id", "content", *(c for c in ("context", "context_sides") if c in have)],
+                          concurrency=workers, batch_size=batch_size,
                           storage_options=opts)
 
 
@@ -61,11 +66,12 @@ def _swap(store: MemoryStore, staging: str, version: int, total: int, new: Store
     staged = store.db.open_table(staging)
     if staged.count_rows() != total:
         raise ValueError(f"staging table holds {staged.count_rows()} rows, expected {total}; store unchanged")
-    sch = _new_schema(new)
+    sch = _new_schema(new, store)
 
     def batches():
-        for b in staged.search().limit(None).to_batches(8192):
-            yield pa.RecordBatch.from_arrays([b.column(f.name).cast(f.type) for f in sch], schema=sch)
+        for b in staged.search().limit(None).to_batches(8192):  # an older table's rows: no context columns
+            yield pa.RecordBatch.from_arrays([b.column(f.name).cast(f.type) if f.name in b.schema.names
+                                              else pa.nulls(b.num_rows, f.type) for f in sch], schema=sch)
 
     with store.write_lock():
         now = store.version()

@@ -57,7 +57,8 @@ def parse_evidence(items) -> list[str]:
 
 
 def load_locomo(path: str | Path) -> tuple[list[MemoryTrace], list[LabelledQuery]]:
-    """Each conversation a scope; each dialogue turn a trace ("Speaker: text", session date)."""
+    """Each conversation a scope; each dialogue turn a trace ("Speaker: text", session date), in thread
+    `session_N` at its turn's position there (what the context setting reads)."""
     path = Path(path)
     if path.is_dir():
         files = sorted(path.glob("*.json"))
@@ -74,7 +75,7 @@ def load_locomo(path: str | Path) -> tuple[list[MemoryTrace], list[LabelledQuery
         known = set()
         for s in sessions:
             date = parse_session_date(conv[f"session_{s}_date_time"])
-            for turn in conv[f"session_{s}"]:
+            for pos, turn in enumerate(conv[f"session_{s}"]):
                 m = _DIA.fullmatch(turn["dia_id"].strip())
                 if not m:
                     continue
@@ -84,7 +85,8 @@ def load_locomo(path: str | Path) -> tuple[list[MemoryTrace], list[LabelledQuery
                     text += f" [shares a photo: {turn['blip_caption']}]"
                 known.add(did)
                 traces.append(MemoryTrace(id=f"{sid}/{did}", content=text, scope=scope.scope, scope_id=sid,
-                                          created_at=date, source_type="dialogue_turn"))
+                                          created_at=date, source_type="dialogue_turn", thread=f"session_{s}",
+                                          position=pos))
         for i, qa in enumerate(sample.get("qa", [])):
             ev = [e for e in parse_evidence(qa.get("evidence")) if e in known]
             if not ev:

@@ -16,11 +16,11 @@ from typing import Any
 from retrieval.bm25.index import BM25Index
 from retrieval.bm25.tokenizer import make_tokenizer
 from retrieval.store.versions import list_versions
-from retrieval.types import Scope
+from retrieval.types import Scope, indexed_text
 
 log = logging.getLogger(__name__)
 
-Row = tuple[str, str, str]  # content, scope, scope_id
+Row = tuple[str, str, str]  # BM25 text, scope, scope_id
 
 
 def load_sidecar(path: Path | None, table: str, analyzer: str) -> tuple[BM25Index, int] | None:
@@ -41,10 +41,15 @@ def load_sidecar(path: Path | None, table: str, analyzer: str) -> tuple[BM25Inde
 
 
 def active_rows(tbl: Any) -> dict[str, Row]:
-    """id → (content, scope, scope_id) of the active rows of a (checked-out) native table."""
-    data = tbl.search().where("is_active").select(["id", "content", "scope", "scope_id"]).limit(None).to_arrow()
-    return dict(zip(data["id"].to_pylist(), zip(data["content"].to_pylist(), data["scope"].to_pylist(),
-                                                 data["scope_id"].to_pylist())))
+    """id → (BM25 text, scope, scope_id) of the active rows of a (checked-out) native table; the text is what the
+    row contributes to BM25 (`indexed_text`: its content, and its context when that version's rows say so)."""
+    ctx = [c for c in ("context", "context_sides") if c in tbl.schema.names]  # an older version lacks them
+    data = tbl.search().where("is_active").select(["id", "content", "scope", "scope_id", *ctx]).limit(None).to_arrow()
+    n = data.num_rows
+    context = data["context"].to_pylist() if ctx else [None] * n
+    sides = data["context_sides"].to_pylist() if ctx else [None] * n
+    texts = [indexed_text(c or "", x, s, "bm25") for c, x, s in zip(data["content"].to_pylist(), context, sides)]
+    return dict(zip(data["id"].to_pylist(), zip(texts, data["scope"].to_pylist(), data["scope_id"].to_pylist())))
 
 
 def diffed(idx: BM25Index, saved_version: int, view: Any) -> tuple[BM25Index, str, dict[str, tuple[int, int]]] | None:

@@ -150,9 +150,28 @@ def trace_from_record(rec: Mapping[str, Any], *, scope: str = "user", scope_id: 
     kw.update(_lists(rec, fields))
     kw.update(_numbers(rec))
     kw.update(_dates(rec, fields))
+    kw.update(_thread(rec))
     trace = MemoryTrace(**kw)
     trace.validate()
     return trace
+
+
+def _thread(rec: Mapping[str, Any]) -> dict[str, Any]:
+    """`thread` (the conversation, text) and `position` (the turn's order in it, a whole number >= 0)."""
+    out: dict[str, Any] = {}
+    if rec.get("thread") not in (None, ""):
+        out["thread"] = _scalar_text("thread", rec["thread"]).strip()
+    if rec.get("position") not in (None, ""):
+        try:
+            out["position"] = _integer("position", rec["position"])
+        except ValueError as exc:
+            msg = str(exc)
+            raise ValueError(msg if msg.startswith("field") else f"field 'position': {msg}") from None
+        if out["position"] < 0:
+            raise ValueError(f"field 'position' is {out['position']}; a turn's order in its thread is 0 or more")
+        if "thread" not in out:
+            raise ValueError("field 'position' is given without 'thread'; give the conversation it orders")
+    return out
 
 
 def _content(rec: Mapping[str, Any], fields: FieldMap) -> str:

@@ -40,6 +40,11 @@ class Explanation:
     exists: bool = True  # False: no trace with this id is stored
     visible: bool = True  # False: it exists, but outside the query's scope or inactive (nothing shown)
     adaptive: dict[str, Any] | None = None  # the query's adapted weights and reasons (`adaptive` on), else None
+    # The context the store indexed with this trace (its thread's neighbours; `retrieval.store.context`), shown
+    # apart from `content`; which index read it; the query terms BM25 matched only there, not in `content`.
+    context: str | None = None
+    context_sides: str | None = None
+    bm25_context_terms: tuple[str, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -55,7 +60,6 @@ def explain(diag: Any, trace_id: str, lookup: Any = None, sees: Callable[[str], 
     out: dict[str, Any] = {"trace_id": trace_id, "stages": {st: _stage(diag, st, trace_id) for st in diag.stage_ids}}
     if getattr(diag, "adaptive", None) is not None:
         out["adaptive"] = dict(diag.adaptive)
-
     for fact_trace, fact in zip(rec.fact_traces, rec.facts):
         if fact_trace.id == trace_id:
             out["fact"] = {"subject": fact.subject, "predicate": fact.predicate, "object": fact.object,
@@ -92,6 +96,7 @@ def explain(diag: Any, trace_id: str, lookup: Any = None, sees: Callable[[str], 
     if pool_trace is not None:
         out["content"] = pool_trace.content
         out.setdefault("scope", f"{pool_trace.trace.scope}:{pool_trace.trace.scope_id}")
+    out.update(context_parts(getattr(pool_trace or dense_hit, "trace", None), out.get("bm25_terms"), lookup))
 
     if out["stages"]["final"] is None and not touched and rec.search_queries:
         return Explanation(dropped_at="dense", **_not_found(diag, trace_id, lookup, out, sees))
@@ -113,6 +118,31 @@ def _fusion(diag: Any, trace_id: str) -> dict[str, Any]:
         # rank completion (hybrid): which list's entry was estimated from the id's real score
         "imputed": diag.imputed.get(trace_id),
     }
+
+
+def context_parts(trace: Any, terms: dict[str, float] | None, lookup: Any) -> dict[str, Any]:
+    """The trace's context, which index read it, and the matched BM25 terms found only in the context (the
+    trace's own text tokenised with the index's analyser holds none of them)."""
+    if not getattr(trace, "context", None):
+        return {}
+    out: dict[str, Any] = {"context": trace.context, "context_sides": trace.context_sides}
+    tokenize = getattr(getattr(lookup, "bm25", None), "tokenizer", None)
+    if terms and tokenize is not None and trace.context_sides in ("bm25", "both"):
+        own = set(tokenize(trace.content))
+        out["bm25_context_terms"] = tuple(t for t, v in terms.items() if v > 0 and t not in own)
+    return out
+
+
+def context_sentence(ex: dict[str, Any]) -> str:
+    """"; found because of the turns around it …" when the context made the match, else ""."""
+    st, parts = ex["stages"], []
+    if st.get("sparse") and ex.get("bm25_context_terms"):
+        parts.append(f"BM25 matched {', '.join(ex['bm25_context_terms'])} only in its context")
+    if st.get("dense") and ex.get("context_sides") in ("dense", "both"):
+        parts.append("the dense side embedded its text together with its context")
+    if not parts:
+        return ""
+    return "; found because of the turns around it in its conversation: " + " and ".join(parts)
 
 
 def dense_terms(breakdown: dict[str, float]) -> list[dict[str, Any]]:
@@ -170,6 +200,7 @@ def _verdict(diag: Any, trace_id: str, ex: dict[str, Any]) -> tuple[str | None, 
             tail += (f"; its half '{sp['chosen']}' scored {_fmt(max(sp['half_scores']))} against the whole's "
                      f"{_fmt(sp['whole'])}, adding {_fmt(sp['gain'])}")
         shown = len(diag.stage_ids["final"])  # the list on screen, which may hold fewer than top_k
+        tail += context_sentence(ex)
         return None, f"Rank {rank} of {shown} with score {_fmt(st['final'][1])}: found by {how}{merged}{tail}."
 
     if not diag.record.search_queries:
@@ -238,6 +269,7 @@ def _not_found(diag: Any, trace_id: str, lookup: Any, out: dict[str, Any],
                      f"{_fmt(float(np.dot(vec, np.asarray(rec.qvec, dtype=np.float32))))}) "
                      f"is below the {len(dense)}th dense hit ({_fmt(cut)})")
     res.update(_bm25(lookup.bm25_terms(rec.searched_query, trace_id)))
+    res.update(context_parts(trace, res["bm25_terms"], lookup))
     terms = res["bm25_terms"] or {}
     if any(v > 0 for v in terms.values()):
         matched = ", ".join(t for t, v in terms.items() if v > 0)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, UTC
 from collections.abc import Mapping, Sequence
 
-from retrieval.store.rows import SCALAR_COLUMNS, ids_filter, scope_filter, sql_quote
+from retrieval.store.rows import CONTEXT_COLUMNS, SCALAR_COLUMNS, ids_filter, scope_filter, sql_quote
 from retrieval.types import SCOPES, Scope
 
 FIELDS = ("id", "text", "vector", "scope", "scope_id", "created_at", "last_accessed_at")
@@ -51,6 +51,7 @@ class ColumnMap:
     default_scope_id: str = "default"
     present: frozenset = field(default=frozenset(SCALAR_COLUMNS))  # our other fields the table has
     native: bool = True
+    extras: tuple[str, ...] = CONTEXT_COLUMNS  # the later columns a native table has (older ones lack them)
 
     @classmethod
     def parse(cls, text: str | Mapping[str, str] | None) -> ColumnMap:
@@ -79,7 +80,7 @@ class ColumnMap:
         """Check the mapping against a table schema; unmapped optional fields become None."""
         names = set(schema.names)
         if self.native:
-            return self
+            return replace(self, extras=tuple(c for c in CONTEXT_COLUMNS if c in names))
         for key in ("id", "text", "vector"):
             if getattr(self, key) not in names:
                 raise ValueError(f"table has no column {getattr(self, key)!r} for {key}; columns: "
@@ -97,7 +98,7 @@ class ColumnMap:
     # ------------------------------------------------------------------ queries
     def select(self, with_vectors: bool = False) -> list[str] | dict[str, str]:
         if self.native:
-            return list(SCALAR_COLUMNS) + (["vector"] if with_vectors else [])
+            return list(SCALAR_COLUMNS) + list(self.extras) + (["vector"] if with_vectors else [])
         out = {"id": _col(self.id), "content": _col(self.text)}
         for ours in ("scope", "scope_id", "created_at", "last_accessed_at"):
             if getattr(self, ours):

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.store.columns import NATIVE, ColumnMap
+from retrieval.store.context import KEY_CONTEXT, NEW_STORE_CONTEXT
 from retrieval.store.identity import (NEW_STORE_ANALYZER, NEW_STORE_STATISTICS, StoreIdentity, check_embedder,
                                       embedder_for, read_identity, write_identity)
 from retrieval.store.lock import lock_for
@@ -54,6 +55,7 @@ class TableHandle:
                                 else storage_options_from_env(self.uri))
         self.new_analyzer = NEW_STORE_ANALYZER  # recorded when this store creates its table
         self.new_statistics = NEW_STORE_STATISTICS
+        self.new_context = NEW_STORE_CONTEXT  # the context setting a new table records (store/context.py)
         self._secrets = secrets
         self._tbl: Any = None
         self._db: Any = None
@@ -107,7 +109,7 @@ class TableHandle:
         ident = StoreIdentity(getattr(self.embedder, "name", None), self.embedder.dim, self.new_analyzer,
                               self.new_statistics)
         sch = schema(self.embedder.dim)
-        vec = sch.field("vector").with_metadata(ident.metadata())
+        vec = sch.field("vector").with_metadata({**ident.metadata(), KEY_CONTEXT: self.new_context.to_text()})
         sch = sch.set(sch.get_field_index("vector"), vec)
         try:
             tbl = self.db.create_table(self.table_name, schema=sch, exist_ok=True)
@@ -201,6 +203,8 @@ class TableHandle:
         if tbl is None:
             return 0
         tbl.checkout_latest()
+        if self.columns.native and len(self.columns.extras) < len(NATIVE.extras):  # another writer added them
+            self.columns = self.columns.bind(tbl.schema)
         return int(tbl.version)
 
     def tags(self) -> dict[str, int]:

@@ -12,7 +12,7 @@ import numpy as np
 
 from retrieval.store.duplicates import duplicate_ids, resolve
 from retrieval.store.rows import from_row
-from retrieval.types import MemoryTrace, Scope
+from retrieval.types import MemoryTrace, Scope, indexed_text
 
 if TYPE_CHECKING:
     from retrieval.store.handle import TableHandle
@@ -133,12 +133,14 @@ class StoreReads:
 
     def scan_text(self, batch_size: int = SCAN_BATCH, active_only: bool = True
                   ) -> Iterator[tuple[list[str], list[str], list[Scope]]]:
-        """`(ids, texts, scopes)` per batch of (active) rows, streamed: what BM25 needs, nothing more."""
+        """`(ids, texts, scopes)` per batch of (active) rows, streamed: what BM25 needs, nothing more (each
+        text is what the row contributes to BM25: `retrieval.types.indexed_text`)."""
         tbl = self._handle.table()
         if tbl is None:
             return
         cols = self._handle.columns
-        wanted = ("id", "content", "scope", "scope_id")
+        wanted = ("id", "content", "scope", "scope_id") + tuple(c for c in ("context", "context_sides")
+                                                               if cols.native and c in cols.extras)
         mapped = cols.select(False)
         sel: list[str] | dict[str, str] = list(wanted)
         if not cols.native and isinstance(mapped, dict):
@@ -159,7 +161,9 @@ class StoreReads:
                 if s is None:
                     s = memo[key] = Scope(*key)
                 scopes.append(s)
-            return [r["id"] for r in rows], [r["content"] or "" for r in rows], scopes
+            return ([r["id"] for r in rows],
+                    [indexed_text(r["content"] or "", r.get("context"), r.get("context_sides"), "bm25") for r in rows],
+                    scopes)
 
         if dups:
             q = q.select(list(dict.fromkeys([*wanted, "last_accessed_at", "created_at", "is_active"])))

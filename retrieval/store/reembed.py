@@ -14,7 +14,10 @@ from collections.abc import Callable
 import numpy as np
 
 from retrieval.store.identity import StoreIdentity
-from retrieval.store.rows import SCALAR_COLUMNS, schema
+from retrieval.store.rows import CONTEXT_COLUMNS, SCALAR_COLUMNS, schema
+from retrieval.types import indexed_text
+from retrieval.store.context import KEY_CONTEXT
+from retrieval.store.threads import recorded
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +37,8 @@ def reembed(store, embedder, progress: Callable[[int, int], None] | None = None,
         old = store.identity()
         new = StoreIdentity(getattr(embedder, "name", None), int(embedder.dim), old.analyzer, old.statistics)
         sch = schema(new.dim)
-        sch = sch.set(sch.get_field_index("vector"), sch.field("vector").with_metadata(new.metadata()))
+        kept = {KEY_CONTEXT: recorded(store)} if recorded(store) else {}  # the context setting stays the store's
+        sch = sch.set(sch.get_field_index("vector"), sch.field("vector").with_metadata({**new.metadata(), **kept}))
         staging_name = store.table_name + STAGING_SUFFIX
         if staging_name in store.db.table_names():
             log.warning("dropping a staging table %s left by an interrupted re-embed", staging_name)
@@ -42,12 +46,18 @@ def reembed(store, embedder, progress: Callable[[int, int], None] | None = None,
         staging = store.db.create_table(staging_name, schema=sch)
         total, done = tbl.count_rows(), 0
         try:
-            for batch in tbl.search().select(list(SCALAR_COLUMNS)).limit(None).to_batches(batch_size):
-                texts = batch.column("content").to_pylist()
+            have = [c for c in CONTEXT_COLUMNS if c in tbl.schema.names]  # an older table lacks them
+            for batch in tbl.search().select(list(SCALAR_COLUMNS) + have).limit(None).to_batches(batch_size):
+                ctx = {c: batch.column(c).to_pylist() if c in have else [None] * batch.num_rows
+                       for c in ("context", "context_sides")}
+                texts = [indexed_text(t, c, s, "dense") for t, c, s in
+                         zip(batch.column("content").to_pylist(), ctx["context"], ctx["context_sides"])]
                 vecs = np.asarray(embedder.embed(texts), dtype=np.float32)
                 if vecs.shape != (len(texts), new.dim):
                     raise ValueError(f"embedder returned shape {vecs.shape}, expected ({len(texts)}, {new.dim})")
-                cols = {name: batch.column(name) for name in SCALAR_COLUMNS}
+                cols = {name: batch.column(name) if name in SCALAR_COLUMNS or name in have
+                        else pa.nulls(batch.num_rows, sch.field(name).type)
+                        for name in SCALAR_COLUMNS + CONTEXT_COLUMNS}
                 cols["vector"] = pa.FixedSizeListArray.from_arrays(pa.array(vecs.reshape(-1)), new.dim)
                 staging.add(pa.Table.from_pydict(cols, schema=sch))
                 done += len(texts)
@@ -60,6 +70,7 @@ def reembed(store, embedder, progress: Callable[[int, int], None] | None = None,
         finally:
             store.db.drop_table(staging_name)
         store.adopt_embedder(embedder)
+        store.columns = store.columns.bind(tbl.schema)
         store.ann.forget()
         try:
             tbl.create_scalar_index("id", index_type="BTREE", replace=True)

@@ -17,6 +17,10 @@ SCALAR_COLUMNS = (
     "last_accessed_at", "encoding_strength", "stability_ms", "retrieval_count", "valence",
     "arousal", "dominance", "is_active", "tags", "entities",
 )
+# Added later (a trace's thread and position, and the context the store assembled for it): a table made
+# before them lacks them; it reads them as absent and gains them on its next write (`missing_columns`).
+CONTEXT_COLUMNS = ("thread", "position", "context", "context_sides")
+CONTEXT_TYPES = {"thread": "string", "position": "int64", "context": "string", "context_sides": "string"}
 
 
 def schema(dim: int):
@@ -31,6 +35,7 @@ def schema(dim: int):
         ("encoding_strength", pa.float64()), ("stability_ms", pa.float64()),
         ("retrieval_count", pa.int64()), ("valence", pa.float64()), ("arousal", pa.float64()),
         ("dominance", pa.float64()), ("is_active", pa.bool_()),
+        *((c, getattr(pa, CONTEXT_TYPES[c])()) for c in CONTEXT_COLUMNS),
         ("vector", pa.list_(pa.float32(), dim)),
     ])
 
@@ -44,8 +49,16 @@ def to_row(t: MemoryTrace, vec: np.ndarray) -> dict:
         "encoding_strength": float(t.encoding_strength), "stability_ms": float(t.stability_ms),
         "retrieval_count": int(t.retrieval_count), "valence": float(t.valence),
         "arousal": float(t.arousal), "dominance": float(t.dominance), "is_active": bool(t.is_active),
+        "thread": t.thread, "position": t.position, "context": t.context, "context_sides": t.context_sides,
         "vector": vec.astype(np.float32),
     }
+
+
+def missing_columns(tbl) -> dict[str, str]:
+    """The context columns an older table lacks, as LanceDB `add_columns` SQL (null for every old row)."""
+    names = set(tbl.schema.names)
+    sql = {"string": "STRING", "int64": "BIGINT"}
+    return {c: f"CAST(NULL AS {sql[CONTEXT_TYPES[c]]})" for c in CONTEXT_COLUMNS if c not in names}
 
 def from_row(row: Mapping) -> MemoryTrace:
     def aware(dt: datetime) -> datetime:
@@ -58,7 +71,8 @@ def from_row(row: Mapping) -> MemoryTrace:
         created_at=aware(row["created_at"]), last_accessed_at=aware(row["last_accessed_at"]),
         encoding_strength=row["encoding_strength"], stability_ms=row["stability_ms"],
         retrieval_count=row["retrieval_count"], valence=row["valence"], arousal=row["arousal"],
-        dominance=row["dominance"], is_active=row["is_active"],
+        dominance=row["dominance"], is_active=row["is_active"], thread=row.get("thread"),
+        position=row.get("position"), context=row.get("context"), context_sides=row.get("context_sides"),
     )
 
 

@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 
 TABLE = "audit"
 ACTIONS = ("ingest", "delete", "activate", "deactivate", "reembed", "analyzer", "statistics", "facts", "grade", "case",
-           "snapshot", "command", "commit")
+           "snapshot", "command", "commit", "context")
 UNKNOWN = "unknown writer"
 MAINTENANCE = "maintenance"  # a commit that changed no row: an index, a compaction, table metadata
 MAX_IDS = 20  # ids kept per entry (the count is exact; the ids are a sample)

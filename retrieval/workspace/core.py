@@ -137,6 +137,14 @@ class Workspace:
         self.audit.record(_actor(access, actor), "analyzer", self.store.count(), [], [], detail=name)
         return opened.index
 
+    def set_context(self, setting, progress: Callable[[int, int], None] | None = None, *, undo: bool = False,
+                    access: Access | None = None, actor: str = "local") -> dict:
+        """Record the store's context setting (`undo`: the one it replaced), rewrite the rows whose context
+        changes and rebuild BM25 from them, with progress (retrieval.workspace.context)."""
+        from retrieval.workspace.context import set_context
+
+        return set_context(self, setting, progress, undo=undo, access=access, actor=actor)
+
     def reembed(self, embedder, progress: Callable[[int, int], None] | None = None, *, batch_size: int = 256,
                 access: Access | None = None, actor: str = "local") -> dict:
         """Re-embed every trace with `embedder` (staged, one atomic swap; retrieval.store.reembed)."""
@@ -253,8 +261,10 @@ class Workspace:
             written = self.store.add(traces, progress=progress)
             dups = tuple(self.store.last_add_report.duplicates)
             committed = self.store.writes.last_commit
-            n_facts, warnings = self._follow.after_commit(committed, list(latest.values()), [],
-                                                          facts=extract_facts)
+            stored = self.store.last_add_report.traces  # as stored: contexts, and the followers rewritten with them
+            n_facts, warnings = self._follow.after_commit(committed, [t for t in stored if t.id in latest], [],
+                                                          facts=extract_facts,
+                                                          followers=[t for t in stored if t.id not in latest])
             self.audit.record(_actor(access, actor), "ingest", written, scopes_of(latest.values()), list(latest),
                               version=committed)
         return IngestReport(written=written, duplicates=dups, facts=n_facts, fact_warnings=tuple(warnings))
@@ -271,7 +281,7 @@ class Workspace:
             committed = self.store.writes.last_commit
             if committed == before:  # nothing matched: nothing was committed
                 return 0
-            self._follow.after_commit(committed, [], ids)
+            self._follow.after_commit(committed, [], ids, followers=self.store.writes.last_recontexted)
             self.audit.record(_actor(access, actor), "delete", n, scopes_of(gone), [t.id for t in gone],
                               version=committed)
         return n
@@ -289,7 +299,7 @@ class Workspace:
             committed = self.store.writes.last_commit
             traces = self.store.get(ids)
             if committed != before:
-                self._follow.after_commit(committed, traces, [])
+                self._follow.after_commit(committed, traces, [], followers=self.store.writes.last_recontexted)
                 self.audit.record(_actor(access, actor), "activate" if active else "deactivate", len(traces),
                                   scopes_of(traces), [t.id for t in traces], version=committed)
         return len(traces)

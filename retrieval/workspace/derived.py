@@ -18,31 +18,47 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from retrieval.store.duplicates import duplicate_ids, resolve
-from retrieval.types import Scope
+from retrieval.types import Scope, indexed_text
 
 log = logging.getLogger(__name__)
 
 COLUMNS = ("id", "content", "scope", "scope_id", "created_at", "last_accessed_at", "is_active")
+CONTEXT = ("context", "context_sides")  # read where the table has them (an older one gains them on its next write)
 BATCH = 50_000
 Progress = Callable[[int, int], None]
 
 
 def document_text(row: Any) -> str:
-    """The text a row (a table row dict or a MemoryTrace) contributes to BM25."""
-    return (row["content"] if isinstance(row, dict) else row.content) or ""
+    """The text a row (a table row dict or a MemoryTrace) contributes to BM25: its own text and, when the store's
+    context setting feeds BM25, the context materialised in the row (`retrieval.types.indexed_text`), so a store
+    caught up from the table indexes a row exactly as its writer did."""
+    return indexed_text(value(row, "content") or "", value(row, "context"), value(row, "context_sides"), "bm25")
 
 
 def value(row: Any, key: str) -> Any:
-    """A field of a table row (dict) or of a MemoryTrace."""
+    """A field of a table row (dict; a table without the context columns lacks those) or of a MemoryTrace."""
     return row.get(key) if isinstance(row, dict) else getattr(row, key)
 
 
-def row_hash(row: Any) -> str:
-    """What BM25 and the facts of a trace depend on: its text, scope, creation time and whether it is active."""
-    created = value(row, "created_at")
-    parts = (document_text(row), str(value(row, "scope")), str(value(row, "scope_id")),
-             created.isoformat() if created is not None else "", "1" if value(row, "is_active") else "0")
+def _digest(*parts: str) -> str:
     return hashlib.blake2b("\x1f".join(parts).encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+
+
+def row_hash(row: Any) -> str:
+    """What BM25 and the facts of a trace depend on: its own text, scope, creation time and whether it is active
+    (`own_hash`, what the facts follow), then — only when the row gives BM25 a context — `:` and a hash of the text
+    BM25 reads, so a row whose context changed is re-indexed by every catch-up while its facts stay."""
+    created = value(row, "created_at")
+    content = value(row, "content") or ""
+    own = _digest(content, str(value(row, "scope")), str(value(row, "scope_id")),
+                  created.isoformat() if created is not None else "", "1" if value(row, "is_active") else "0")
+    text = document_text(row)
+    return own if text == content else f"{own}:{_digest(text)}"
+
+
+def own_hash(h: str) -> str:
+    """The part of a `row_hash` that a trace's own fields give (what its facts are extracted from)."""
+    return h.split(":", 1)[0]
 
 
 @dataclass
@@ -72,7 +88,9 @@ def rows_of(tbl: Any, columns: Any = COLUMNS) -> Iterator[list[dict]]:
     """Batches of rows (`columns`), one row per id: an id stored twice comes last, as its winner."""
     dups = set(duplicate_ids(tbl))
     held: list[dict] = []
-    for batch in tbl.search().select(list(columns)).limit(None).to_batches(BATCH):
+    names = set(tbl.schema.names)
+    columns = [*columns, *(c for c in CONTEXT if c in names and c not in columns)]
+    for batch in tbl.search().select(columns).limit(None).to_batches(BATCH):
         rows = batch.to_pylist()
         if dups:
             held += [r for r in rows if r["id"] in dups]

@@ -1,8 +1,8 @@
 """Facts follow the traces table per trace id and content (SPEC §18), whoever wrote the rows.
 
-A small table `fact_sources` beside the facts says, per trace id, which version (content hash) of the trace its
-facts were extracted from and which facts that extraction gave (a fingerprint of their keys). It is written after
-the facts, so a crash at any point leaves it behind the facts, never ahead. `reconcile` compares it with a version
+A small table `fact_sources` beside the facts says, per trace id, which version of the trace its facts were
+extracted from (the hash of the trace's own fields, `derived.own_hash`: a context change never re-extracts) and
+which facts that extraction gave (a fingerprint of their keys). It is written after the facts, so a crash at any point leaves it behind the facts, never ahead. `reconcile` compares it with a version
 of the table: traces whose hash differs (new, edited, activated) are extracted again (an idempotent upsert that
 also drops their facts the new text no longer gives), traces no longer active (deleted, deactivated) lose their
 facts, and any fact whose source trace is gone goes too (an orphan left by a writer that never ran the extractor,
@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from retrieval.store.remote import open_db
+from retrieval.workspace.derived import own_hash
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +159,8 @@ def sync(store: Any, facts: Any, sources: FactSources, extractor: Any, hashes: M
             for f in {f.key: f for f in found}.values():  # as FactStore.upsert stores them: once per key
                 for i in f.source_trace_ids:
                     got.setdefault(i, []).append((scope.scope, scope.scope_id, f.key))
-        sources.mark({i: hashes[i] for i in part if i in hashes}, {i: fingerprint(got.get(i, ())) for i in part})
+        sources.mark({i: own_hash(hashes[i]) for i in part if i in hashes},
+                     {i: fingerprint(got.get(i, ())) for i in part})
     sources.drop(gone)
     return FactsSync(len(todo), len(gone), n, tuple(warnings))
 
@@ -169,7 +171,7 @@ def _behind(marks: Mapping[str, Mark], stored: Mapping[str, list[FactKey]], hash
     todo, torn = [], []
     for i, h in hashes.items():
         m = marks.get(i)
-        if m is None or m.hash != h:
+        if m is None or m.hash != own_hash(h):
             todo.append(i)
         elif m.facts is not None and m.facts != fingerprint(stored.get(i, ())):
             todo.append(i)

@@ -134,16 +134,18 @@ class Follower:
         ws.audit.reconcile(ws.store)
         return done
 
-    def after_commit(self, committed: int, rows: list, removed: list[str], facts: bool = True
-                     ) -> tuple[int, list[str]]:
-        """After this process committed `committed` (`rows` written, `removed` ids deleted): BM25 and facts follow
-        it (`facts=False`: the facts of `rows` are left to the next catch-up). Returns (new facts, warnings)."""
+    def after_commit(self, committed: int, rows: list, removed: list[str], facts: bool = True,
+                     followers: list | None = None) -> tuple[int, list[str]]:
+        """After this process committed `committed` (`rows` written as stored, `removed` ids deleted, `followers`:
+        the stored traces the same commit rewrote because their context changed): BM25 and facts follow it
+        (`facts=False`: the facts of `rows` are left to the next catch-up; followers' own text is unchanged, so
+        their facts are never touched). Returns (new facts, warnings)."""
         if committed != self.version + 1:  # another writer committed in between: catch up, never assume
             log.info("own commit is table version %s but BM25 reflects %s; catching up", committed, self.version)
             self.advance()
             return self.last_sync.new_facts, list(self.last_sync.warnings)
         hashes = self.hashes if self.hashes is not None else {}
-        adds, removes = own_change(hashes, rows, removed)
+        adds, removes = own_change(hashes, list(rows) + list(followers or ()), removed)
         if self.follows_bm25:
             self.index.update(adds, removes)
         else:  # LanceDB's FTS holds the rows already; it folds a large unindexed tail in
@@ -154,7 +156,8 @@ class Follower:
         if not facts:
             self.facts_pending += len(rows)
             return 0, []
-        return self._own_facts(committed, rows, removes)
+        moved = {str(value(r, "id")) for r in followers or ()}
+        return self._own_facts(committed, rows, [i for i in removes if i not in moved])
 
     def _own_facts(self, committed: int, rows: list, gone: list[str]) -> tuple[int, list[str]]:
         ws = self.ws

@@ -1,0 +1,110 @@
+"""What context costs (issue 36): ingest time, index size and query time with the context setting off and on.
+
+A synthetic store of `--docs` traces in threads of `--turns` turns (one scope per 20 threads), ingested through the
+Workspace in batches of `--batch` (as an agent writes: each batch continues its threads, so every batch reads the
+stored turns before it), with the hashing embedder (MiniLM would measure the model, not the store: its cost per text
+is the same with context, only the texts are longer). Then `--queries` scoped hybrid queries, p50. Sizes: the
+LanceDB directory and the BM25 sidecar. Wall times on a shared machine swing with the load; CPU times (this
+process, every thread) are reported beside them and are the steadier comparison.
+
+Run: HF_HUB_OFFLINE=1 .venv/bin/python scripts/bench_context_cost.py --docs 100000 --out docs/bench_context_cost.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from retrieval.models import HashingEmbedder  # noqa: E402
+from retrieval.store.context import OFF, ContextSetting  # noqa: E402
+from retrieval.types import MemoryTrace, Scope  # noqa: E402
+from retrieval.workspace.core import Workspace  # noqa: E402
+
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def corpus(n: int, turns: int, seed: int = 0) -> list[MemoryTrace]:
+    rng = random.Random(seed)
+    vocab = [f"w{i}" for i in range(20_000)]
+    weights = [1.0 / (i + 1) for i in range(len(vocab))]
+    out = []
+    for i in range(n):
+        thread, pos = divmod(i, turns)
+        scope = f"u{thread // 20}"
+        out.append(MemoryTrace(id=f"t{i}", content=" ".join(rng.choices(vocab, weights, k=rng.randint(5, 25))),
+                               scope="user", scope_id=scope, thread=f"c{thread}", position=pos,
+                               created_at=T0 + timedelta(minutes=i)))
+    # interleave threads in time: batch k holds turn k·… of many threads, as agents write concurrently
+    return sorted(out, key=lambda t: (t.position, t.thread))
+
+
+def du(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def run(traces: list[MemoryTrace], setting: ContextSetting, batch: int, queries: int, root: Path) -> dict:
+    uri = root / ("on" if setting.on else "off")
+    shutil.rmtree(uri, ignore_errors=True)
+    ws = Workspace(str(uri), embedder=HashingEmbedder(384), fact_extractor=None)
+    ws.store.new_context = setting
+    t0, c0 = time.perf_counter(), time.process_time()
+    for start in range(0, len(traces), batch):
+        ws.ingest(traces[start:start + batch], extract_facts=False)
+    ingest, ingest_cpu = time.perf_counter() - t0, time.process_time() - c0
+    rng = random.Random(1)
+    r = ws.retriever()
+    times, cpu = [], []
+    for _ in range(queries):
+        t = traces[rng.randrange(len(traces))]
+        q = " ".join(t.content.split()[:3])
+        t1, c1 = time.perf_counter(), time.process_time()
+        r.retrieve(q, scope=Scope(t.scope, t.scope_id))
+        times.append(1000 * (time.perf_counter() - t1))
+        cpu.append(1000 * (time.process_time() - c1))
+    lance = du(uri / "traces.lance") if (uri / "traces.lance").exists() else du(uri)
+    side = ws.bm25_path.stat().st_size if ws.bm25_path and ws.bm25_path.exists() else 0
+    return {"setting": setting.describe(), "ingest_s": round(ingest, 1), "ingest_cpu_s": round(ingest_cpu, 1),
+            "query_cpu_p50_ms": round(statistics.median(cpu), 1),
+            "ingest_per_1k_s": round(1000 * ingest / len(traces), 2), "lance_mb": round(lance / 2**20, 1),
+            "bm25_sidecar_mb": round(side / 2**20, 1), "query_p50_ms": round(statistics.median(times), 1),
+            "query_p90_ms": round(statistics.quantiles(times, n=10)[-1], 1),
+            "with_context": sum(t.context is not None for t in ws.store.get([f"t{i}" for i in range(200)]))}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--docs", type=int, default=100_000)
+    ap.add_argument("--turns", type=int, default=20)
+    ap.add_argument("--batch", type=int, default=2_000)
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--out", default=str(ROOT / "docs" / "bench_context_cost.json"))
+    args = ap.parse_args()
+    traces = corpus(args.docs, args.turns)
+    root = Path(tempfile.mkdtemp(prefix="ctxcost-"))
+    try:
+        rows = [run(traces, s, args.batch, args.queries, root) for s in (OFF, ContextSetting(window=1, sides="both"))]
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    out = {"command": " ".join(["scripts/bench_context_cost.py"] + sys.argv[1:]), "docs": args.docs,
+           "turns_per_thread": args.turns, "batch": args.batch, "embedder": "hashing (384-d)", "runs": rows,
+           "ingest_ratio": round(rows[1]["ingest_s"] / rows[0]["ingest_s"], 2),
+           "ingest_cpu_ratio": round(rows[1]["ingest_cpu_s"] / rows[0]["ingest_cpu_s"], 2)}
+    Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
+    print(json.dumps(out, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
