@@ -24,6 +24,7 @@ import os
 import shutil
 import sys
 import time
+from typing import Any
 from pathlib import Path
 
 import numpy as np
@@ -249,7 +250,7 @@ def main() -> int:
         return 0
     emb = CachedEmbedder(cache / "minilm-cache.npz")
     t0 = time.perf_counter()
-    out = {"command": " ".join(["scripts/bench_context.py"] + sys.argv[1:]), "locomo": locomo(
+    out: dict[str, Any] = {"command": " ".join(["scripts/bench_context.py"] + sys.argv[1:]), "locomo": locomo(
         args.locomo, cache, args.max_chars, emb, tuple(int(w) for w in args.dense_windows.split(",") if w),
         tuple(x for x in args.labels.split(",") if x))}
     chosen = ContextSetting.from_text(out["locomo"]["setting_of"][out["locomo"]["chosen_on_all"]["setting"]])

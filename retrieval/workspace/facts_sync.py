@@ -2,11 +2,11 @@
 
 A small table `fact_sources` beside the facts says, per trace id, which version of the trace its facts were
 extracted from (the hash of the trace's own fields, `derived.own_hash`: a context change never re-extracts) and
-which facts that extraction gave (a fingerprint of their keys). It is written after the facts, so a crash at any point leaves it behind the facts, never ahead. `reconcile` compares it with a version
-of the table: traces whose hash differs (new, edited, activated) are extracted again (an idempotent upsert that
-also drops their facts the new text no longer gives), traces no longer active (deleted, deactivated) lose their
-facts, and any fact whose source trace is gone goes too (an orphan left by a writer that never ran the extractor,
-or by a crash).
+which facts that extraction gave (a fingerprint of their keys). It is written after the facts, so a crash at any
+point leaves it behind the facts, never ahead. `reconcile` compares it with a version of the table: traces whose
+hash differs (new, edited, activated) are extracted again (an idempotent upsert that also drops their facts the new
+text no longer gives), traces no longer active (deleted, deactivated) lose their facts, and any fact whose source
+trace is gone goes too (an orphan left by a writer that never ran the extractor, or by a crash).
 
 Two processes syncing one id at once (two machines on object storage, where no lock orders them) can interleave
 so that one's facts are stored and the other's mark is written last. The fingerprint catches that: a trace whose
