@@ -68,7 +68,8 @@ st.caption(f"URI {code(status['uri'])} · vector index: {index} · BM25 "
 if status.get("dim"):
     sparse = "LanceDB full-text index" if status.get("sparse") == "fts" else "in-memory BM25"
     st.caption(f"Built with embedder **{plain(status.get('embedder') or 'unrecorded')}** ({status['dim']}-d) · BM25 "
-               f"analyzer **{plain(status.get('analyzer', 'plain'))}** · sparse search: {sparse}"
+               f"analyzer **{plain(status.get('analyzer', 'plain'))}** · sparse search: {sparse} · context: "
+               f"{plain(status.get('context') or 'off')}"
                + (f" · table `{status['table']}` inspected in place (read-only)" if status.get("in_place") else ""))
     calibration_caption(ws)  # "calibrated: <settings> (date)", or that the preset's fixed defaults apply
 

@@ -45,6 +45,7 @@ def test_home_shows_status_and_examples(demo_env):
     active = sum(1 for r in rows if r.get("is_active", True))
     assert int(metrics["BM25 documents"]) == active < len(rows)  # inactive traces are never searched
     assert "in step with the store" in texts(at)
+    assert "context: the previous 3 turns of the same thread" in texts(at)  # recorded; a no-op without threads
     assert "where do I live now?" in texts(at)
 
 

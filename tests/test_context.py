@@ -311,3 +311,11 @@ def test_ray_ingest_refuses_threads_it_cannot_give_context(tmp_path):
     assert not (db / "traces.lance").exists()
     store, _ = _open(str(db), HashingEmbedder(32), "traces", [make_trace("a", "no thread here")])  # no threads: on
     assert store.table() is not None
+
+
+def test_status_and_home_say_the_recorded_context_setting(tmp_path):
+    ws = ws_at(tmp_path / "db")
+    ws.ingest(CONVO)
+    assert ws.status()["context"] == ON.describe()
+    ws.set_context(ContextSetting())
+    assert ws_at(tmp_path / "db").status()["context"] == "off (each trace indexed as its own text)"

@@ -45,4 +45,16 @@ def status_of(ws: Any) -> dict[str, Any]:
         "facts_pending": pending,
         "read_only": ws.read_only,
         **sparse_status(ws.store, ws.sparse),
+        "context": _context(ws.store),
     }
+
+
+def _context(store: Any) -> str:
+    """The recorded context setting in words (store/context.py), or why it cannot be read."""
+    from retrieval.store.threads import setting_of
+
+    try:
+        return setting_of(store).describe()
+    except Exception as exc:  # status must render whatever the table's metadata holds
+        log.warning("context setting unreadable: %s", exc)
+        return f"unreadable ({type(exc).__name__})"
