@@ -19,6 +19,7 @@ import numpy as np
 from retrieval.store.context import (KEY_CONTEXT, ContextSetting, ThreadKey, Turn, by_thread, contexts,
                                      read_setting, thread_key)
 from retrieval.store.rows import from_row, ids_filter, missing_columns, sql_quote
+from retrieval.store.thread_cache import ThreadCache, as_stored
 from retrieval.types import MemoryTrace
 
 NAMES_PER_QUERY = 2_000
@@ -32,6 +33,7 @@ class Plan:
     batch: list[MemoryTrace]
     followers: list[MemoryTrace] = field(default_factory=list)
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    after: dict[ThreadKey, list[Any]] | None = None  # every touched thread as the write leaves it (`ThreadCache`)
 
 
 def vector_metadata(tbl: Any, vector: str = "vector") -> dict[str, str]:
@@ -107,24 +109,30 @@ def _members(tbl: Any, names: Sequence[str], keys: set[ThreadKey]) -> list[Store
     return out
 
 
-def thread_rows(handle: Any, keys: Iterable[ThreadKey], ids: Sequence[str] = ()) -> tuple[list[Stored], set[ThreadKey]]:
+def thread_rows(handle: Any, keys: Iterable[ThreadKey], ids: Sequence[str] = (),
+                cache: ThreadCache | None = None) -> tuple[list[Stored], set[ThreadKey]]:
     """Every stored trace of the threads `keys` and of the threads the stored traces `ids` belong to (no vectors,
-    only what a context reads), and the threads of those `ids`. Usually one scan: the ids ride along."""
+    only what a context reads), and the threads of those `ids`. Usually one scan: the ids ride along; a thread
+    `cache` holds at the table's version is taken from it."""
     tbl, keys = handle.table(), set(keys)
     if tbl is None or (not keys and not ids) or "thread" not in tbl.schema.names:
         return [], set()
-    names = sorted({k[2] for k in keys})
+    held = cache.usable(handle) if cache is not None else {}
+    fresh = {k for k in keys if k not in held}
+    names = sorted({k[2] for k in fresh})
     if len(names) <= NAMES_PER_QUERY and len(ids) <= NAMES_PER_QUERY:
         where = [f"thread IN ({', '.join(sql_quote(n) for n in names)})"] if names else []
         got = _scan(tbl, " OR ".join(where + ([ids_filter(ids)] if ids else [])))
         wanted = set(ids)
         owned = {k for t in got if t.id in wanted and (k := thread_key(t)) is not None}
-        out = [t for t in got if thread_key(t) in keys]
+        out = [t for t in got if thread_key(t) in fresh]
     else:
         owned = stored_threads(handle, ids)
-        out = _members(tbl, names, keys)
+        out = _members(tbl, names, fresh)
     extra = owned - keys  # a thread a stored id leaves (its followers there change)
-    return out + _members(tbl, sorted({k[2] for k in extra}), extra), owned
+    out += [t for k in sorted(keys | extra) if k in held for t in held[k]]
+    fresh_extra = {k for k in extra if k not in held}
+    return out + _members(tbl, sorted({k[2] for k in fresh_extra}), fresh_extra), owned
 
 
 def rows_with_vectors(handle: Any, ids: Sequence[str]) -> list[tuple[MemoryTrace, np.ndarray]]:
@@ -140,16 +148,17 @@ def _with(t: MemoryTrace, ctx: tuple[str | None, str | None]) -> MemoryTrace:
     return t if (t.context, t.context_sides) == ctx else replace(t, context=ctx[0], context_sides=ctx[1])
 
 
-def plan(handle: Any, batch: Sequence[MemoryTrace], removed: Iterable[str] = (),
-         setting: ContextSetting | None = None, keys: Iterable[ThreadKey] = ()) -> Plan:
-    """Contexts for `batch` and the stored traces whose context the write changes (`removed` ids leave)."""
+def plan(handle: Any, batch: Sequence[MemoryTrace], removed: Iterable[str] = (), setting: ContextSetting | None = None,
+         keys: Iterable[ThreadKey] = (), cache: ThreadCache | None = None) -> Plan:
+    """Contexts for `batch` and the stored traces whose context the write changes (`removed` ids leave); with a
+    `cache`, the threads it holds are not read again, and `Plan.after` gives it the threads as written."""
     setting = setting if setting is not None else setting_of(handle)
     removed = set(removed)
     none = (None, None)
     if not setting.on:  # a setting change rewrites every row, so none holds a context while it is off
         return Plan([_with(t, none) for t in batch])
     touched = set(keys) | {k for t in batch if (k := thread_key(t)) is not None}
-    rows, _ = thread_rows(handle, touched, [t.id for t in batch] + sorted(removed))  # ids: threads they leave
+    rows, owned = thread_rows(handle, touched, [t.id for t in batch] + sorted(removed), cache)  # ids: threads left
     new_ids = {t.id for t in batch}
     stored = [t for t in rows if t.id not in new_ids and t.id not in removed]
     computed: dict[str, tuple[str | None, str | None]] = {}
@@ -158,8 +167,6 @@ def plan(handle: Any, batch: Sequence[MemoryTrace], removed: Iterable[str] = (),
         computed.update(contexts(group, setting))
     out = Plan([_with(t, computed.get(t.id, none)) for t in batch])
     moved = {t.id for t in stored if computed.get(t.id, none) != (t.context, t.context_sides)}
-    if not moved:
-        return out
     order = {t.id: i for i, t in reversed(list(enumerate(stored)))}  # followers in the order the threads were read
     for t, vec in sorted(rows_with_vectors(handle, sorted(moved)), key=lambda tv: order[tv[0].id]):
         new = _with(t, computed.get(t.id, none))
@@ -168,7 +175,20 @@ def plan(handle: Any, batch: Sequence[MemoryTrace], removed: Iterable[str] = (),
         out.followers.append(new)
         if new.text_for("dense") == t.text_for("dense"):
             out.vectors[t.id] = vec  # no re-embedding for these
+    if cache is not None:
+        out.after = _after(touched | owned, stored, out)
     return out
+
+
+def _after(keys: set[ThreadKey], stored: list[Stored], p: Plan) -> dict[ThreadKey, list[Any]]:
+    """The threads `keys` as the write `p` leaves them (for the writer's `ThreadCache`)."""
+    rewritten = {t.id: t for t in p.followers}
+    after: dict[ThreadKey, list[Any]] = {k: [] for k in keys}
+    for t in [*(rewritten.get(s.id, s) for s in stored), *p.batch]:
+        key = thread_key(t)
+        if key is not None:
+            after.setdefault(key, []).append(t if isinstance(t, Stored) else as_stored(t, Stored))
+    return after
 
 
 def recorded(handle: Any) -> str | None:
