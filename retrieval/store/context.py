@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Protocol, TypeVar
@@ -113,9 +113,14 @@ def thread_key(t: Turn) -> ThreadKey | None:
     return (t.scope, t.scope_id, t.thread) if t.thread is not None else None
 
 
+def thread_order_key(t: Turn) -> tuple[bool, int, datetime, str]:
+    """Where a trace sits in its thread: by position (a trace without one after those with), then time, then id."""
+    return (t.position is None, t.position or 0, t.created_at, t.id)
+
+
 def thread_order(members: Iterable[T]) -> list[T]:
-    """A thread's traces in order: by position (a trace without one after those with), then time, then id."""
-    return sorted(members, key=lambda t: (t.position is None, t.position or 0, t.created_at, t.id))
+    """A thread's traces in order (`thread_order_key`)."""
+    return sorted(members, key=thread_order_key)
 
 
 def _clip(text: str, budget: int) -> str:
@@ -167,15 +172,18 @@ def assemble(ordered: Sequence[Turn], at: int, setting: ContextSetting) -> str |
     return _assemble(ordered, _lenders(active, at, setting), setting.max_chars, index)
 
 
-def contexts(members: Iterable[Turn], setting: ContextSetting) -> dict[str, tuple[str | None, str | None]]:
-    """id → (context, context_sides) for every trace of ONE thread (scope and thread equal). Linear in the
-    thread's length times the window (the thread is ordered once)."""
+def contexts(members: Iterable[Turn], setting: ContextSetting,
+             only: Container[str] | None = None) -> dict[str, tuple[str | None, str | None]]:
+    """id → (context, context_sides) for every trace of ONE thread (scope and thread equal), or only for the ids
+    in `only`. Linear in the thread's length times the window (the thread is ordered once)."""
     ordered = thread_order(members)
     if not setting.on:
-        return {t.id: (None, None) for t in ordered}
+        return {t.id: (None, None) for t in ordered if only is None or t.id in only}
     active, index = _places(ordered)
     out = {}
     for i, t in enumerate(ordered):
+        if only is not None and t.id not in only:
+            continue
         ctx = _assemble(ordered, _lenders(active, i, setting), setting.max_chars, index)
         out[t.id] = (ctx, setting.sides if ctx is not None else None)
     return out
@@ -195,4 +203,4 @@ def read_setting(meta: Mapping[str, str]) -> ContextSetting:
 
 
 __all__ = ["ContextSetting", "NEW_STORE_CONTEXT", "OFF", "Turn", "assemble", "by_thread", "contexts", "read_setting",
-           "thread_key", "thread_order", "window_of"]
+           "thread_key", "thread_order", "thread_order_key", "window_of"]
