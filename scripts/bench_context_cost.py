@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from retrieval.models import HashingEmbedder  # noqa: E402
+from retrieval.models.registry import make_embedder  # noqa: E402
 from retrieval.store.context import NEW_STORE_CONTEXT, OFF, ContextSetting  # noqa: E402
 from retrieval.types import MemoryTrace, Scope  # noqa: E402
 from retrieval.workspace.core import Workspace  # noqa: E402
@@ -61,9 +62,10 @@ def load() -> float:
     return round(os.getloadavg()[0], 2)
 
 
-def ingest(traces: list[MemoryTrace], setting: ContextSetting, batch: int, uri: Path) -> tuple[Workspace, dict]:
+def ingest(traces: list[MemoryTrace], setting: ContextSetting, batch: int, uri: Path,
+           embedder: object = None) -> tuple[Workspace, dict]:
     shutil.rmtree(uri, ignore_errors=True)
-    ws = Workspace(str(uri), embedder=HashingEmbedder(384), fact_extractor=None)
+    ws = Workspace(str(uri), embedder=embedder or HashingEmbedder(384), fact_extractor=None)
     ws.store.new_context = setting
     before = load()
     t0, c0 = time.perf_counter(), time.process_time()
@@ -107,6 +109,8 @@ def main() -> int:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--settings", default="off,default,w1-both",
                     help="comma-separated: off, default (what a new store records), w1-both (previous turn, both)")
+    ap.add_argument("--embedder", choices=("hashing", "minilm"), default="hashing",
+                    help="minilm: the bundled all-MiniLM-L6-v2 (slow: use a small --docs)")
     ap.add_argument("--out", default=str(ROOT / "docs" / "bench_context_cost.json"))
     args = ap.parse_args()
     traces = corpus(args.docs, args.turns)
@@ -115,13 +119,15 @@ def main() -> int:
     settings = [named[n] for n in args.settings.split(",")]
     started = load()
     try:
-        ingest(corpus(200, args.turns, seed=2), OFF, 100, root / "warm-up")  # imports and first-call costs, untimed
-        built = [ingest(traces, s, args.batch, root / f"s{k}") for k, s in enumerate(settings)]
+        emb = make_embedder("minilm") if args.embedder == "minilm" else HashingEmbedder(384)
+        ingest(corpus(200, args.turns, seed=2), OFF, 100, root / "warm-up", emb)  # imports, model load: untimed
+        built = [ingest(traces, s, args.batch, root / f"s{k}", emb) for k, s in enumerate(settings)]
         rows = [{**row, **q} for (_, row), q in zip(built, query_all([ws for ws, _ in built], traces, args.queries))]
     finally:
         shutil.rmtree(root, ignore_errors=True)
     out = {"command": " ".join(["scripts/bench_context_cost.py"] + sys.argv[1:]), "docs": args.docs,
-           "turns_per_thread": args.turns, "batch": args.batch, "embedder": "hashing (384-d)", "runs": rows,
+           "turns_per_thread": args.turns, "batch": args.batch,
+           "embedder": "all-MiniLM-L6-v2" if args.embedder == "minilm" else "hashing (384-d)", "runs": rows,
            "load_start": started, "load_end": load(), "cores": os.cpu_count(),
            "ingest_cpu_ratio": {r["setting"]: round(r["ingest_cpu_s"] / rows[0]["ingest_cpu_s"], 2) for r in rows},
            "ingest_ratio": {r["setting"]: round(r["ingest_s"] / rows[0]["ingest_s"], 2) for r in rows}}
