@@ -3,9 +3,12 @@
 A synthetic store of `--docs` traces in threads of `--turns` turns (one scope per 20 threads), ingested through the
 Workspace in batches of `--batch` (as an agent writes: each batch continues its threads, so every batch reads the
 stored turns before it), with the hashing embedder (MiniLM would measure the model, not the store: its cost per text
-is the same with context, only the texts are longer). Then `--queries` scoped hybrid queries, p50. Sizes: the
-LanceDB directory and the BM25 sidecar. Wall times on a shared machine swing with the load; CPU times (this
-process, every thread) are reported beside them and are the steadier comparison.
+is the same with context, only the texts are longer). No fact extractor, so no facts are pending after a write (with
+`extract_facts=False` and none pending, the Workspace would re-read the whole table before each next write, in every
+setting alike). Then `--queries` scoped hybrid queries, asked of every store in turn (one query to each store, then
+the next query), p50/p90. Sizes: the LanceDB directory and the BM25 sidecar. Wall times on a shared machine swing
+with the load; CPU times (this process, every thread) are reported beside them and are the steadier comparison; the
+1-minute load average is recorded before and after.
 
 Run: HF_HUB_OFFLINE=1 .venv/bin/python scripts/bench_context_cost.py --docs 100000 --out docs/bench_context_cost.json
 """
@@ -28,7 +31,8 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from retrieval.models import HashingEmbedder  # noqa: E402
-from retrieval.store.context import OFF, ContextSetting  # noqa: E402
+from retrieval.models.registry import make_embedder  # noqa: E402
+from retrieval.store.context import NEW_STORE_CONTEXT, OFF, ContextSetting  # noqa: E402
 from retrieval.types import MemoryTrace, Scope  # noqa: E402
 from retrieval.workspace.core import Workspace  # noqa: E402
 
@@ -54,33 +58,47 @@ def du(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def run(traces: list[MemoryTrace], setting: ContextSetting, batch: int, queries: int, root: Path) -> dict:
-    uri = root / ("on" if setting.on else "off")
+def load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def ingest(traces: list[MemoryTrace], setting: ContextSetting, batch: int, uri: Path,
+           embedder: object = None) -> tuple[Workspace, dict]:
     shutil.rmtree(uri, ignore_errors=True)
-    ws = Workspace(str(uri), embedder=HashingEmbedder(384), fact_extractor=None)
+    ws = Workspace(str(uri), embedder=embedder or HashingEmbedder(384), fact_extractor=None)
     ws.store.new_context = setting
+    before = load()
     t0, c0 = time.perf_counter(), time.process_time()
     for start in range(0, len(traces), batch):
-        ws.ingest(traces[start:start + batch], extract_facts=False)
-    ingest, ingest_cpu = time.perf_counter() - t0, time.process_time() - c0
-    rng = random.Random(1)
-    r = ws.retriever()
-    times, cpu = [], []
-    for _ in range(queries):
-        t = traces[rng.randrange(len(traces))]
-        q = " ".join(t.content.split()[:3])
-        t1, c1 = time.perf_counter(), time.process_time()
-        r.retrieve(q, scope=Scope(t.scope, t.scope_id))
-        times.append(1000 * (time.perf_counter() - t1))
-        cpu.append(1000 * (time.process_time() - c1))
+        ws.ingest(traces[start:start + batch])
+    took, cpu = time.perf_counter() - t0, time.process_time() - c0
     lance = du(uri / "traces.lance") if (uri / "traces.lance").exists() else du(uri)
     side = ws.bm25_path.stat().st_size if ws.bm25_path and ws.bm25_path.exists() else 0
-    return {"setting": setting.describe(), "ingest_s": round(ingest, 1), "ingest_cpu_s": round(ingest_cpu, 1),
-            "query_cpu_p50_ms": round(statistics.median(cpu), 1),
-            "ingest_per_1k_s": round(1000 * ingest / len(traces), 2), "lance_mb": round(lance / 2**20, 1),
-            "bm25_sidecar_mb": round(side / 2**20, 1), "query_p50_ms": round(statistics.median(times), 1),
-            "query_p90_ms": round(statistics.quantiles(times, n=10)[-1], 1),
-            "with_context": sum(t.context is not None for t in ws.store.get([f"t{i}" for i in range(200)]))}
+    return ws, {"setting": setting.describe(), "ingest_s": round(took, 1), "ingest_cpu_s": round(cpu, 1),
+                "ingest_per_1k_s": round(1000 * took / len(traces), 2), "load_before": before, "load_after": load(),
+                "lance_mb": round(lance / 2**20, 1), "bm25_sidecar_mb": round(side / 2**20, 1),
+                "with_context": sum(t.context is not None for t in ws.store.get([f"t{i}" for i in range(200)]))}
+
+
+def query_all(stores: list[Workspace], traces: list[MemoryTrace], queries: int) -> list[dict]:
+    """Every query asked of every store in turn (after 20 warm-up queries each), so load swings hit all alike."""
+    rng = random.Random(1)
+    asked = []
+    for _ in range(queries + 20):
+        t = traces[rng.randrange(len(traces))]
+        asked.append((" ".join(t.content.split()[:3]), Scope(t.scope, t.scope_id)))
+    rs = [ws.retriever() for ws in stores]
+    wall: list[list[float]] = [[] for _ in rs]
+    cpu: list[list[float]] = [[] for _ in rs]
+    for n, (q, scope) in enumerate(asked):
+        for k, r in enumerate(rs):
+            t1, c1 = time.perf_counter(), time.process_time()
+            r.retrieve(q, scope=scope)
+            if n >= 20:
+                wall[k].append(1000 * (time.perf_counter() - t1))
+                cpu[k].append(1000 * (time.process_time() - c1))
+    return [{"query_cpu_p50_ms": round(statistics.median(c), 2), "query_p50_ms": round(statistics.median(w), 2),
+             "query_p90_ms": round(statistics.quantiles(w, n=10)[-1], 2)} for w, c in zip(wall, cpu)]
 
 
 def main() -> int:
@@ -89,18 +107,30 @@ def main() -> int:
     ap.add_argument("--turns", type=int, default=20)
     ap.add_argument("--batch", type=int, default=2_000)
     ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--settings", default="off,default,w1-both",
+                    help="comma-separated: off, default (what a new store records), w1-both (previous turn, both)")
+    ap.add_argument("--embedder", choices=("hashing", "minilm"), default="hashing",
+                    help="minilm: the bundled all-MiniLM-L6-v2 (slow: use a small --docs)")
     ap.add_argument("--out", default=str(ROOT / "docs" / "bench_context_cost.json"))
     args = ap.parse_args()
     traces = corpus(args.docs, args.turns)
     root = Path(tempfile.mkdtemp(prefix="ctxcost-"))
+    named = {"off": OFF, "default": NEW_STORE_CONTEXT, "w1-both": ContextSetting(window=1, sides="both")}
+    settings = [named[n] for n in args.settings.split(",")]
+    started = load()
     try:
-        rows = [run(traces, s, args.batch, args.queries, root) for s in (OFF, ContextSetting(window=1, sides="both"))]
+        emb = make_embedder("minilm") if args.embedder == "minilm" else HashingEmbedder(384)
+        ingest(corpus(200, args.turns, seed=2), OFF, 100, root / "warm-up", emb)  # imports, model load: untimed
+        built = [ingest(traces, s, args.batch, root / f"s{k}", emb) for k, s in enumerate(settings)]
+        rows = [{**row, **q} for (_, row), q in zip(built, query_all([ws for ws, _ in built], traces, args.queries))]
     finally:
         shutil.rmtree(root, ignore_errors=True)
     out = {"command": " ".join(["scripts/bench_context_cost.py"] + sys.argv[1:]), "docs": args.docs,
-           "turns_per_thread": args.turns, "batch": args.batch, "embedder": "hashing (384-d)", "runs": rows,
-           "ingest_ratio": round(rows[1]["ingest_s"] / rows[0]["ingest_s"], 2),
-           "ingest_cpu_ratio": round(rows[1]["ingest_cpu_s"] / rows[0]["ingest_cpu_s"], 2)}
+           "turns_per_thread": args.turns, "batch": args.batch,
+           "embedder": "all-MiniLM-L6-v2" if args.embedder == "minilm" else "hashing (384-d)", "runs": rows,
+           "load_start": started, "load_end": load(), "cores": os.cpu_count(),
+           "ingest_cpu_ratio": {r["setting"]: round(r["ingest_cpu_s"] / rows[0]["ingest_cpu_s"], 2) for r in rows},
+           "ingest_ratio": {r["setting"]: round(r["ingest_s"] / rows[0]["ingest_s"], 2) for r in rows}}
     Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
     print(json.dumps(out, indent=2))
     return 0

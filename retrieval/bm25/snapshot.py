@@ -178,12 +178,15 @@ class BM25Snapshot:
 
     def _contributions(self, counts: Counter, slot: int) -> dict[str, float]:
         a = self._a
-        doc_tf = dict(zip(a.doc_terms(slot).tolist(), a.doc_tfs(slot).tolist()))
+        # only the query's terms are looked up in the document: the cost per document does not grow with its length
+        # (a document indexed with its context holds several turns' words)
+        terms, tfs = a.doc_terms(slot), a.doc_tfs(slot)
         avgdl = scoring.safe_avgdl(self._total_len, self._n_docs)
         out: dict[str, float] = {}
         for term, qtf in counts.items():
             tid = self._tid(term)
-            tf = doc_tf.get(tid, 0.0) if tid is not None else 0.0
+            at = np.flatnonzero(terms == tid) if tid is not None else np.zeros(0, np.int64)
+            tf = tfs[at[0]].item() if len(at) else 0.0
             out[term] = 0.0 if tf == 0 else float(scoring.term_score(
                 qtf, self._n_docs, int(self._df[tid]), tf, a.doc_len[slot], avgdl, self.k1, self.b))
         return out

@@ -12,10 +12,13 @@ contributes to each index. A trace without a thread has no context: the setting 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Protocol, TypeVar
 
-from retrieval.types import CONTEXT_SIDES, MemoryTrace
+from retrieval.types import CONTEXT_SIDES
 
 KEY_CONTEXT = "retrieval.context"
 KEY_CONTEXT_PREVIOUS = "retrieval.context.previous"
@@ -82,60 +85,112 @@ NEW_STORE_CONTEXT = ContextSetting(window=3, sides="bm25", max_chars=300)
 ThreadKey = tuple[str, str, str]  # (scope, scope_id, thread)
 
 
-def thread_key(t: MemoryTrace) -> ThreadKey | None:
+class Turn(Protocol):
+    """What the context of a thread reads of each of its traces (a `MemoryTrace`, or a lighter stored row)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def content(self) -> str: ...
+    @property
+    def scope(self) -> str: ...
+    @property
+    def scope_id(self) -> str: ...
+    @property
+    def thread(self) -> str | None: ...
+    @property
+    def position(self) -> int | None: ...
+    @property
+    def created_at(self) -> datetime: ...
+    @property
+    def is_active(self) -> bool: ...
+
+
+T = TypeVar("T", bound=Turn)
+
+
+def thread_key(t: Turn) -> ThreadKey | None:
     return (t.scope, t.scope_id, t.thread) if t.thread is not None else None
 
 
-def thread_order(members: Iterable[MemoryTrace]) -> list[MemoryTrace]:
-    """A thread's traces in order: by position (a trace without one after those with), then time, then id."""
-    return sorted(members, key=lambda t: (t.position is None, t.position or 0, t.created_at, t.id))
+def thread_order_key(t: Turn) -> tuple[bool, int, datetime, str]:
+    """Where a trace sits in its thread: by position (a trace without one after those with), then time, then id."""
+    return (t.position is None, t.position or 0, t.created_at, t.id)
+
+
+def thread_order(members: Iterable[T]) -> list[T]:
+    """A thread's traces in order (`thread_order_key`)."""
+    return sorted(members, key=thread_order_key)
 
 
 def _clip(text: str, budget: int) -> str:
     return text if len(text) <= budget else text[:budget]
 
 
-def window_of(ordered: Sequence[MemoryTrace], at: int, setting: ContextSetting) -> list[MemoryTrace]:
-    """The neighbours lending `ordered[at]` its context, nearest first (inactive traces lend nothing)."""
-    lenders = [(i, t) for i, t in enumerate(ordered) if t.is_active and i != at]
-    before = [t for i, t in reversed(lenders) if i < at][:setting.window]
-    after = [t for i, t in lenders if i > at][:1] if setting.next else []
-    out: list[MemoryTrace] = []
-    for k in range(max(len(before), len(after))):  # nearest first: previous, next, the one before …
-        out += before[k:k + 1] + after[k:k + 1]
+def _lenders(active: Sequence[int], at: int, setting: ContextSetting) -> list[int]:
+    """Indices (into the ordered thread) of the neighbours lending `at` its context, nearest first: `active` holds
+    the ascending indices of the active traces (inactive ones lend nothing; `at` never lends to itself)."""
+    k = bisect_left(active, at)
+    before = [active[i] for i in range(k - 1, max(k - 1 - setting.window, -1), -1)]
+    j = bisect_right(active, at)
+    after = list(active[j:j + 1]) if setting.next else []
+    out: list[int] = []
+    for n in range(max(len(before), len(after))):  # nearest first: previous, next, the one before …
+        out += before[n:n + 1] + after[n:n + 1]
     return out
 
 
-def assemble(ordered: Sequence[MemoryTrace], at: int, setting: ContextSetting) -> str | None:
+def window_of(ordered: Sequence[T], at: int, setting: ContextSetting) -> list[T]:
+    """The neighbours lending `ordered[at]` its context, nearest first (inactive traces lend nothing)."""
+    active = [i for i, t in enumerate(ordered) if t.is_active]
+    return [ordered[i] for i in _lenders(active, at, setting)]
+
+
+def _assemble(ordered: Sequence[Turn], lenders: list[int], budget: int, index: Mapping[str, int]) -> str | None:
+    """The lenders' texts (nearest first into `budget`) joined in thread order (`index`: id → its place)."""
+    kept: dict[str, str] = {}
+    for i in lenders:
+        if budget <= 0:
+            break
+        t = ordered[i]
+        piece = kept[t.id] = _clip(t.content, budget)
+        budget -= len(piece) + len(SEPARATOR)
+    return SEPARATOR.join(kept[i] for i in sorted(kept, key=index.__getitem__)) if kept else None
+
+
+def _places(ordered: Sequence[Turn]) -> tuple[list[int], dict[str, int]]:
+    """The ascending indices of the active traces, and id → index."""
+    return [i for i, t in enumerate(ordered) if t.is_active], {t.id: i for i, t in enumerate(ordered)}
+
+
+def assemble(ordered: Sequence[Turn], at: int, setting: ContextSetting) -> str | None:
     """The context of `ordered[at]`: its window's texts in thread order, the nearest kept first within
     `max_chars` (each cut at the end when the budget runs out); None when there is none."""
     if not setting.on:
         return None
-    budget, kept = setting.max_chars, {}
-    for t in window_of(ordered, at, setting):
-        if budget <= 0:
-            break
-        piece = _clip(t.content, budget)
-        kept[t.id] = piece
-        budget -= len(piece) + len(SEPARATOR)
-    if not kept:
-        return None
-    index = {t.id: i for i, t in enumerate(ordered)}
-    return SEPARATOR.join(kept[i] for i in sorted(kept, key=index.__getitem__))
+    active, index = _places(ordered)
+    return _assemble(ordered, _lenders(active, at, setting), setting.max_chars, index)
 
 
-def contexts(members: Iterable[MemoryTrace], setting: ContextSetting) -> dict[str, tuple[str | None, str | None]]:
-    """id → (context, context_sides) for every trace of ONE thread (scope and thread equal)."""
+def contexts(members: Iterable[Turn], setting: ContextSetting,
+             only: Container[str] | None = None) -> dict[str, tuple[str | None, str | None]]:
+    """id → (context, context_sides) for every trace of ONE thread (scope and thread equal), or only for the ids
+    in `only`. Linear in the thread's length times the window (the thread is ordered once)."""
     ordered = thread_order(members)
+    if not setting.on:
+        return {t.id: (None, None) for t in ordered if only is None or t.id in only}
+    active, index = _places(ordered)
     out = {}
     for i, t in enumerate(ordered):
-        ctx = assemble(ordered, i, setting)
+        if only is not None and t.id not in only:
+            continue
+        ctx = _assemble(ordered, _lenders(active, i, setting), setting.max_chars, index)
         out[t.id] = (ctx, setting.sides if ctx is not None else None)
     return out
 
 
-def by_thread(traces: Iterable[MemoryTrace]) -> dict[ThreadKey, list[MemoryTrace]]:
-    out: dict[ThreadKey, list[MemoryTrace]] = {}
+def by_thread(traces: Iterable[T]) -> dict[ThreadKey, list[T]]:
+    out: dict[ThreadKey, list[T]] = {}
     for t in traces:
         key = thread_key(t)
         if key is not None:
@@ -147,5 +202,5 @@ def read_setting(meta: Mapping[str, str]) -> ContextSetting:
     return ContextSetting.from_text(meta.get(KEY_CONTEXT))
 
 
-__all__ = ["ContextSetting", "NEW_STORE_CONTEXT", "OFF", "assemble", "by_thread", "contexts", "read_setting",
-           "thread_key", "thread_order", "window_of"]
+__all__ = ["ContextSetting", "NEW_STORE_CONTEXT", "OFF", "Turn", "assemble", "by_thread", "contexts", "read_setting",
+           "thread_key", "thread_order", "thread_order_key", "window_of"]

@@ -10,14 +10,16 @@ context columns existed gains them here, on its first write.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
-from retrieval.store.context import (KEY_CONTEXT, ContextSetting, ThreadKey, by_thread, contexts, read_setting,
-                                     thread_key)
+from retrieval.store.context import (KEY_CONTEXT, ContextSetting, ThreadKey, Turn, by_thread, contexts,
+                                     read_setting, thread_key, thread_order_key)
 from retrieval.store.rows import from_row, ids_filter, missing_columns, sql_quote
+from retrieval.store.thread_cache import ThreadCache, as_stored
 from retrieval.types import MemoryTrace
 
 NAMES_PER_QUERY = 2_000
@@ -31,6 +33,7 @@ class Plan:
     batch: list[MemoryTrace]
     followers: list[MemoryTrace] = field(default_factory=list)
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    after: dict[ThreadKey, list[Any]] | None = None  # every touched thread as the write leaves it (`ThreadCache`)
 
 
 def vector_metadata(tbl: Any, vector: str = "vector") -> dict[str, str]:
@@ -68,18 +71,69 @@ def stored_threads(handle: Any, ids: Iterable[str]) -> set[ThreadKey]:
     return {(r["scope"], r["scope_id"], r["thread"]) for r in rows.to_pylist() if r["thread"] is not None}
 
 
-def thread_rows(handle: Any, keys: Iterable[ThreadKey]) -> list[MemoryTrace]:
-    """Every stored trace of the threads `keys` (no vectors: most are only read, never rewritten)."""
-    tbl, keys = handle.table(), sorted(keys)
-    if tbl is None or not keys or "thread" not in tbl.schema.names:
-        return []
-    wanted, names = set(keys), sorted({k[2] for k in keys})
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """A stored trace as its thread's context reads it (`store/context.py` `Turn`): no vector, none of the fields
+    the context never reads, so reading a thread costs a few columns, not a whole trace per row."""
+
+    id: str
+    content: str
+    scope: str
+    scope_id: str
+    thread: str | None
+    position: int | None
+    created_at: datetime
+    is_active: bool
+    context: str | None
+    context_sides: str | None
+
+
+STORED = tuple(f.name for f in fields(Stored))
+
+
+def _stored(row: dict) -> Stored:
+    at = row["created_at"]
+    return Stored(**{**row, "created_at": at if at.tzinfo else at.replace(tzinfo=UTC)})
+
+
+def _scan(tbl: Any, where: str) -> list[Stored]:
+    return [_stored(r) for r in tbl.search().where(where).select(list(STORED)).limit(None).to_arrow().to_pylist()]
+
+
+def _members(tbl: Any, names: Sequence[str], keys: set[ThreadKey]) -> list[Stored]:
+    """The stored traces of the threads `keys` (whose thread names are `names`): one scan per many threads."""
     out = []
-    for start in range(0, len(names), NAMES_PER_QUERY):  # one scan per many threads; exact keys kept below
+    for start in range(0, len(names), NAMES_PER_QUERY):  # exact keys kept below
         where = "thread IN (" + ", ".join(sql_quote(n) for n in names[start:start + NAMES_PER_QUERY]) + ")"
-        q = tbl.search().where(where).select(handle.columns.select(False)).limit(None)
-        out += [t for t in map(from_row, q.to_arrow().to_pylist()) if thread_key(t) in wanted]
+        out += [t for t in _scan(tbl, where) if thread_key(t) in keys]
     return out
+
+
+def thread_rows(handle: Any, keys: Iterable[ThreadKey], ids: Sequence[str] = (),
+                cache: ThreadCache | None = None) -> tuple[list[Stored], set[ThreadKey], set[ThreadKey]]:
+    """Every stored trace of the threads `keys` and of the threads the stored traces `ids` belong to (no vectors,
+    only what a context reads), the threads of those `ids`, and the threads taken from `cache` (those it holds at
+    the table's version). Usually one scan: the ids ride along."""
+    tbl, keys = handle.table(), set(keys)
+    if tbl is None or (not keys and not ids) or "thread" not in tbl.schema.names:
+        return [], set(), set()
+    held = cache.usable(handle) if cache is not None else {}
+    fresh = {k for k in keys if k not in held}
+    names = sorted({k[2] for k in fresh})
+    if len(names) <= NAMES_PER_QUERY and len(ids) <= NAMES_PER_QUERY:
+        where = [f"thread IN ({', '.join(sql_quote(n) for n in names)})"] if names else []
+        got = _scan(tbl, " OR ".join(where + ([ids_filter(ids)] if ids else [])))
+        wanted = set(ids)
+        owned = {k for t in got if t.id in wanted and (k := thread_key(t)) is not None}
+        out = [t for t in got if thread_key(t) in fresh]
+    else:
+        owned = stored_threads(handle, ids)
+        out = _members(tbl, names, fresh)
+    extra = owned - keys  # a thread a stored id leaves (its followers there change)
+    kept = {k for k in keys | extra if k in held}
+    out += [t for k in sorted(kept) for t in held[k]]
+    fresh_extra = extra - kept
+    return out + _members(tbl, sorted({k[2] for k in fresh_extra}), fresh_extra), owned, kept
 
 
 def rows_with_vectors(handle: Any, ids: Sequence[str]) -> list[tuple[MemoryTrace, np.ndarray]]:
@@ -90,34 +144,72 @@ def rows_with_vectors(handle: Any, ids: Sequence[str]) -> list[tuple[MemoryTrace
     return [(from_row(r), np.asarray(r["vector"], dtype=np.float32)) for r in q.to_arrow().to_pylist()]
 
 
-def plan(handle: Any, batch: Sequence[MemoryTrace], removed: Iterable[str] = (),
-         setting: ContextSetting | None = None, keys: Iterable[ThreadKey] = ()) -> Plan:
-    """Contexts for `batch` and the stored traces whose context the write changes (`removed` ids leave)."""
+def _with(t: MemoryTrace, ctx: tuple[str | None, str | None]) -> MemoryTrace:
+    """`t` holding the context `ctx` (itself when it already does: no copy per unchanged trace). A field-for-field
+    copy with the two derived fields set: what `dataclasses.replace` gives (every other field is already as
+    `__post_init__` leaves it), at a fraction of its cost per trace."""
+    if (t.context, t.context_sides) == ctx:
+        return t
+    new = object.__new__(type(t))
+    new.__dict__.update(t.__dict__, context=ctx[0], context_sides=ctx[1])
+    return new
+
+
+def plan(handle: Any, batch: Sequence[MemoryTrace], removed: Iterable[str] = (), setting: ContextSetting | None = None,
+         keys: Iterable[ThreadKey] = (), cache: ThreadCache | None = None) -> Plan:
+    """Contexts for `batch` and the stored traces whose context the write changes (`removed` ids leave); with a
+    `cache`, the threads it holds are not read again, and `Plan.after` gives it the threads as written."""
     setting = setting if setting is not None else setting_of(handle)
     removed = set(removed)
+    none = (None, None)
     if not setting.on:  # a setting change rewrites every row, so none holds a context while it is off
-        return Plan([replace(t, context=None, context_sides=None) for t in batch])
+        return Plan([_with(t, none) for t in batch])
     touched = set(keys) | {k for t in batch if (k := thread_key(t)) is not None}
-    touched |= stored_threads(handle, [t.id for t in batch] + sorted(removed))
+    rows, owned, kept = thread_rows(handle, touched, [t.id for t in batch] + sorted(removed), cache)  # ids: left
     new_ids = {t.id for t in batch}
-    stored = [t for t in thread_rows(handle, touched) if t.id not in new_ids and t.id not in removed]
-    members = stored + list(batch)
+    stored = [t for t in rows if t.id not in new_ids and t.id not in removed]
     computed: dict[str, tuple[str | None, str | None]] = {}
-    for group in by_thread(members).values():
-        computed.update(contexts(group, setting))
-    out = Plan([replace(t, context=computed.get(t.id, (None, None))[0],
-                        context_sides=computed.get(t.id, (None, None))[1]) for t in batch])
-    keep = []
-    for t in stored:
-        ctx, sides = computed.get(t.id, (None, None))
-        if (ctx, sides) == (t.context, t.context_sides):
+    members: list[Turn] = [*stored, *batch]
+    appends = not removed and not owned and not setting.next  # no stored trace replaced or removed, none looks ahead
+    groups = by_thread(members)
+    for key, group in groups.items():
+        if appends and key in kept and _after_every_stored(group, new_ids):
+            # a kept thread holds the contexts its last write computed; turns added after all of it change none
+            computed.update((t.id, (t.context, t.context_sides)) for t in group if isinstance(t, Stored))
+            computed.update(contexts(group, setting, only=new_ids))
+        else:
+            computed.update(contexts(group, setting))
+    out = Plan([_with(t, computed.get(t.id, none)) for t in batch])
+    moved = {t.id for t in stored if computed.get(t.id, none) != (t.context, t.context_sides)}
+    order = {t.id: i for i, t in reversed(list(enumerate(stored)))} if moved else {}  # followers as threads were read
+    for t, vec in sorted(rows_with_vectors(handle, sorted(moved)), key=lambda tv: order[tv[0].id]):
+        new = _with(t, computed.get(t.id, none))
+        if new is t:
             continue
-        new = replace(t, context=ctx, context_sides=sides)
         out.followers.append(new)
         if new.text_for("dense") == t.text_for("dense"):
-            keep.append(t.id)
-    out.vectors.update({t.id: v for t, v in rows_with_vectors(handle, keep)})  # no re-embedding for these
+            out.vectors[t.id] = vec  # no re-embedding for these
+    if cache is not None:
+        out.after = _after(touched | owned, groups, out)
     return out
+
+
+def _after_every_stored(group: Sequence[Turn], new_ids: set[str]) -> bool:
+    """Whether every new trace of a thread comes after every stored one in the thread's order."""
+    key = thread_order_key
+    old = [key(t) for t in group if t.id not in new_ids]
+    return not old or min(key(t) for t in group if t.id in new_ids) > max(old)
+
+
+def _after(keys: set[ThreadKey], groups: dict[ThreadKey, list[Turn]], p: Plan) -> dict[ThreadKey, list[Any]]:
+    """The threads `keys` as the write `p` leaves them (for the writer's `ThreadCache`): `groups` holds each
+    thread's stored traces the write keeps, then its new ones; written ones as `p` writes them."""
+    written = {t.id: t for t in p.batch}
+    written.update((t.id, t) for t in p.followers)
+    after: dict[ThreadKey, list[Any]] = {k: [] for k in keys}
+    for key, group in groups.items():
+        after[key] = [as_stored(written[t.id], Stored) if t.id in written else t for t in group]
+    return after
 
 
 def recorded(handle: Any) -> str | None:
@@ -125,4 +217,5 @@ def recorded(handle: Any) -> str | None:
     return vector_metadata(tbl, handle.columns.vector).get(KEY_CONTEXT) if tbl is not None else None
 
 
-__all__ = ["Plan", "ensure_columns", "plan", "rows_with_vectors", "setting_of", "stored_threads", "thread_rows"]
+__all__ = ["Plan", "Stored", "ensure_columns", "plan", "rows_with_vectors", "setting_of", "stored_threads",
+           "thread_rows"]

@@ -14,6 +14,7 @@ from retrieval.store.ann import ANN_MIN_ROWS, AnnIndex
 from retrieval.store.row_cache import OVERLAY_MAX
 from retrieval.store.identity import StoreIdentity, check_embedder, read_identity, write_identity
 from retrieval.store.rows import ids_filter, to_row
+from retrieval.store.thread_cache import ThreadCache
 from retrieval.store.threads import Plan, ensure_columns, plan, rows_with_vectors, setting_of, stored_threads
 from retrieval.store.versions import optimize
 from retrieval.types import MemoryTrace
@@ -63,6 +64,7 @@ class StoreWrites:
         self.last_add_report = AddReport()
         self.last_commit = 0  # the table version this process's last row write committed (not a later one)
         self.last_recontexted: list[MemoryTrace] = []  # followers the last delete or (de)activation rewrote
+        self.threads = ThreadCache()  # the threads the last context write read and wrote (store/thread_cache.py)
 
     def add(self, traces: Iterable[MemoryTrace], progress: Progress | None = None,
             batch_size: int = ADD_BATCH) -> int:
@@ -78,7 +80,7 @@ class StoreWrites:
         if not batch:
             return 0
         with self._handle.write_lock():
-            p = plan(self._handle, batch)
+            p = plan(self._handle, batch, cache=self.threads)
             rows = self.embed_rows(p, progress, batch_size)
             tbl = self._handle.table(create=True)
             # Inside the lock: another process may have re-embedded the store with another model since
@@ -92,6 +94,7 @@ class StoreWrites:
                 res = tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(rows)
                 change["upserts"] = rows
                 self.last_commit = int(getattr(res, "version", 0) or tbl.version)
+            self.threads.committed(p.after, self.last_commit)
             self.last_add_report.written = len(batch)
             self.last_add_report.traces = p.batch + p.followers
             if read_identity(tbl).embedder is None:  # a store from before identities: record it now
@@ -159,7 +162,7 @@ class StoreWrites:
         if tbl is None or not ids:
             return 0
         with self._handle.write_lock():
-            p = plan(self._handle, [], removed=ids)
+            p = plan(self._handle, [], removed=ids, cache=self.threads)
             rows = self.embed_rows(p)
             with self._copy.write(tbl) as change:
                 before = int(tbl.version)
@@ -173,6 +176,7 @@ class StoreWrites:
                 if int(tbl.version) == before:  # nothing matched, nothing committed
                     return 0
                 self.last_commit = int(tbl.version)
+                self.threads.committed(p.after, self.last_commit)
                 self.last_recontexted = p.followers
                 # counted from the commit itself (the row counts Lance records per version), never from a view
                 # that another writer's commit may have made stale; the followers a merge rewrote keep their
@@ -204,7 +208,7 @@ class StoreWrites:
 
     def _set_active_in_context(self, tbl, ids: list[str], active: bool) -> None:
         stored = rows_with_vectors(self._handle, ids)
-        p = plan(self._handle, [replace(t, is_active=active) for t, _ in stored])
+        p = plan(self._handle, [replace(t, is_active=active) for t, _ in stored], cache=self.threads)
         changed = {t.id: t for t in p.batch}
         p.vectors.update({t.id: v for t, v in stored if changed[t.id].text_for("dense") == t.text_for("dense")})
         rows = self.embed_rows(p)
@@ -214,6 +218,7 @@ class StoreWrites:
             tbl.merge_insert("id").when_matched_update_all().execute(rows)
             change["upserts"] = rows
             self.last_commit = int(tbl.version)
+        self.threads.committed(p.after, self.last_commit)
         self.last_recontexted = p.followers
 
 

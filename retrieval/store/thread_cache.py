@@ -1,0 +1,66 @@
+"""The threads a writer has just read and written, kept for its next write (store/threads.py).
+
+A write with a context setting on reads every stored trace of the threads it touches; an agent that writes turn
+after turn would read the same threads again on every write, more of them each time. This writer keeps them,
+exactly as the table holds them at one version: the commit its last context write made, when that commit came
+right after the version it read (nobody committed in between). Any other version — another writer's commit, this
+process's own index rebuild, a setting change, a re-embed — and the next write reads the table again. Bounded:
+beyond `MAX_ROWS` rows nothing is kept.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC
+from typing import Any
+
+from retrieval.store.context import ThreadKey
+from retrieval.types import MemoryTrace
+
+MAX_ROWS = 200_000
+
+
+class ThreadCache:
+    """ThreadKey → its stored traces (`threads.Stored`), valid at table version `version` (None: nothing held)."""
+
+    def __init__(self, max_rows: int = MAX_ROWS):
+        self.max_rows = max_rows
+        self.version: int | None = None
+        self.threads: dict[ThreadKey, list[Any]] = {}
+
+    def usable(self, handle: Any) -> dict[ThreadKey, list[Any]]:
+        """The threads held, if the table is still at the version they reflect (else none, and from now on the
+        table's version is the one a commit must follow)."""
+        version = handle.version()
+        if version != self.version:
+            self.threads = {}
+        self.version = version
+        return self.threads
+
+    def clear(self) -> None:
+        self.version, self.threads = None, {}
+
+    def committed(self, after: Mapping[ThreadKey, Sequence[Any]] | None, version: int) -> None:
+        """This writer committed `version`, leaving the threads `after` as given (every other thread held is
+        unchanged). Kept only when that commit is the very next version after the one read."""
+        if after is None or self.version is None or version != self.version + 1:
+            self.clear()
+            return
+        for key, rows in after.items():
+            if len({r.id for r in rows}) != len(rows):  # an id stored twice: read it from the table next time
+                self.clear()
+                return
+            self.threads[key] = list(rows)
+        if sum(len(r) for r in self.threads.values()) > self.max_rows:
+            self.clear()
+            return
+        self.version = version
+
+
+def as_stored(t: MemoryTrace, stored: type) -> Any:
+    """A trace as the table will hold it (creation time in UTC), in the light form a thread is read in."""
+    return stored(id=t.id, content=t.content, scope=t.scope, scope_id=t.scope_id, thread=t.thread,
+                  position=t.position, created_at=t.created_at.astimezone(UTC), is_active=t.is_active,
+                  context=t.context, context_sides=t.context_sides)
+
+
+__all__ = ["MAX_ROWS", "ThreadCache", "as_stored"]
