@@ -255,7 +255,7 @@ def test_the_reason_is_shown_as_typed_wherever_it_goes():
 # ---------------------------------------------------------------- learned strengths in the store
 def test_learned_strengths_are_recorded_used_and_undone(tmp_path):
     from retrieval.pipeline.adaptive import MAX_STEP
-    from retrieval.pipeline.factory import build_retriever
+    from retrieval.workspace.retrievers import build_retriever
     from retrieval.store.adaptive import (KEY_ADAPTIVE, MAX_STRENGTH, RULE_NAMES, AdaptiveRecord, read_adaptive,
                                           undo_adaptive, write_adaptive)
 

@@ -22,7 +22,7 @@ from retrieval.cli.history import AS_OF_HELP, add_history_commands, as_of_arg, c
 from retrieval.cli.store import add_store_commands, add_store_flags, embedder_help, report_bad_lines
 from retrieval.eval.clock import CLOCK_HELP, clock_arg
 from retrieval.pipeline.config import PipelineConfig, generator_fields, reranker_fields
-from retrieval.pipeline.factory import build_retriever
+from retrieval.workspace.retrievers import build_retriever
 from retrieval.pipeline.settings import SWITCHES
 from retrieval.store.calibration import calibrated_knobs
 from retrieval.fusion import FUSIONS, NORMALIZATIONS
