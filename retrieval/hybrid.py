@@ -174,9 +174,15 @@ class HybridRetriever:
                        self.multi_query_llm)
         record = search(svc, query, mood, scope, settings, over_fetch_multiplier=over_fetch,
                         multi_query_n=n_variants)
-        result = assemble(record, settings, StoreLookup(self.memory_store, reader))
+        result = assemble(record, settings)
         timings = frozen({**result.diagnostics.timings_ms, "total": round((time.perf_counter() - t0) * 1000.0, 3)})
         return replace(result, diagnostics=replace(result.diagnostics, timings_ms=timings))
+
+    def lookup(self, scope: Scope | None = None) -> StoreLookup:
+        """The read-only look-ups `diagnostics.explain(id, lookup)` makes for an id the query never touched: this
+        retriever's store and the BM25 version a query of `scope` reads now (a result holds no store handle)."""
+        return StoreLookup(self.memory_store, bm25_reader(self.bm25, [scope] if scope is not None else None,
+                                                          self.bm25_statistics))
 
     def at(self, as_of: AsOf, progress=None) -> HybridRetriever:
         """This retriever reading the store as of a version, tag or aware datetime (SPEC §16): the traces

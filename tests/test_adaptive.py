@@ -140,7 +140,7 @@ def test_adaptive_off_is_todays_result(demo_ws):
         assert d.fusion_weights == (d.settings.dense_weight, d.settings.sparse_weight)
         # the record's query features change nothing when adaptive is off
         bare = replace(d.record, query_idf=frozen(), bm25_docs=0)
-        _same(res, assemble(bare, d.settings, d.lookup))
+        _same(res, assemble(bare, d.settings))
         _same(res, reweight(reweight(res, adaptive=True), adaptive=False))
 
 

@@ -159,7 +159,7 @@ def cmd_query(args) -> int:
         print("escalations: " + "; ".join(d.escalations))
     print("timings (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in d.timings_ms.items()))
     for tid in args.explain or []:
-        ex = d.explain(tid)
+        ex = d.explain(tid, retriever.lookup(scope))  # an id the query never touched: its stored row
         print(f"\nexplain {tid}: {ex.reason}")
         print(json.dumps({k: v for k, v in ex.to_dict().items() if v is not None and k != "trace_id"},
                          indent=2, default=str))

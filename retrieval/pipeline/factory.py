@@ -105,7 +105,7 @@ def learned_strengths(store: Any) -> tuple[float, ...] | None:
     """The adaptive rules' strengths the store records as learned from a case (`adapt --case`), else None."""
     from retrieval.store.adaptive import read_adaptive
 
-    record = read_adaptive(store) if hasattr(store, "table") else None
+    record = read_adaptive(store)  # None when none is recorded (or the store keeps no table)
     return record.values() if record is not None else None
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from retrieval.pipeline.config import PipelineConfig
 from retrieval.pipeline.factory import (Models, RegistryModels, cache_key, can_reweight, learned_strengths,
-                                        retriever_kwargs)
+                                        retriever_kwargs, visitor_statistics)
 from retrieval.pipeline.records import RetrievalResult
 from retrieval.types import Mood, Scope
 
@@ -22,6 +22,12 @@ def build_retriever(ws: Any, cfg: PipelineConfig, models: Models | None = None, 
     models = models or RegistryModels(ws.store.embedder)
     return ws.retriever(**retriever_kwargs(cfg, models, facts=ws.facts, strengths=learned_strengths(ws.store),
                                            access=access))
+
+
+def store_lookup(ws: Any, scope: Scope | None, access: Any = None) -> Any:
+    """What `diagnostics.explain(id, lookup)` reads for an id a query never touched: `ws`'s rows (as of its version
+    for a `WorkspaceAsOf`) and the BM25 version a query of `scope` reads, with the visitor's statistics."""
+    return ws.retriever(bm25_statistics=visitor_statistics(access)).lookup(scope)
 
 
 def run_config(ws: Any, cfg: PipelineConfig, query: str, scope: Scope | None, models: Models | None = None,
