@@ -40,6 +40,7 @@ class HybridRetriever:
     """Dense (MemoryStore) + sparse (BM25Index) retrieval, fused, reranked and explained."""
 
     as_of_state: Any = None  # the AsOfView a retriever made by `at` reads (None: the live store)
+    own_as_of_cache: Any = None  # a bare retriever's as-of versions (`as_of_cache`); a workspace's own them
 
     def __init__(self, memory_store, bm25: BM25Index | None = None, reranker: Reranker | None = None,
                  hyde: Hyde | None = None, fact_store=None, fact_classifier=None,
@@ -184,6 +185,17 @@ class HybridRetriever:
         return StoreLookup(self.memory_store, bm25_reader(self.bm25, [scope] if scope is not None else None,
                                                           self.bm25_statistics))
 
+    def as_of_cache(self) -> Any:
+        """The versions kept open for this retriever's as-of reads (`retrieval.history.AsOfCache`): its
+        workspace's (`writer`), which outlives the retriever; else its own, made on first use."""
+        if self.writer is not None:
+            return self.writer.as_of_cache
+        if self.own_as_of_cache is None:
+            from retrieval.history.view import AsOfCache
+
+            self.own_as_of_cache = AsOfCache()
+        return self.own_as_of_cache
+
     def at(self, as_of: AsOf, progress=None) -> HybridRetriever:
         """This retriever reading the store as of a version, tag or aware datetime (SPEC §16): the traces
         table checked out then, that version's BM25 (its sidecar when it matches, else rebuilt in memory,
@@ -193,7 +205,7 @@ class HybridRetriever:
         writer = self.writer
         sparse = getattr(writer, "sparse", None) or ("bm25" if isinstance(self.bm25, BM25Index) else "fts")
         view = open_as_of(self.memory_store, self.fact_store, as_of, sparse=sparse,
-                          sidecar=getattr(writer, "bm25_path", None), progress=progress,
+                          sidecar=getattr(writer, "bm25_path", None), progress=progress, cache=self.as_of_cache(),
                           analyzer=analyzer_of(self.bm25.tokenizer)
                           if writer is None and isinstance(self.bm25, BM25Index) else None)
         other = copy.copy(self)

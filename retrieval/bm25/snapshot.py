@@ -6,14 +6,14 @@ writers build the next one. Scoring uses the one formula in `bm25/formula.py`.
 """
 from __future__ import annotations
 
-import threading
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 import retrieval.bm25.formula as scoring
+from retrieval.cache import BoundedCache
 from retrieval.bm25.arena import TF, TID, Arena
 from retrieval.bm25.scoped import ScopeDf, scope_codes
 from retrieval.bm25.topk import Postings, TopK
@@ -47,8 +47,8 @@ class BM25Snapshot:
         # A scoped view (`scoped`): its scopes and their arena codes; None = the whole version.
         self.scopes: tuple[Scope, ...] | None = within[0] if within else None
         self._within: np.ndarray | None = within[1] if within else None
-        self._views: OrderedDict[tuple, BM25Snapshot] = OrderedDict()
-        self._views_lock = threading.Lock()
+        # the scoped views of this version, owned by it (gone with it): SCOPED_VIEWS scope sets at most
+        self.scoped_views: BoundedCache[tuple, BM25Snapshot] = BoundedCache(SCOPED_VIEWS)
 
     @property
     def statistics(self) -> str:
@@ -61,17 +61,7 @@ class BM25Snapshot:
         if self._within is not None:
             raise ValueError("this snapshot is already scoped; scope the store-wide snapshot instead")
         key = tuple(sorted(set(scopes), key=str))
-        with self._views_lock:
-            view = self._views.get(key)
-            if view is not None:
-                self._views.move_to_end(key)
-                return view
-        view = self._scoped_view(key)
-        with self._views_lock:
-            self._views[key] = view
-            while len(self._views) > SCOPED_VIEWS:
-                self._views.popitem(last=False)
-        return view
+        return self.scoped_views.get_or_build(key, lambda: self._scoped_view(key))
 
     def _scoped_view(self, scopes: tuple[Scope, ...]) -> BM25Snapshot:
         codes = scope_codes(self._a.scopes, len(self._a.scope_list), scopes)
