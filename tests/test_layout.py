@@ -260,3 +260,19 @@ def test_a_configured_query_never_calls_back_up_out_of_the_pipeline(tmp_path):
         sys.setprofile(None)
     assert result.ids[0] == "a"
     assert climbs == set()
+
+
+def test_the_app_reads_a_store_only_through_its_declared_face():
+    """`app.py`, `pages/` and `ui/` use only the store members `retrieval.store.face.AppStore` declares, and open
+    no LanceDB table themselves (ui/asof.py once listed versions from the raw table)."""
+    from retrieval.store.face import AppStore, MEMBERS
+
+    files = [ROOT / "app.py", *(ROOT / "pages").glob("*.py"), *(ROOT / "ui").rglob("*.py")]
+    used = {(str(p.relative_to(ROOT)), m) for p in files
+            for m in re.findall(r"\b(?:store|memory_store)\.([A-Za-z_]\w*)\b",
+                                re.sub(r"\b(?:retrieval|judgments)\.store\.\w+", "", p.read_text()))}  # not modules
+    assert sorted(u for u in used if u[1] not in MEMBERS) == []
+    raw = re.compile(r"\.table\(\)|\bimport lancedb\b")
+    assert [str(p.relative_to(ROOT)) for p in files if raw.search(p.read_text())] == []
+    declared = {n for n in vars(AppStore) if not n.startswith("_")} | set(AppStore.__annotations__)
+    assert declared == set(MEMBERS)
