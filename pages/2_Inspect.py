@@ -15,6 +15,7 @@ import streamlit as st
 from retrieval.hybrid import STAGES
 from retrieval.judgments.store import JudgmentStoreError
 from retrieval.pipeline.explain import explain
+from retrieval.workspace.retrievers import store_lookup
 from ui import view
 from ui import asof as asof_ui  # As of: picker, banner, Changes (ui/asof.py)
 from ui.access import session_access
@@ -181,7 +182,8 @@ def explanation(d, query: str):
     if not target:
         return None
     # A limited visitor gets one answer for "in a scope you may not see" and "no such id" (no existence oracle).
-    ex = explain(d, target, d.lookup, sees=access.sees if access.limited else None)
+    lookup = store_lookup(rws, d.record.scope, access)  # an id the query never touched: its stored row
+    ex = explain(d, target, lookup, sees=access.sees if access.limited else None)
     if not explanation_summary(ex, query, f"{P}x", final_how(d, target)):
         return None  # nothing about an id this visitor may not see (or that does not exist)
     st.html(f"<div class='explained' data-id='{html.escape(target, quote=True)}'></div>")  # for tests and benches

@@ -15,7 +15,7 @@ from retrieval.judgments.io import import_files, spreadsheet_csv, suggest_case_n
 from retrieval.judgments.machine import WEAK_NOTE, agreement, machine_grade
 from retrieval.judgments.model import query_key, scope_text
 from retrieval.judgments.snapshots import rescore, run_snapshot
-from retrieval.metrics import metric_names, paired_bootstrap
+from retrieval.metrics import metric_names
 from retrieval.judgments.store import JudgmentStoreError, check_grading
 from ui.cache import ensure_model, get_generator, get_reranker, workspace
 from ui.charts import snapshot_trend_figure
@@ -185,27 +185,6 @@ def snapshots_section(case_name: str, qrels, k: int) -> tuple[str, str, dict]:
     return a_id, b_id, snaps
 
 
-def metric_intervals(sa, sb, qrels, k: int) -> dict:
-    """Paired bootstrap 95 % intervals of B − A per metric, over the queries both snapshots scored (paired as the
-    diff pairs them: the same grades rescore both)."""
-    if qrels is None:
-        qrels = {q: {**sa.qrels.get(q, {}), **sb.qrels.get(q, {})} for q in {*sa.qrels, *sb.qrels}}
-    a, b = rescore(sa, qrels, k, stages=("final",)), rescore(sb, qrels, k, stages=("final",))
-    qa, qb = {q.qid: q for q in a.queries}, {q.qid: q for q in b.queries}
-    paired = [q for q in qa if q in qb and qa[q].metrics and qb[q].metrics]
-    if not paired:
-        return {}
-    return {m: paired_bootstrap([qa[q].metrics[m] for q in paired], [qb[q].metrics[m] for q in paired])
-            for m in qa[paired[0]].metrics}
-
-
-def interval_cell(iv) -> str:
-    if iv is None:
-        return "—"
-    where = "> 0" if iv.above_zero else "< 0" if iv.below_zero else "includes 0"
-    return f"[{iv.lo:+.4f}, {iv.hi:+.4f}] {where}"
-
-
 def diff_section(case_name: str, a_id: str, b_id: str, qrels, snaps: dict, k: int):
     """B − A: metric deltas, per query (with a spreadsheet download), and the judged traces that moved — from the
     same scored snapshots the trend shows."""
@@ -218,9 +197,8 @@ def diff_section(case_name: str, a_id: str, b_id: str, qrels, snaps: dict, k: in
                    "snapshot over all the queries it judged, so the two can differ here.")
     if diff.config_changes:
         st.caption("Config changes: " + ", ".join(code(f"{f} {a} → {b}") for f, (a, b) in diff.config_changes.items()))
-    ivs = metric_intervals(sa, sb, qrels, diff.k)
     st.dataframe([{"metric": m.metric, "A": round(m.a, 4), "B": round(m.b, 4), "Δ": round(m.delta, 4),
-                   "95 % interval": interval_cell(ivs.get(m.metric)),
+                   "95 % interval": "—" if m.interval is None else m.interval.cell(),
                    "p": None if m.p_value is None else round(m.p_value, 4), "queries": m.n} for m in diff.metrics],
                  hide_index=True, width="stretch", key=f"{P}metrics")
     st.caption("95 % interval: paired bootstrap of B − A over the queries scored in both (10,000 resamples); "

@@ -40,6 +40,7 @@ class HybridRetriever:
     """Dense (MemoryStore) + sparse (BM25Index) retrieval, fused, reranked and explained."""
 
     as_of_state: Any = None  # the AsOfView a retriever made by `at` reads (None: the live store)
+    own_as_of_cache: Any = None  # a bare retriever's as-of versions (`as_of_cache`); a workspace's own them
 
     def __init__(self, memory_store, bm25: BM25Index | None = None, reranker: Reranker | None = None,
                  hyde: Hyde | None = None, fact_store=None, fact_classifier=None,
@@ -174,9 +175,26 @@ class HybridRetriever:
                        self.multi_query_llm)
         record = search(svc, query, mood, scope, settings, over_fetch_multiplier=over_fetch,
                         multi_query_n=n_variants)
-        result = assemble(record, settings, StoreLookup(self.memory_store, reader))
+        result = assemble(record, settings)
         timings = frozen({**result.diagnostics.timings_ms, "total": round((time.perf_counter() - t0) * 1000.0, 3)})
         return replace(result, diagnostics=replace(result.diagnostics, timings_ms=timings))
+
+    def lookup(self, scope: Scope | None = None) -> StoreLookup:
+        """The read-only look-ups `diagnostics.explain(id, lookup)` makes for an id the query never touched: this
+        retriever's store and the BM25 version a query of `scope` reads now (a result holds no store handle)."""
+        return StoreLookup(self.memory_store, bm25_reader(self.bm25, [scope] if scope is not None else None,
+                                                          self.bm25_statistics))
+
+    def as_of_cache(self) -> Any:
+        """The versions kept open for this retriever's as-of reads (`retrieval.history.AsOfCache`): its
+        workspace's (`writer`), which outlives the retriever; else its own, made on first use."""
+        if self.writer is not None:
+            return self.writer.as_of_cache
+        if self.own_as_of_cache is None:
+            from retrieval.history.view import AsOfCache
+
+            self.own_as_of_cache = AsOfCache()
+        return self.own_as_of_cache
 
     def at(self, as_of: AsOf, progress=None) -> HybridRetriever:
         """This retriever reading the store as of a version, tag or aware datetime (SPEC §16): the traces
@@ -187,7 +205,7 @@ class HybridRetriever:
         writer = self.writer
         sparse = getattr(writer, "sparse", None) or ("bm25" if isinstance(self.bm25, BM25Index) else "fts")
         view = open_as_of(self.memory_store, self.fact_store, as_of, sparse=sparse,
-                          sidecar=getattr(writer, "bm25_path", None), progress=progress,
+                          sidecar=getattr(writer, "bm25_path", None), progress=progress, cache=self.as_of_cache(),
                           analyzer=analyzer_of(self.bm25.tokenizer)
                           if writer is None and isinstance(self.bm25, BM25Index) else None)
         other = copy.copy(self)

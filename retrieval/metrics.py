@@ -147,6 +147,10 @@ class PairedInterval:
         """`[+0.0012, +0.0034]`"""
         return f"[{self.lo:+.{digits}f}, {self.hi:+.{digits}f}]"
 
+    def cell(self, digits: int = 4) -> str:
+        """`[-0.0039, +0.0102] includes 0`: the interval in a table cell."""
+        return f"{self.bounds(digits)} {self.verdict}"
+
     def describe(self, digits: int = 4, over: str = "queries") -> str:
         """`+0.0030, 95 % interval [-0.0039, +0.0102] over 997 queries (includes 0)`"""
         return (f"{self.delta:+.{digits}f}, {self.confidence:.0%} interval {self.bounds(digits)} over {self.n} "

@@ -30,7 +30,7 @@ from retrieval.eval.runner import credited_ids, run_queries
 from retrieval.metrics import mean, paired_bootstrap
 from retrieval.pipeline.assemble import reweight
 from retrieval.pipeline.config import PipelineConfig
-from retrieval.pipeline.factory import build_retriever
+from retrieval.workspace.retrievers import build_retriever
 
 
 def log(m: str) -> None:

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from retrieval.history import clear_cache, diff_versions, open_as_of  # noqa: E402
+from retrieval.history import diff_versions, open_as_of  # noqa: E402
 from retrieval.models import HashingEmbedder  # noqa: E402
 from retrieval.replay import QueryLog  # noqa: E402
 from retrieval.store.versions import create_tag  # noqa: E402
@@ -92,11 +92,10 @@ def query_set(rng: random.Random, n: int) -> list[tuple[str, Scope]]:
 def measure_reads(ws: Workspace, queries) -> dict:
     live = ws.retriever()
     latest = p50(lambda q: live.retrieve(q[0], scope=q[1]), queries)
-    clear_cache()
     t0 = time.perf_counter()
     view = open_as_of(ws.store, None, "base", sparse="bm25", sidecar=None)  # no sidecar: BM25 from the rows
     rebuilt = (time.perf_counter() - t0) * 1000
-    clear_cache()
+    ws.as_of_cache.clear()
     t0 = time.perf_counter()
     then = ws.retriever(as_of="base")  # the newest sidecar, moved to `base` by the rows that differ
     then.retrieve(queries[0][0], scope=queries[0][1])

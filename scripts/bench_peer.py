@@ -27,7 +27,7 @@ from retrieval.cli.eval import open_clocked_set  # noqa: E402
 from retrieval.eval.clock import CLOCK_HELP, clock_arg  # noqa: E402
 from retrieval.metrics import mean  # noqa: E402
 from retrieval.eval.runner import credited_ids  # noqa: E402
-from retrieval.pipeline.factory import build_retriever  # noqa: E402
+from retrieval.workspace.retrievers import build_retriever  # noqa: E402
 from retrieval.store import scope_filter  # noqa: E402
 
 

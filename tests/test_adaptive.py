@@ -140,7 +140,7 @@ def test_adaptive_off_is_todays_result(demo_ws):
         assert d.fusion_weights == (d.settings.dense_weight, d.settings.sparse_weight)
         # the record's query features change nothing when adaptive is off
         bare = replace(d.record, query_idf=frozen(), bm25_docs=0)
-        _same(res, assemble(bare, d.settings, d.lookup))
+        _same(res, assemble(bare, d.settings))
         _same(res, reweight(reweight(res, adaptive=True), adaptive=False))
 
 
@@ -255,7 +255,7 @@ def test_the_reason_is_shown_as_typed_wherever_it_goes():
 # ---------------------------------------------------------------- learned strengths in the store
 def test_learned_strengths_are_recorded_used_and_undone(tmp_path):
     from retrieval.pipeline.adaptive import MAX_STEP
-    from retrieval.pipeline.factory import build_retriever
+    from retrieval.workspace.retrievers import build_retriever
     from retrieval.store.adaptive import (KEY_ADAPTIVE, MAX_STRENGTH, RULE_NAMES, AdaptiveRecord, read_adaptive,
                                           undo_adaptive, write_adaptive)
 

@@ -73,9 +73,10 @@ def test_import_a_case_run_two_snapshots_diff_and_open_inspect(demo_env):
     assert metrics["Δ"].iloc[0] == pytest.approx(round(snaps[1].metrics["ndcg@10"] - snaps[0].metrics["ndcg@10"], 4),
                                                  abs=1e-4)
     for delta, cell in zip(metrics["Δ"], metrics["95 % interval"]):  # a paired bootstrap interval beside each delta
-        lo, hi, where = re.fullmatch(r"\[([+-]\d\.\d{4}), ([+-]\d\.\d{4})\] (> 0|< 0|includes 0)", cell).groups()
+        lo, hi, where = re.fullmatch(r"\[([+-]\d\.\d{4}), ([+-]\d\.\d{4})\] (above 0|below 0|includes 0)",
+                                     cell).groups()  # the one interval format (`PairedInterval.cell`)
         assert float(lo) - 1e-4 <= delta <= float(hi) + 1e-4
-        assert where == ("> 0" if float(lo) > 0 else "< 0" if float(hi) < 0 else "includes 0")
+        assert where == ("above 0" if float(lo) > 0 else "below 0" if float(hi) < 0 else "includes 0")
     per_q = frame(at, "Inspect B")
     assert sorted(per_q["qid"]) == ["m01", "m02", "m03", "m04", "m05", "m06"]
     assert "dense_weight 0.5 → 0.9" in texts(at)

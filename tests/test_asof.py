@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from conftest import NOW, U1, U2, make_trace
-from retrieval.history import clear_cache
 from retrieval.models import HashingEmbedder
 from retrieval.store.versions import create_tag, parse_as_of
 from retrieval.workspace import Workspace
@@ -79,7 +78,7 @@ def test_every_as_of_query_equals_a_fresh_store_built_to_that_state(history, tmp
         shutil.copytree(ws.uri, tmp_path / "copy")
         (tmp_path / "copy" / "bm25.npz").unlink()
         ws = _ws(tmp_path / "copy")
-    clear_cache()
+    ws.as_of_cache.clear()  # the fixture's workspace may hold these versions from an earlier test
     for n, (name, version, traces) in enumerate(states):
         fresh = _ws(tmp_path / f"fresh{n}")
         fresh.ingest(list(traces.values()))
@@ -157,7 +156,6 @@ def test_as_of_reads_never_write(tmp_path):
 
     lancedb.connect(str(tmp_path / "db")).drop_table("fact_sources")
     (tmp_path / "db" / "bm25.npz").unlink()  # a live open would rebuild and save it
-    clear_cache()
     before = _tree_hash(tmp_path / "db")
     reader = _ws(tmp_path / "db")
     for v in (2, reader.store.version()):

@@ -17,7 +17,7 @@ from retrieval.bm25 import BM25Index
 from retrieval.bm25 import topk
 from retrieval.models import HashingEmbedder
 from retrieval.pipeline.config import PipelineConfig
-from retrieval.pipeline.factory import build_retriever
+from retrieval.workspace.retrievers import build_retriever
 from retrieval.types import Scope
 from retrieval.workspace.core import Workspace
 

@@ -37,7 +37,7 @@ def expected_final(db) -> dict[str, float]:
     """What the library ranks for the query under the default settings: id → final score."""
     from retrieval.models import HashingEmbedder
     from retrieval.pipeline.config import PipelineConfig
-    from retrieval.pipeline.factory import run_config
+    from retrieval.workspace.retrievers import run_config
     from retrieval.types import Scope
     from retrieval.workspace import Workspace
 

@@ -33,7 +33,7 @@ def library_final(db, **knobs) -> list[str]:
     from retrieval.models import HashingEmbedder
     from retrieval.pipeline.assemble import reweight
     from retrieval.pipeline.config import PipelineConfig
-    from retrieval.pipeline.factory import run_config
+    from retrieval.workspace.retrievers import run_config
     from retrieval.types import Scope
     from retrieval.workspace import Workspace
 

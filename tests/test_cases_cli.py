@@ -95,6 +95,16 @@ def test_snapshot_run_and_diff(db, capsys):
     for m in ("ndcg@10", "recall@10", "mrr", "judged@10"):
         assert d["metrics"][m]["delta"] == pytest.approx(b["metrics"][m] - a["metrics"][m])
     assert d["p_value"] == d["metrics"]["ndcg@10"]["p_value"] and 0 <= d["p_value"] <= 1
+    from retrieval.judgments import JudgmentStore
+    from retrieval.judgments.diff import diff_snapshots
+    from retrieval.judgments.fresh import case_qrels, traces_now
+    js = JudgmentStore(db)  # the CLI's interval is the library's: the paired bootstrap the Snapshots page shows
+    sa, sb = js.snapshot(a["snapshot"]), js.snapshot(b["snapshot"])
+    today = case_qrels(js, traces_now(db), js.case("demo"))[0]  # what the Snapshots page scores with
+    want = diff_snapshots(sa, sb, today).metrics[0].interval
+    iv = d["metrics"]["ndcg@10"]["interval"]
+    assert iv == {**want.as_dict(), "text": want.describe()} and iv["n"] == d["metrics"]["ndcg@10"]["n"]
+    assert want.lo <= want.delta <= want.hi and want.delta == pytest.approx(d["metrics"]["ndcg@10"]["delta"])
     assert len(d["queries"]) == 45 and d["config_changes"] == {"dense_weight": [0.5, 0.9], "sparse_weight": [0.5, 0.1]}
     deltas = [q["delta"] for q in d["queries"]]
     assert deltas == sorted(deltas, key=lambda x: round(x, 9))

@@ -7,7 +7,7 @@ import pytest
 
 from retrieval.pipeline.config import PipelineConfig
 from retrieval.ingest.demo import build_demo_index, load_examples
-from retrieval.pipeline.factory import run_config
+from retrieval.workspace.retrievers import run_config
 from retrieval.types import Scope
 from ui.links import read_link
 

@@ -268,13 +268,14 @@ def test_explain_why_not(retriever):
     assert res.diagnostics.explain("inv").dropped_at is None
     cut = res.diagnostics.explain(res.diagnostics.stage_ids["merged"][1])
     assert cut.dropped_at == "truncate" and "top-1" in cut.reason
-    other = res.diagnostics.explain("other")
+    lookup = retriever.lookup(U1)  # ids the query never touched: their stored rows, read by the caller
+    other = res.diagnostics.explain("other", lookup)
     # another scope's trace: not visible, and nothing about it (not even its scope) is shown
     assert other.dropped_at == "dense" and "not visible" in other.reason and "u2" not in other.reason
     assert other.content is None and other.scope is None
-    old = res.diagnostics.explain("old")
+    old = res.diagnostics.explain("old", lookup)
     assert old.dropped_at == "dense" and "inactive" in old.reason
-    missing = res.diagnostics.explain("no-such-id")
+    missing = res.diagnostics.explain("no-such-id", lookup)
     assert missing.dropped_at == "dense" and "No trace" in missing.reason
     assert all(v is None for v in missing.stages.values())
 

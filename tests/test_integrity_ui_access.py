@@ -69,20 +69,21 @@ def run(path: str, **params) -> AppTest:
 
 def test_explain_gives_a_limited_visitor_one_sentence_for_a_hidden_id_and_an_unknown_one(retriever):
     d = retriever.retrieve("invoice INV-8842", scope=U1).diagnostics
+    lookup = retriever.lookup(U1)  # ids the query never touched: read through the caller's look-up
     sees = {str(U1)}.__contains__
-    hidden = explain(d, "other", d.lookup, sees=sees)  # "other" is stored, in user:u2
-    unknown = explain(d, "no-such-trace", d.lookup, sees=sees)
+    hidden = explain(d, "other", lookup, sees=sees)  # "other" is stored, in user:u2
+    unknown = explain(d, "no-such-trace", lookup, sees=sees)
     assert hidden.reason.replace("'other'", "ID") == unknown.reason.replace("'no-such-trace'", "ID")
     for ex in (hidden, unknown):
         assert (ex.exists, ex.visible, ex.dropped_at, ex.content, ex.scope, ex.dense_terms) == \
             (False, False, "dense", None, None, None)
     # Local use (every scope visible) still tells the two apart, and a trace of a visible scope is explained.
-    assert "outside the scope" in explain(d, "other", d.lookup).reason
-    assert "exists in this store" in explain(d, "no-such-trace", d.lookup).reason
-    assert explain(d, "other", d.lookup, sees={str(U1), str(U2)}.__contains__).reason == \
-        explain(d, "other", d.lookup).reason
-    hike = explain(d, "hike", d.lookup, sees=sees)  # in the visitor's scope: explained as usual
-    assert hike.visible and hike.content and hike.reason == explain(d, "hike", d.lookup).reason
+    assert "outside the scope" in explain(d, "other", lookup).reason
+    assert "exists in this store" in explain(d, "no-such-trace", lookup).reason
+    assert explain(d, "other", lookup, sees={str(U1), str(U2)}.__contains__).reason == \
+        explain(d, "other", lookup).reason
+    hike = explain(d, "hike", lookup, sees=sees)  # in the visitor's scope: explained as usual
+    assert hike.visible and hike.content and hike.reason == explain(d, "hike", lookup).reason
 
 
 def test_inspect_tells_a_limited_visitor_nothing_about_another_scopes_ids(as_user):

@@ -216,3 +216,63 @@ def test_code_cites_only_documents_in_the_repository():
               and re.search(r"\bissue #\d+", p.read_text())]
     assert issues == []
     assert (ROOT / "docs" / "STYLE.md").is_file()
+
+
+BELOW_THE_WORKSPACE = ("pipeline", "fusion", "bm25", "sparse", "store", "facts", "models", "candidates", "metrics",
+                       "types", "access", "policy")
+ABOVE_THE_PIPELINE = {"workspace", "hybrid", "history", "judgments", "eval", "ingest", "replay", "cli", "distributed"}
+
+
+def test_the_pipeline_and_what_it_stands_on_import_nothing_above_it():
+    graph = _package_graph()
+    up = {a: sorted(graph.get(a, set()) & ABOVE_THE_PIPELINE) for a in BELOW_THE_WORKSPACE}
+    assert {a: b for a, b in up.items() if b} == {}
+
+
+def test_a_configured_query_never_calls_back_up_out_of_the_pipeline(tmp_path):
+    """The factory is handed what it needs: building and running a retriever for a config, no function of
+    `retrieval.pipeline` calls a function of a layer above it (the old factory called `Workspace.retriever`,
+    which built a `HybridRetriever`, which called the pipeline again)."""
+    from retrieval.models import HashingEmbedder
+    from retrieval.pipeline.config import PipelineConfig
+    from retrieval.types import MemoryTrace, Scope
+    from retrieval.workspace import Workspace
+    from retrieval.workspace.retrievers import run_config
+
+    ws = Workspace(str(tmp_path / "db"), embedder=HashingEmbedder(32), fact_extractor=None)
+    ws.ingest([MemoryTrace(id="a", content="refund for the invoice", scope="user", scope_id="u1"),
+               MemoryTrace(id="b", content="the lentil soup recipe", scope="user", scope_id="u1")])
+    climbs: set[tuple[str, str]] = set()
+
+    def part(frame) -> str | None:
+        name = frame.f_globals.get("__name__", "") if frame is not None else ""
+        bits = name.split(".")
+        return bits[1] if bits[0] == "retrieval" and len(bits) > 1 else None
+
+    def profile(frame, event, _arg):
+        if event == "call" and part(frame.f_back) == "pipeline" and part(frame) in ABOVE_THE_PIPELINE:
+            climbs.add((frame.f_back.f_globals["__name__"], frame.f_globals["__name__"]))
+
+    sys.setprofile(profile)
+    try:
+        result, _ = run_config(ws, PipelineConfig(), "invoice refund", Scope("user", "u1"))
+    finally:
+        sys.setprofile(None)
+    assert result.ids[0] == "a"
+    assert climbs == set()
+
+
+def test_the_app_reads_a_store_only_through_its_declared_face():
+    """`app.py`, `pages/` and `ui/` use only the store members `retrieval.store.face.AppStore` declares, and open
+    no LanceDB table themselves (ui/asof.py once listed versions from the raw table)."""
+    from retrieval.store.face import AppStore, MEMBERS
+
+    files = [ROOT / "app.py", *(ROOT / "pages").glob("*.py"), *(ROOT / "ui").rglob("*.py")]
+    used = {(str(p.relative_to(ROOT)), m) for p in files
+            for m in re.findall(r"\b(?:store|memory_store)\.([A-Za-z_]\w*)\b",
+                                re.sub(r"\b(?:retrieval|judgments)\.store\.\w+", "", p.read_text()))}  # not modules
+    assert sorted(u for u in used if u[1] not in MEMBERS) == []
+    raw = re.compile(r"\.table\(\)|\bimport lancedb\b")
+    assert [str(p.relative_to(ROOT)) for p in files if raw.search(p.read_text())] == []
+    declared = {n for n in vars(AppStore) if not n.startswith("_")} | set(AppStore.__annotations__)
+    assert declared == set(MEMBERS)

@@ -138,7 +138,7 @@ def test_workspace_deactivates_and_reactivates(tmp_path):
     r = ws.retriever()
     res = r.retrieve("invoice 42", scope=Scope("user", "u1"))
     assert "a" not in res.diagnostics.stage_ids["dense"] and "a" not in res.diagnostics.stage_ids["sparse"]
-    assert "inactive" in res.diagnostics.explain("a").reason
+    assert "inactive" in res.diagnostics.explain("a", r.lookup(Scope("user", "u1"))).reason
     ws.set_active(["a"], True)
     assert ws.retriever().retrieve("invoice 42", scope=Scope("user", "u1")).ids[0] == "a"
     assert ws.status()["in_step"]

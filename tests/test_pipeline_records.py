@@ -11,7 +11,7 @@ from retrieval.pipeline.records import FrozenDict
 from retrieval.pipeline.search import Services, search
 from retrieval.pipeline.settings import KNOBS, Settings, check_knob, resolve_settings
 
-from conftest import U1, U2, StubReranker
+from conftest import ROOT, U1, U2, StubReranker
 
 QUERY = "refund invoice INV-8842"
 
@@ -99,25 +99,26 @@ def test_convex_fusion_is_a_refusion_from_the_same_record(retriever):
 
 def test_explain_never_shows_another_scopes_trace(retriever):
     res = retriever.retrieve(QUERY, scope=U1)
-    ex = res.diagnostics.explain("other")  # u2's trace about the same invoice
+    lookup = retriever.lookup(U1)  # an id the query never touched is read through the caller's look-up
+    ex = res.diagnostics.explain("other", lookup)  # u2's trace about the same invoice
     assert ex.visible is False and ex.exists is True
     assert ex.content is None and ex.scope is None and ex.dense_breakdown is None and ex.bm25_terms is None
     assert "not visible" in ex.reason and "u2" not in ex.reason and "another user's" not in ex.reason
-    inactive = res.diagnostics.explain("old")
+    inactive = res.diagnostics.explain("old", lookup)
     assert inactive.visible is False and inactive.content is None and "inactive" in inactive.reason
-    unscoped = retriever.retrieve(QUERY, scope=U2).diagnostics.explain("inv")
+    unscoped = retriever.retrieve(QUERY, scope=U2).diagnostics.explain("inv", retriever.lookup(U2))
     assert unscoped.visible is False and unscoped.content is None
 
 
 def test_explain_unknown_id_says_it_does_not_exist(retriever):
-    ex = retriever.retrieve(QUERY, scope=U1).diagnostics.explain("no-such-id")
+    ex = retriever.retrieve(QUERY, scope=U1).diagnostics.explain("no-such-id", retriever.lookup(U1))
     assert ex.exists is False and ex.visible is False
     assert ex.reason.startswith("No trace with id 'no-such-id' exists")
 
 
 def test_explain_a_visible_untouched_trace(retriever):
     ex = retriever.retrieve("lentil soup", scope=U1, recall_top_k=1,
-                            over_fetch_multiplier=1).diagnostics.explain("hike")
+                            over_fetch_multiplier=1).diagnostics.explain("hike", retriever.lookup(U1))
     assert ex.visible and ex.exists and ex.dropped_at == "dense"
     assert ex.content.startswith("We hiked") and ex.scope == "user:u1"
     assert "shares no query term" in ex.reason
@@ -129,3 +130,45 @@ def test_the_explanation_counts_the_final_list_on_screen_not_top_k(retriever):
     final = res.diagnostics.stage_ids["final"]
     assert len(final) < 50
     assert res.diagnostics.explain(final[0]).reason.startswith(f"Rank 1 of {len(final)} with score")
+
+
+def _reachable_kinds(obj) -> set[str]:
+    """The types of every object `obj` holds, however deep (classes, modules and functions not followed)."""
+    import gc
+    import types
+
+    seen, stack, kinds = set(), [obj], set()
+    while stack:
+        o = stack.pop()
+        if id(o) in seen or isinstance(o, (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)):
+            continue
+        seen.add(id(o))
+        kinds.add(f"{type(o).__module__}.{type(o).__qualname__}")
+        stack.extend(gc.get_referents(o))
+    return kinds
+
+
+def test_a_result_is_plain_data_that_holds_no_store_handle(retriever, tmp_path):
+    """A result pickles and deep-copies without its store, and explains every id it touched from itself alone."""
+    import pickle
+
+    res = retriever.retrieve(QUERY, scope=U1)
+    live = [k for k in _reachable_kinds(res) if k.startswith(("retrieval.store", "retrieval.bm25", "retrieval.sparse",
+                                                                "lancedb", "_thread", "threading"))]
+    assert live == []
+    again, copied = pickle.loads(pickle.dumps(res)), copy.deepcopy(res)
+    assert again.ids == copied.ids == res.ids and res.ids[:2] == ["inv", "billing"]
+    tree = again.diagnostics.explain("inv").bm25_tree
+    assert tree == res.diagnostics.explain("inv").bm25_tree == retriever.bm25.explain_terms(QUERY, "inv")
+    assert {r["term"] for r in tree if r["score"] > 0} == {"refund", "invoice", "inv", "8842"}
+
+
+def test_search_asks_its_readers_only_what_their_protocols_declare():
+    """No `hasattr` probing in the search phase: what it needs of the store and BM25 is on `pipeline/ports.py`."""
+    phase = ["search.py", "assemble.py", "explain.py", "records.py", "browser.py", "ports.py", "factory.py"]
+    probes = [f"{name}:{i}" for name in phase
+              for i, line in enumerate((ROOT / "retrieval" / "pipeline" / name).read_text().splitlines(), 1)
+              if "hasattr(" in line]
+    probes += [f"hybrid.py:{i}" for i, line in enumerate((ROOT / "retrieval" / "hybrid.py").read_text().splitlines(), 1)
+               if "hasattr(" in line]
+    assert probes == []

@@ -9,7 +9,7 @@ import pytest
 
 from retrieval.ingest.demo import load_examples
 from retrieval.pipeline.config import PipelineConfig
-from retrieval.pipeline.factory import run_config
+from retrieval.workspace.retrievers import run_config
 from retrieval.types import Scope
 from tests.apphelpers import demo_app_env, open_page
 from ui import present

@@ -9,7 +9,8 @@ import pytest
 from retrieval import BM25Index, HybridRetriever
 from retrieval.pipeline.assemble import assemble, reweight
 from retrieval.pipeline.config import PipelineConfig
-from retrieval.pipeline.factory import cache_key, run_config
+from retrieval.pipeline.factory import cache_key
+from retrieval.workspace.retrievers import run_config
 from retrieval.pipeline.settings import Settings, resolve_settings
 
 from conftest import U1, make_trace

@@ -17,7 +17,7 @@ import streamlit as st
 from retrieval.history import WorkspaceAsOf, diff_results, fact_changes, pin
 from retrieval.hybrid import STAGES
 from retrieval.pipeline.factory import visitor_statistics
-from retrieval.store.versions import list_versions, parse_as_of
+from retrieval.store.versions import parse_as_of
 from ui.text import plain
 
 PARAM = "asof"  # not page-prefixed: the page's own link reader never sees it
@@ -56,8 +56,7 @@ def _seed(ws: Any, prefix: str) -> None:
 def picker(ws: Any, prefix: str) -> AsOfChoice:
     """The As-of picker in the sidebar; a changed choice forgets the page's cached search."""
     _seed(ws, prefix)
-    tbl = ws.store.table()
-    versions = list_versions(tbl) if tbl is not None else []
+    versions = ws.store.stored_versions()
     with st.sidebar:
         st.subheader("As of")
         mode = st.radio("Read the store", MODES, key=f"{prefix}asof_mode", horizontal=True,
@@ -169,8 +168,7 @@ def changes(ws: Any, choice: AsOfChoice, prefix: str, query: str, scope: Any, ru
     `facts` (those the page's search injected) are checked against the newest facts first. The idf explanations
     read each version with the statistics the visitor's searches use (`visitor_statistics(access)`)."""
     superseded(ws, choice, scope, facts)
-    tbl = ws.store.table()
-    stored = list_versions(tbl) if tbl is not None else []
+    stored = ws.store.stored_versions()
     versions, labels = [v for v, _ in stored], version_labels(ws, stored)
     if len(versions) < 2:
         return

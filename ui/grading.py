@@ -111,13 +111,11 @@ def query_grades(js: JudgmentStore, scope: Scope | None, query: str, hashes: dic
 
 
 def case_qrels(js: JudgmentStore, get_traces, case) -> tuple[dict[str, dict[str, int]], CasePolicy]:
-    """(the case's qrels as its policy combines its raters, stale grades left out; the policy). `get_traces(ids)`
-    is the trace store's `get` (the current texts decide what is stale)."""
-    from retrieval.judgments.fresh import current_hashes
+    """The case's qrels today and its policy: `retrieval.judgments.fresh.case_qrels` (the CLI's `snapshot diff`
+    scores with the same)."""
+    from retrieval.judgments.fresh import case_qrels as qrels_today
 
-    pol = js.policy(case.name)
-    hashes = current_hashes(js.case_judgments(case), get_traces)
-    return js.qrels(case, policy=pol, hashes=hashes), pol
+    return qrels_today(js, get_traces, case)
 
 
 def unrated_ids(ranked: list[str], graded: dict[str, int] | set[str], k: int = 10) -> list[str]:

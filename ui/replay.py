@@ -1,5 +1,6 @@
 """What the Log page shows: importing an agent's retrieval log, filtering and sampling it, and each logged
-query then (what the agent got) vs now and vs as of its time, with a link that opens Inspect as of then.
+query then (what the agent got) vs now and vs as of its time, with a link that opens Inspect as of then. The
+filters, sample orders and replay are `retrieval.replay.select`; this module draws them.
 
 Logged text (queries, ids, scopes) is the agent's data: always shown plain (ui/text.py).
 """
@@ -9,15 +10,12 @@ from typing import Any
 
 import streamlit as st
 
-from retrieval.history import WorkspaceAsOf, pin
-from retrieval.replay import LoggedQuery, QueryLog, Replayed, replay, sample
+from retrieval.replay import LoggedQuery, QueryLog, Replayed
+from retrieval.replay.select import FEEDBACK, ORDERS, matching, most_drifted, pick, replay_all  # noqa: F401
 from retrieval.replay.store import import_log
 from retrieval.replay.store import ImportReport
 from ui.links import ALL_SCOPES_PARAM
 from ui.text import plain
-
-ORDERS = ("newest", "random", "low top score", "drift")
-FEEDBACK = ("any", "positive", "negative", "none")
 
 
 def import_widget(ws: Any, judgments: Any, access: Any, prefix: str) -> None:
@@ -61,35 +59,7 @@ def filters(log: QueryLog, sees: Any, prefix: str) -> tuple[list[LoggedQuery], s
     n = int(c4.number_input("N", 1, 100, 10, key=f"{prefix}n"))
     low = float(c5.number_input("Top score ≤", value=0.5, step=0.05, key=f"{prefix}low")) \
         if order == "low top score" else None
-    out = [q for q in everything if (scope == "(any)" or str(q.scope) == scope)
-           and (feedback == "any" or _feedback_kind(q) == feedback)
-           and (low is None or (q.top_score is not None and q.top_score <= low))]
-    return out, order, n
-
-
-def _feedback_kind(q: LoggedQuery) -> str:
-    from retrieval.replay import polarity
-
-    p = polarity(q.feedback)
-    return "none" if q.feedback is None else "positive" if p > 0 else "negative" if p < 0 else "any"
-
-
-def pick(queries: list[LoggedQuery], order: str, n: int, seed: int) -> list[LoggedQuery]:
-    if order == "random":
-        return sample(queries, n, seed)
-    if order == "low top score":
-        return sorted(queries, key=lambda q: (q.top_score if q.top_score is not None else 0.0, q.key))[:n]
-    return queries[: n if order == "newest" else max(n * 3, n)]  # drift: replay more, keep the n that moved most
-
-
-def replay_all(ws: Any, queries: list[LoggedQuery], run: Any, k: int) -> list[Replayed]:
-    """Each logged query then vs now vs as of its time; `run(workspace, query)` returns a RetrievalResult."""
-    out = []
-    for q in queries:
-        def ids(as_of, q=q):
-            return run(WorkspaceAsOf(ws, as_of), q).ids
-        out.append(replay(q, ids, lambda t: pin(ws.store, t).version, k))
-    return out
+    return matching(everything, None if scope == "(any)" else scope, feedback, low), order, n
 
 
 def show(rows: list[Replayed]) -> None:

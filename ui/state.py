@@ -1,11 +1,11 @@
 """The app's view of pipeline configuration: `PipelineConfig` and the factory, with cached models.
 
-The definitions live in `retrieval.pipeline.config` and `retrieval.pipeline.factory`
+The definitions live in `retrieval.pipeline.config` and `retrieval.workspace.retrievers`
 (shared with the CLI and evaluation); this module only adapts the app's cached model loaders.
 """
 from __future__ import annotations
 
-from retrieval.pipeline import factory
+from retrieval.workspace import retrievers
 from retrieval.pipeline.config import (CLASSIFIER_CHOICES, FUSION_FIELDS, GENERATOR_CHOICES, RERANKER_CHOICES,  # noqa: F401
                               PipelineConfig)
 from retrieval.pipeline.factory import cache_key  # noqa: F401 (re-exported for pages)
@@ -32,12 +32,12 @@ def _visitor():
 
 
 def build_retriever(ws, cfg: PipelineConfig, get_reranker, get_generator, access=None):
-    return factory.build_retriever(ws, cfg, CachedModels(get_reranker, get_generator), access or _visitor())
+    return retrievers.build_retriever(ws, cfg, CachedModels(get_reranker, get_generator), access or _visitor())
 
 
 def run_config(ws, cfg: PipelineConfig, query: str, scope, get_reranker, get_generator, cached=None, access=None):
     """Retrieve, or re-fuse `cached` when only fusion knobs changed. Returns (result, refusion)."""
-    return factory.run_config(ws, cfg, query, scope, CachedModels(get_reranker, get_generator), cached,
+    return retrievers.run_config(ws, cfg, query, scope, CachedModels(get_reranker, get_generator), cached,
                               access or _visitor())
 
 

@@ -97,6 +97,12 @@ class BM25Index:
     def explain_terms(self, query: str, id: str, scopes: Sequence[Scope] | None = None) -> list[dict[str, Any]]:
         return self.reader(scopes).explain_terms(query, id)
 
+    def explain_terms_for(self, query: str, ids: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
+        return self._snap.explain_terms_for(query, ids)
+
+    def query_idf(self, query: str) -> tuple[dict[str, float], int]:
+        return self._snap.query_idf(query)
+
     def stats(self) -> dict[str, float | int]:
         return self._snap.stats()
 

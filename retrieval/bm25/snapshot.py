@@ -6,14 +6,14 @@ writers build the next one. Scoring uses the one formula in `bm25/formula.py`.
 """
 from __future__ import annotations
 
-import threading
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 import retrieval.bm25.formula as scoring
+from retrieval.cache import BoundedCache
 from retrieval.bm25.arena import TF, TID, Arena
 from retrieval.bm25.scoped import ScopeDf, scope_codes
 from retrieval.bm25.topk import Postings, TopK
@@ -47,8 +47,8 @@ class BM25Snapshot:
         # A scoped view (`scoped`): its scopes and their arena codes; None = the whole version.
         self.scopes: tuple[Scope, ...] | None = within[0] if within else None
         self._within: np.ndarray | None = within[1] if within else None
-        self._views: OrderedDict[tuple, BM25Snapshot] = OrderedDict()
-        self._views_lock = threading.Lock()
+        # the scoped views of this version, owned by it (gone with it): SCOPED_VIEWS scope sets at most
+        self.scoped_views: BoundedCache[tuple, BM25Snapshot] = BoundedCache(SCOPED_VIEWS)
 
     @property
     def statistics(self) -> str:
@@ -61,17 +61,7 @@ class BM25Snapshot:
         if self._within is not None:
             raise ValueError("this snapshot is already scoped; scope the store-wide snapshot instead")
         key = tuple(sorted(set(scopes), key=str))
-        with self._views_lock:
-            view = self._views.get(key)
-            if view is not None:
-                self._views.move_to_end(key)
-                return view
-        view = self._scoped_view(key)
-        with self._views_lock:
-            self._views[key] = view
-            while len(self._views) > SCOPED_VIEWS:
-                self._views.popitem(last=False)
-        return view
+        return self.scoped_views.get_or_build(key, lambda: self._scoped_view(key))
 
     def _scoped_view(self, scopes: tuple[Scope, ...]) -> BM25Snapshot:
         codes = scope_codes(self._a.scopes, len(self._a.scope_list), scopes)
@@ -201,12 +191,35 @@ class BM25Snapshot:
         slot = self._slot_of(id) if isinstance(id, str) else None
         if slot is None:
             raise KeyError(f"document {id!r} is not in the BM25 index")
+        return self._tree(Counter(self.tokenizer(query or "")), slot)
+
+    def explain_terms_for(self, query: str, ids: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
+        """`explain_terms` of every id of `ids` this version holds (the others left out), the query read once."""
+        counts = Counter(self.tokenizer(query or ""))
+        slots = {i: self._slot_of(i) for i in dict.fromkeys(ids) if isinstance(i, str)}
+        return {i: self._tree(counts, slot) for i, slot in slots.items() if slot is not None}
+
+    def query_idf(self, query: str) -> tuple[dict[str, float], int]:
+        """Each query term's idf in this version — terms no document holds left out — and its document count."""
+        n = len(self)
+        if n == 0:
+            return {}, 0
+        ceiling = float(scoring.idf(n, 1))  # a term in one document
+        terms = {t: float(self.idf(t)) for t in dict.fromkeys(self.tokenizer(query))}
+        return {t: v for t, v in terms.items() if v <= ceiling + 1e-12}, n
+
+    def reader(self, scopes: Sequence[Scope] | None = None, statistics: str | None = None) -> BM25Snapshot:
+        """This version as a query over `scopes` reads it (`BM25Index.reader`): scoped statistics when
+        `statistics` is `scope` and the query is scoped, this version otherwise."""
+        return self.scoped(scopes) if statistics == "scope" and scopes is not None and self._within is None else self
+
+    def _tree(self, counts: Counter, slot: int) -> list[dict[str, Any]]:
         a = self._a
         doc_tf = dict(zip(a.doc_terms(slot).tolist(), a.doc_tfs(slot).tolist()))
         avgdl = scoring.safe_avgdl(self._total_len, self._n_docs)
         dl = float(a.doc_len[slot])
         rows = []
-        for term, qtf in Counter(self.tokenizer(query or "")).items():
+        for term, qtf in counts.items():
             tid = self._tid(term)
             tf = float(doc_tf.get(tid, 0.0)) if tid is not None else 0.0
             df = int(self._df[tid]) if tid is not None else 0

@@ -23,7 +23,7 @@ from retrieval.pipeline.presets import PRESETS
 def _runs(args) -> tuple[list[Any], Any, str]:
     from retrieval.eval.runner import run_queries
     from retrieval.pipeline.config import PipelineConfig
-    from retrieval.pipeline.factory import build_retriever
+    from retrieval.workspace.retrievers import build_retriever
 
     cfg = PipelineConfig.for_preset(args.preset, facts=False)
     if args.dataset:

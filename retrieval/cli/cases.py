@@ -150,9 +150,13 @@ def cmd_snapshot_diff(args) -> int:
     from retrieval.judgments import JudgmentStore
     from retrieval.judgments.diff import diff_snapshots
 
+    from retrieval.judgments.fresh import case_qrels, traces_now
+
     js = JudgmentStore(args.db)
     a, b = js.snapshot(args.a), js.snapshot(args.b)
-    qrels = None if args.stored_grades else js.qrels(js.case(b.case)) if js.find_case(b.case) else None
+    # today's grades as the Snapshots page scores them: the case's policy, stale grades left out
+    qrels = None if args.stored_grades or not js.find_case(b.case) else case_qrels(js, traces_now(args.db),
+                                                                                   js.case(b.case))[0]
     return _print(diff_snapshots(a, b, qrels, k=args.k, metric=args.metric).to_dict())
 
 

@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 from retrieval.pipeline.config import PipelineConfig, generator_fields, reranker_fields
-from retrieval.pipeline.factory import RegistryModels, build_retriever
+from retrieval.pipeline.factory import RegistryModels
+from retrieval.workspace.retrievers import build_retriever
 from retrieval.hybrid import STAGES
 from retrieval.eval.clock import EVAL_NOW, ClockSpec, ScopeClock, make_clock
 from retrieval.eval.datasets import load_dataset

@@ -84,7 +84,7 @@ def cmd_tag(args) -> int:
 def _retrievers(args) -> tuple[Any, Any, Any]:
     from retrieval.history.view import WorkspaceAsOf
     from retrieval.pipeline.config import PipelineConfig
-    from retrieval.pipeline.factory import build_retriever
+    from retrieval.workspace.retrievers import build_retriever
     from retrieval.store.calibration import calibrated_knobs
 
     ws = _workspace(args)

@@ -22,7 +22,7 @@ from retrieval.cli.history import AS_OF_HELP, add_history_commands, as_of_arg, c
 from retrieval.cli.store import add_store_commands, add_store_flags, embedder_help, report_bad_lines
 from retrieval.eval.clock import CLOCK_HELP, clock_arg
 from retrieval.pipeline.config import PipelineConfig, generator_fields, reranker_fields
-from retrieval.pipeline.factory import build_retriever
+from retrieval.workspace.retrievers import build_retriever
 from retrieval.pipeline.settings import SWITCHES
 from retrieval.store.calibration import calibrated_knobs
 from retrieval.fusion import FUSIONS, NORMALIZATIONS
@@ -159,7 +159,7 @@ def cmd_query(args) -> int:
         print("escalations: " + "; ".join(d.escalations))
     print("timings (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in d.timings_ms.items()))
     for tid in args.explain or []:
-        ex = d.explain(tid)
+        ex = d.explain(tid, retriever.lookup(scope))  # an id the query never touched: its stored row
         print(f"\nexplain {tid}: {ex.reason}")
         print(json.dumps({k: v for k, v in ex.to_dict().items() if v is not None and k != "trace_id"},
                          indent=2, default=str))

@@ -1,12 +1,13 @@
 """The flight recorder's reading side (SPEC §16): a store as of a version, tag or time, and what changed.
 
-`view` opens traces, BM25 and facts as they stood at one version (read-only, cached per version);
+`view` opens traces, BM25 and facts as they stood at one version (read-only, kept per version in the owner's
+`AsOfCache`);
 `diff` compares one query's stage lists at two versions and says why each trace that left the final
 list was displaced. Versions, tags and clean-up are the table's own (retrieval.store.versions).
 """
 from retrieval.history.diff import diff_results, diff_versions, fact_changes, idf_moves
-from retrieval.history.view import AsOf, AsOfView, WorkspaceAsOf, clear_cache, open_as_of, pin
+from retrieval.history.view import AsOf, AsOfCache, AsOfView, WorkspaceAsOf, open_as_of, pin
 
-__all__ = ["AsOf", "AsOfView", "WorkspaceAsOf", "clear_cache", "diff_results", "diff_versions", "fact_changes",
+__all__ = ["AsOf", "AsOfCache", "AsOfView", "WorkspaceAsOf", "diff_results", "diff_versions", "fact_changes",
            "idf_moves",
            "open_as_of", "pin"]

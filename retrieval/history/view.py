@@ -5,20 +5,21 @@
 version, else from the sidecar moved to that version by the rows that differ (retrieval.history.sidecar),
 else rebuilds it in memory from that version's rows, and checks the facts table out
 at the matching time (retrieval.facts.asof). Nothing is written: no sidecar, no journal replay, no
-index build. A version never changes once committed, so its traces and BM25 are cached (a few versions,
-least recently used first out); the facts of the newest version are re-read each time.
+index build. A version never changes once committed, so its traces and BM25 are kept in an `AsOfCache` (a few
+versions, least recently used first out) owned by whoever reads as of: a `Workspace` (`Workspace.as_of_cache`, so
+the app's cached workspace keeps them across reruns) or a bare `HybridRetriever`; without one nothing is kept. The
+facts of the newest version are re-read each time.
 """
 from __future__ import annotations
 
 import logging
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from retrieval.cache import BoundedCache
 from retrieval.facts.asof import AsOfFactStore, facts_cut
 from retrieval.history.sidecar import diffed, load_sidecar
 from retrieval.sparse.build import build_bm25, statistics_of
@@ -33,10 +34,24 @@ CACHED_VERSIONS = 4  # traces + BM25 of this many versions stay open (each about
 
 Moved = Mapping[str, tuple[int, int]]  # scope label -> (documents added, removed) to move the sidecar
 Sparse = tuple[Any, str, Moved | None]
-_cache: OrderedDict[tuple, tuple[AsOfStore, Sparse]] = OrderedDict()
-_cache_lock = threading.Lock()
-_building: dict[tuple, threading.Lock] = {}
-_fact_views: dict[tuple, AsOfFactStore] = {}
+
+
+class AsOfCache:
+    """The versions an owner keeps open for as-of reads: traces + BM25 per version, facts per cut, `versions` of
+    each at most (least recently used out first). A committed version never changes, so nothing here goes stale
+    while its store stays; `forget(uri)` drops a store's entries (it was replaced on disk), `clear()` all."""
+
+    def __init__(self, versions: int = CACHED_VERSIONS) -> None:
+        self.views: BoundedCache[tuple, tuple[AsOfStore, Sparse]] = BoundedCache(versions)
+        self.facts: BoundedCache[tuple, AsOfFactStore] = BoundedCache(versions)
+
+    def forget(self, uri: str) -> int:
+        """Drop every entry of the store at `uri`; how many were dropped."""
+        return self.views.invalidate(lambda k: k[0] == uri) + self.facts.invalidate(lambda k: k[0] == uri)
+
+    def clear(self) -> None:
+        self.views.invalidate()
+        self.facts.invalidate()
 
 
 @dataclass(frozen=True)
@@ -95,52 +110,28 @@ def pin(store: Any, as_of: AsOf) -> Pinned:
 
 
 def open_as_of(store: Any, facts: Any, as_of: AsOf, *, sparse: str = "bm25", sidecar: Path | None = None,
-               analyzer: str | None = None, progress: Progress | None = None) -> AsOfView:
+               analyzer: str | None = None, progress: Progress | None = None,
+               cache: AsOfCache | None = None) -> AsOfView:
     """`store` (a MemoryStore) and `facts` (a FactStore or None) as of `as_of`. `analyzer` overrides the
-    analyser the store recorded at that version (a bare retriever whose index uses its own)."""
+    analyser the store recorded at that version (a bare retriever whose index uses its own). `cache` (its
+    owner's) keeps the version open for the next read; None builds it afresh."""
     pinned = pin(store, as_of)
     key = (store.uri, store.table_name, pinned.version, sparse, analyzer, getattr(store.embedder, "name", None))
-    view_store, (index, source, moved) = _cached(key, lambda: _build(store, pinned, sparse, sidecar, analyzer,
-                                                                     progress))
-    fact_view = _facts_at(facts, facts_cut(pinned)) if facts is not None else None
+
+    def build() -> tuple[AsOfStore, Sparse]:
+        return _build(store, pinned, sparse, sidecar, analyzer, progress)
+
+    view_store, (index, source, moved) = build() if cache is None else cache.views.get_or_build(key, build)
+    fact_view = _facts_at(facts, facts_cut(pinned), cache) if facts is not None else None
     return AsOfView(pinned, view_store, index, fact_view, source, moved)
 
 
-def _facts_at(facts: Any, cut: datetime | None) -> AsOfFactStore:
-    """The facts as of `cut`: cached when `cut` is fixed (a past version's facts never change); the newest
-    version's facts are opened afresh (a fact may still follow its traces)."""
-    if cut is None:
-        return AsOfFactStore(facts, None)
-    key = (facts.uri, facts.table_name, cut)
-    with _cache_lock:
-        hit = _fact_views.get(key)
-        if hit is None:
-            hit = _fact_views[key] = AsOfFactStore(facts, cut)
-            while len(_fact_views) > CACHED_VERSIONS:
-                _fact_views.pop(next(iter(_fact_views)))
-    return hit
-
-
-def _cached(key: tuple, build: Callable[[], tuple[AsOfStore, Sparse]]) -> tuple[AsOfStore, Sparse]:
-    """The cached parts for `key`, built once (a build holds only its own key's lock: other versions and
-    cache hits go on meanwhile)."""
-    with _cache_lock:
-        hit = _cache.get(key)
-        if hit is not None:
-            _cache.move_to_end(key)
-            return hit
-        lock = _building.setdefault(key, threading.Lock())
-    with lock:
-        with _cache_lock:
-            hit = _cache.get(key)
-        if hit is None:
-            hit = build()
-            with _cache_lock:
-                _cache[key] = hit
-                _building.pop(key, None)
-                while len(_cache) > CACHED_VERSIONS:
-                    _cache.popitem(last=False)
-    return hit
+def _facts_at(facts: Any, cut: datetime | None, cache: AsOfCache | None) -> AsOfFactStore:
+    """The facts as of `cut`: kept in `cache` when `cut` is fixed (a past version's facts never change); the
+    newest version's facts are opened afresh (a fact may still follow its traces)."""
+    if cut is None or cache is None:
+        return AsOfFactStore(facts, cut)
+    return cache.facts.get_or_build((facts.uri, facts.table_name, cut), lambda: AsOfFactStore(facts, cut))
 
 
 def _build(store: Any, pinned: Pinned, sparse: str, sidecar: Path | None, analyzer: str | None,
@@ -172,13 +163,6 @@ def _sparse_for(view: AsOfStore, sparse: str, sidecar: Path | None, analyzer: st
         if moved is not None:
             return moved
     return build_bm25(view, name, progress), "rebuilt", None
-
-
-def clear_cache() -> None:
-    """Forget every cached version (tests; after a store was replaced on disk)."""
-    with _cache_lock:
-        _cache.clear()
-        _fact_views.clear()
 
 
 class WorkspaceAsOf:

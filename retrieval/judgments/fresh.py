@@ -35,3 +35,12 @@ def current_hashes(judgments: Iterable[Judgment], get_traces: GetTraces) -> dict
 def fresh(judgments: Iterable[Judgment], hashes: Mapping[str, str]) -> list[Judgment]:
     """The judgments that are not stale against `hashes` ("can't rate" kept: it is no grade either way)."""
     return [j for j in judgments if not j.stale(hashes.get(j.trace_id))]
+
+
+def case_qrels(js: Any, get_traces: GetTraces, case: Any) -> tuple[dict[str, dict[str, int]], Any]:
+    """(the case's qrels today — its raters combined by its policy, stale grades left out — and that policy):
+    what the Snapshots page and `snapshot diff` score with. `js` is the `JudgmentStore`, `get_traces` the trace
+    store's `get` (the current texts decide what is stale)."""
+    pol = js.policy(case.name)
+    hashes = current_hashes(js.case_judgments(case), get_traces)
+    return js.qrels(case, policy=pol, hashes=hashes), pol

@@ -10,11 +10,13 @@ and stale grades (content edited since) never count. The policy also holds the c
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from retrieval.judgments.model import Judgment, check_rater, query_key, scope_text
 
@@ -60,9 +62,23 @@ class CasePolicy:
 
     @classmethod
     def from_json(cls, text: str) -> CasePolicy:
-        d = json.loads(text)
-        return cls(str(d.get("combine", "mean")), str(d.get("rater", "")), int(d.get("k", 10)),
-                   bool(d.get("machine", False)), dict(d.get("calibration") or {}))
+        """A stored policy, validated by pydantic (each field of its type, then the policy's own checks);
+        ValueError naming the field when it does not validate."""
+        from pydantic import ValidationError
+
+        try:
+            return _policy_validator().validate_json(text)
+        except ValidationError as exc:
+            e = exc.errors()[0]
+            where = " field " + ".".join(map(str, e["loc"])) if e["loc"] else ""
+            raise ValueError(f"case policy{where}: {e['msg'].removeprefix('Value error, ')}") from None
+
+
+@functools.cache  # built once, on the first policy read (a constant, not a cache of data)
+def _policy_validator() -> Any:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(CasePolicy)
 
 
 def combine(grades: Sequence[int], how: str = "mean") -> int:

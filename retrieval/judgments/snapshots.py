@@ -67,7 +67,7 @@ def run_snapshot(ws, case: Case | str, cfg: PipelineConfig, js: JudgmentStore | 
     `progress(done, total)` is called after each query. Raises ValueError for an unknown case or a
     config the factory rejects (before any search).
     """
-    from retrieval.pipeline.factory import build_retriever
+    from retrieval.workspace.retrievers import build_retriever
 
     js = js or JudgmentStore(ws.uri)
     case = js.case(case) if isinstance(case, str) else case

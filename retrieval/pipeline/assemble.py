@@ -30,12 +30,9 @@ class Reranked:
     ran: bool = False  # False: no reranker, or its call failed (the merged order is kept)
 
 
-def assemble(record: SearchRecord, settings: Settings | RetrievalSettings, lookup: Any = None) -> RetrievalResult:
+def assemble(record: SearchRecord, settings: Settings | RetrievalSettings) -> RetrievalResult:
     """Fuse, hydrate, blend, split and truncate `record` under `settings` (the one settings value, or the
-    `Settings` it makes).
-
-    `lookup` is passed through to the diagnostics for `explain` (read-only store look-ups).
-    """
+    `Settings` it makes)."""
     t0 = time.perf_counter()
     s = settings.to_settings() if isinstance(settings, RetrievalSettings) else settings
     escalations = list(record.escalations)
@@ -44,7 +41,7 @@ def assemble(record: SearchRecord, settings: Settings | RetrievalSettings, looku
     facts = list(record.fact_traces)
     base: dict[str, Any] = dict(escalations=escalations, hyde=record.hypothesis,
                                 multi_query=list(record.search_queries[1:]),
-                                settings=s, fact_ids=[t.id for t in facts], record=record, lookup=lookup)
+                                settings=s, fact_ids=[t.id for t in facts], record=record)
 
     def done(final: list[ScoredMemoryTrace], **kw: Any) -> RetrievalResult:
         return finish(record, t0, stage_ids, stage_scores, final, **base, **kw)
@@ -281,7 +278,7 @@ def reweight(result: RetrievalResult, **knobs: Any) -> RetrievalResult:
     t0 = time.perf_counter()
     settings = d.settings.with_(**knobs)  # validated: a fusion the preset does not allow is refused here
     check_depth(d.record, settings.recall_top_k)
-    out = assemble(d.record, settings, d.lookup)
+    out = assemble(d.record, settings)
     # Keep what the search cost (the record's timings) and add what this re-fusion cost.
     timings = frozen({**out.diagnostics.timings_ms, "refusion": round((time.perf_counter() - t0) * 1000.0, 3)})
     return replace(out, diagnostics=replace(out.diagnostics, timings_ms=timings))

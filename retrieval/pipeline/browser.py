@@ -104,13 +104,12 @@ def _explain_part(diag, rec) -> dict[str, Any]:
                  for r in dense_terms(t.score_breakdown.as_dict())] for i, t in traces.items()
              if i not in {f.id for f in rec.fact_traces}}
     bm25: dict[str, Any] = {}
-    lookup = diag.lookup
-    if lookup is not None and rec.search_queries:
+    if rec.search_queries:
         for i in list(diag.stage_ids["final"]) + list(diag.stage_ids["merged"]):
             if len(bm25) >= BM25_TERMS_FOR:
                 break
             if i not in bm25:
-                tree = lookup.bm25_terms(rec.searched_query, i)
+                tree = rec.bm25_terms.get(i)
                 bm25[i] = None if tree is None else [{"term": r["term"], "score": float(r["score"]), "tf": r.get("tf"),
                                                       "idf": r.get("idf")} for r in tree]
     return {"texts": texts, "dense_terms": dense, "bm25_terms": bm25}

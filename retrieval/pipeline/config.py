@@ -5,6 +5,7 @@ builds the retriever from it. Knob ranges come from `retrieval.pipeline.settings
 """
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
@@ -113,32 +114,48 @@ class PipelineConfig:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> PipelineConfig:
+        """A config file's JSON, validated by pydantic: an object of known fields (older files' names read as the
+        current ones), switches JSON true/false only, numbers and strings of their field's type; then ranges."""
+        from pydantic import ValidationError
+
         try:
             data = json.loads(text)
         except (ValueError, TypeError, RecursionError) as exc:
             raise ValueError(f"the config file is not valid JSON ({exc}); export one from the sidebar") from None
         if not isinstance(data, dict):
             raise ValueError("the config file must hold a JSON object")
-        known = {f.name: f for f in fields(cls)}
-        data = {LEGACY_NAMES.get(k, k): v for k, v in data.items()}  # files exported before the rename
-        unknown = sorted(k for k in data if k not in known and k != CONFIG_MARKER)
-        if unknown:
-            raise ValueError(f"unknown config field(s): {', '.join(map(str, unknown))}")
-        kw: dict[str, Any] = {}
-        for name, value in data.items():
-            if name not in known:
-                continue
-            default = getattr(cls(), name)
-            if isinstance(default, bool):  # JSON true/false only: "false" or 0 is not read as a switch
-                if not isinstance(value, bool):
-                    raise ValueError(f"config field {name!r} must be true or false, got {value!r}")
-                kw[name] = value
-                continue
-            try:
-                kw[name] = type(default)(value)
-            except (TypeError, ValueError, OverflowError):
-                raise ValueError(f"config field {name!r} must be a {type(default).__name__}, got {value!r}") from None
-        return replace(cls(), **kw).validate()
+        data = {LEGACY_NAMES.get(k, k): v for k, v in data.items() if k != CONFIG_MARKER}  # files before the rename
+        try:
+            parsed = _file_model().model_validate(data)
+        except ValidationError as exc:
+            raise ValueError(_file_error(exc)) from None
+        return replace(cls(), **parsed.model_dump(exclude_unset=True)).validate()
+
+
+@functools.cache  # built once, on the first file read (a constant, not a cache of data)
+def _file_model() -> Any:
+    """The pydantic model of a config file: one optional field per `PipelineConfig` field, of its default's type
+    (a switch strictly JSON true/false), nothing else."""
+    from pydantic import ConfigDict, StrictBool, create_model
+
+    defaults = PipelineConfig()
+    spec: dict[str, Any] = {f.name: (StrictBool if isinstance(getattr(defaults, f.name), bool)
+                                     else type(getattr(defaults, f.name)), getattr(defaults, f.name))
+                            for f in fields(PipelineConfig)}
+    return create_model("PipelineConfigFile", __config__=ConfigDict(extra="forbid"), **spec)
+
+
+def _file_error(exc: Any) -> str:
+    """Pydantic's errors as the one sentence a user reads: unknown fields, else the first field of the wrong type."""
+    errors = exc.errors()
+    unknown = [str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden"]
+    if unknown:
+        return f"unknown config field(s): {', '.join(sorted(unknown))}"
+    e = errors[0]
+    name, value = str(e["loc"][0]), e.get("input")
+    if e["type"].startswith("bool"):
+        return f"config field {name!r} must be true or false, got {value!r}"
+    return f"config field {name!r} must be a {type(getattr(PipelineConfig(), name)).__name__}, got {value!r}"
 
 
 def reranker_fields(spec: str) -> dict[str, str]:

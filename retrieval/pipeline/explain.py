@@ -1,10 +1,13 @@
 """`explain(diagnostics, id, lookup)`: why a trace landed where it did, or where and why it fell out.
 
 Reads the public `Diagnostics` (typed `Any` here: `retrieval.pipeline.records` imports this module for
-`Diagnostics.explain`, and the import graph stays acyclic) and its `SearchRecord`. For an id the query never
-touched it makes one look-up through `lookup` (the stored row and vector; never a search, never a model call) and
-never shows the content or scope of a trace outside the query's scope or inactive. For a visitor limited to some
-scopes (`sees`), an id stored in a scope they may not see and an id stored nowhere get the same sentence.
+`Diagnostics.explain`, and the import graph stays acyclic) and its `SearchRecord`, which carries the BM25 term
+trees of every id the query touched (read at search time): a result is plain data, never a store handle. For an id
+the query never touched the caller passes `lookup` (`retrieval.pipeline.search.StoreLookup`), and explain makes one
+look-up through it (the stored row and vector; never a search, never a model call); without one it says the row
+was not read. It never shows the content or scope of a trace outside the query's scope or inactive. For a visitor
+limited to some scopes (`sees`), an id stored in a scope they may not see and an id stored nowhere get the same
+sentence.
 """
 from __future__ import annotations
 
@@ -77,8 +80,8 @@ def explain(diag: Any, trace_id: str, lookup: Any = None, sees: Callable[[str], 
         out["scope"] = f"{dense_hit.trace.scope}:{dense_hit.trace.scope_id}"
 
     touched = trace_id in diag.pool or any(out["stages"].values()) or trace_id in diag.dropped_at_hydrate
-    if lookup is not None and rec.search_queries and touched:
-        out.update(_bm25(lookup.bm25_terms(rec.searched_query, trace_id)))
+    if rec.search_queries and touched:
+        out.update(_bm25(searched_tree(rec, trace_id)))
     if out.get("dense_breakdown") is not None:
         out["dense_terms"] = dense_terms(out["dense_breakdown"])
 
@@ -96,7 +99,7 @@ def explain(diag: Any, trace_id: str, lookup: Any = None, sees: Callable[[str], 
     if pool_trace is not None:
         out["content"] = pool_trace.content
         out.setdefault("scope", f"{pool_trace.trace.scope}:{pool_trace.trace.scope_id}")
-    out.update(context_parts(getattr(pool_trace or dense_hit, "trace", None), out.get("bm25_terms"), lookup))
+    out.update(context_parts(getattr(pool_trace or dense_hit, "trace", None), rec.bm25_context_terms.get(trace_id)))
 
     if out["stages"]["final"] is None and not touched and rec.search_queries:
         return Explanation(dropped_at="dense", **_not_found(diag, trace_id, lookup, out, sees))
@@ -120,16 +123,30 @@ def _fusion(diag: Any, trace_id: str) -> dict[str, Any]:
     }
 
 
-def context_parts(trace: Any, terms: dict[str, float] | None, lookup: Any) -> dict[str, Any]:
-    """The trace's context, which index read it, and the matched BM25 terms found only in the context (the
-    trace's own text tokenised with the index's analyser holds none of them)."""
+def searched_tree(rec: Any, trace_id: str) -> list[dict[str, Any]] | None:
+    """The id's BM25 term tree as search read it (None: not in the BM25 version searched)."""
+    tree = rec.bm25_terms.get(trace_id)
+    return None if tree is None else [dict(r) for r in tree]
+
+
+def context_only_terms(trace: Any, terms: dict[str, float] | None, tokenize: Any) -> tuple[str, ...] | None:
+    """The matched BM25 terms found only in the trace's indexed context (its own text tokenised with the index's
+    analyser holds none of them); None when BM25 did not read a context."""
+    if not getattr(trace, "context", None) or not terms or tokenize is None:
+        return None
+    if trace.context_sides not in ("bm25", "both"):
+        return None
+    own = set(tokenize(trace.content))
+    return tuple(t for t, v in terms.items() if v > 0 and t not in own)
+
+
+def context_parts(trace: Any, context_terms: tuple[str, ...] | None) -> dict[str, Any]:
+    """The trace's context, which index read it, and the query terms BM25 matched only there."""
     if not getattr(trace, "context", None):
         return {}
     out: dict[str, Any] = {"context": trace.context, "context_sides": trace.context_sides}
-    tokenize = getattr(getattr(lookup, "bm25", None), "tokenizer", None)
-    if terms and tokenize is not None and trace.context_sides in ("bm25", "both"):
-        own = set(tokenize(trace.content))
-        out["bm25_context_terms"] = tuple(t for t, v in terms.items() if v > 0 and t not in own)
+    if context_terms is not None:
+        out["bm25_context_terms"] = tuple(context_terms)
     return out
 
 
@@ -237,12 +254,19 @@ def hidden_reason(trace_id: str) -> str:
             "see. Check the id (ids are case-sensitive).")
 
 
+def unread_reason(trace_id: str) -> str:
+    return (f"Trace {trace_id!r} is in neither list this query searched, and its stored row was not read: explain "
+            "it with a store look-up (`diagnostics.explain(id, lookup=retriever.lookup(scope))`) to see why.")
+
+
 def _not_found(diag: Any, trace_id: str, lookup: Any, out: dict[str, Any],
                sees: Callable[[str], bool] | None = None) -> dict[str, Any]:
     """The id is in neither list: say why from its stored row — or that it is not visible here."""
     rec = diag.record
     bare = {"trace_id": trace_id, "stages": out["stages"]}
-    row = lookup.row(trace_id) if lookup is not None else None
+    if lookup is None:  # the result holds no store handle: without a look-up nothing of the row is known
+        return {**bare, "visible": False, "reason": unread_reason(trace_id)}
+    row = lookup.row(trace_id)
     if sees is not None and (row is None or not sees(f"{row[0].scope}:{row[0].scope_id}")):
         return {**bare, "exists": False, "visible": False, "reason": hidden_reason(trace_id)}
     if row is None:
@@ -269,7 +293,7 @@ def _not_found(diag: Any, trace_id: str, lookup: Any, out: dict[str, Any],
                      f"{_fmt(float(np.dot(vec, np.asarray(rec.qvec, dtype=np.float32))))}) "
                      f"is below the {len(dense)}th dense hit ({_fmt(cut)})")
     res.update(_bm25(lookup.bm25_terms(rec.searched_query, trace_id)))
-    res.update(context_parts(trace, res["bm25_terms"], lookup))
+    res.update(context_parts(trace, context_only_terms(trace, res["bm25_terms"], lookup.bm25.tokenizer)))
     terms = res["bm25_terms"] or {}
     if any(v > 0 for v in terms.values()):
         matched = ", ".join(t for t, v in terms.items() if v > 0)

@@ -1,7 +1,10 @@
-"""One factory: a `PipelineConfig` + a `Workspace` → a `HybridRetriever` (app, CLI and evaluation alike).
+"""One factory: a `PipelineConfig` → the keyword arguments of a `HybridRetriever` (app, CLI and evaluation alike).
 
-Model objects are expensive, so the caller may pass its own provider (the app passes its
-`st.cache_resource` loaders); the default provider builds each backend once per process.
+The factory is given what it needs (a model provider, the fact store, the learned adaptive strengths, the
+visitor's access) and calls nothing above the pipeline: the workspace builds the retriever from these
+arguments (`retrieval.workspace.retrievers.build_retriever`). Model objects are expensive, so the caller may
+pass its own provider (the app passes its `st.cache_resource` loaders); `RegistryModels` builds each backend
+once for its lifetime.
 """
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from retrieval.pipeline.config import PipelineConfig
 from retrieval.pipeline.records import RetrievalResult
-from retrieval.types import Mood, Scope
+from retrieval.types import Scope
 
 if TYPE_CHECKING:
     from retrieval.models.embedders import Embedder
@@ -63,9 +66,12 @@ def generator_spec(cfg: PipelineConfig) -> str | None:
     return cfg.generator
 
 
-def build_retriever(ws, cfg: PipelineConfig, models: Models | None = None, access=None):
-    """A HybridRetriever for `cfg` over workspace `ws`; for a visitor limited to some scopes (`access`),
-    BM25 is always scored with the queried scope's own statistics (nothing of other scopes shows).
+def retriever_kwargs(cfg: PipelineConfig, models: Models, *, facts: Any = None,
+                     strengths: tuple[float, ...] | None = None, access: Any = None) -> dict[str, Any]:
+    """The `HybridRetriever` keyword arguments for `cfg`: models from `models`, the fact graph `facts` (used when
+    `cfg.facts`), the adaptive rules' learned `strengths` (used only when `adaptive` is on, now or after a
+    re-fusion); for a visitor limited to some scopes (`access`), BM25 is always scored with the queried scope's
+    own statistics (nothing of other scopes shows).
 
     Raises ValueError/ImportError with a message fit for a user (e.g. a missing API key).
     """
@@ -73,20 +79,18 @@ def build_retriever(ws, cfg: PipelineConfig, models: Models | None = None, acces
     from retrieval.models.generators import HydeGenerator
 
     cfg.validate()
-    models = models or RegistryModels(ws.store.embedder)
     rspec, gspec = reranker_spec(cfg), generator_spec(cfg)
     reranker = models.reranker(rspec) if rspec else None
     gen = models.generator(gspec) if gspec else None
     classifier = AgentOSFactClassifier() if cfg.classifier == "agentos" else KeywordFactClassifier()
-    return ws.retriever(
+    return dict(
         preset=cfg.preset, reranker=reranker, hyde=HydeGenerator(gen) if cfg.hyde and gen else None,
-        fact_store=ws.facts if cfg.facts else None, fact_classifier=classifier,
+        fact_store=facts if cfg.facts else None, fact_classifier=classifier,
         split_ambiguous_threshold=cfg.split_threshold or None, rerank_weight=cfg.rerank_weight,
         multi_query_llm=gen if cfg.multi_query_n else None, multi_query_n=cfg.multi_query_n,
         default_dense_weight=cfg.dense_weight, default_sparse_weight=cfg.sparse_weight, default_rrf_k=cfg.rrf_k,
         fusion=cfg.fusion, normalization=cfg.normalization, adaptive=cfg.adaptive,
-        adaptive_strengths=learned_strengths(ws.store),  # used only when `adaptive` is on (now or after a re-fusion)
-        bm25_statistics=visitor_statistics(access),
+        adaptive_strengths=strengths, bm25_statistics=visitor_statistics(access),
     )
 
 
@@ -101,7 +105,7 @@ def learned_strengths(store: Any) -> tuple[float, ...] | None:
     """The adaptive rules' strengths the store records as learned from a case (`adapt --case`), else None."""
     from retrieval.store.adaptive import read_adaptive
 
-    record = read_adaptive(store) if hasattr(store, "table") else None
+    record = read_adaptive(store)  # None when none is recorded (or the store keeps no table)
     return record.values() if record is not None else None
 
 
@@ -119,21 +123,3 @@ def can_reweight(result: RetrievalResult, cfg: PipelineConfig) -> bool:
     from retrieval.pipeline.assemble import deep_enough
 
     return deep_enough(result.diagnostics.record, cfg.recall_top_k)
-
-
-def run_config(ws, cfg: PipelineConfig, query: str, scope: Scope | None, models: Models | None = None,
-               cached: tuple[tuple, RetrievalResult] | None = None, access=None) -> tuple[RetrievalResult, bool]:
-    """Retrieve, or re-fuse `cached` (a `(cache_key, result)` pair) when only fusion knobs changed.
-
-    A cached result searched too shallow for `cfg`'s recall_top_k is searched again, never re-fused:
-    a re-fusion can only rank what was searched, so its list would be shorter than `cfg` promises.
-    Returns `(result, refusion)`.
-    """
-    from retrieval.pipeline.assemble import reweight
-
-    if cached is not None and cached[0] == cache_key(query, scope, cfg) and can_reweight(cached[1], cfg):
-        return reweight(cached[1], **{**cfg.fusion_knobs(), "recall_top_k": cfg.recall_top_k}), True
-    retriever = build_retriever(ws, cfg, models, access)
-    result = retriever.retrieve(query, mood=Mood(cfg.valence, cfg.arousal, cfg.dominance), scope=scope,
-                                recall_top_k=cfg.recall_top_k, over_fetch_multiplier=cfg.over_fetch_multiplier)
-    return result, False

@@ -92,6 +92,11 @@ class SearchRecord:
     # left out) and that version's document count; empty / 0 for a backend without idf (LanceDB FTS).
     query_idf: FrozenDict = field(default_factory=FrozenDict)
     bm25_docs: int = 0
+    # What explanations show of BM25, read at search time from the version searched (so a result holds data, never
+    # a store handle): each touched id's per-term score tree for the searched query (`SparseReader.explain_terms`),
+    # and the query terms BM25 matched only in a trace's indexed context, not in its content.
+    bm25_terms: FrozenDict = field(default_factory=FrozenDict)  # id -> tuple of term rows
+    bm25_context_terms: FrozenDict = field(default_factory=FrozenDict)  # id -> tuple of terms
 
     @property
     def searched_query(self) -> str:
@@ -145,7 +150,6 @@ class Diagnostics:
     pool: FrozenDict = field(default_factory=FrozenDict)  # id -> trace as it stands after rerank/split
     # With `settings.adaptive`: the weights fusion used and why ({"dense_weight", "sparse_weight", "reasons", …}).
     adaptive: FrozenDict | None = None
-    lookup: Any = field(default=None, repr=False, compare=False)  # read-only store look-ups for explain
 
     @property
     def facts(self) -> list[Any]:
@@ -163,9 +167,13 @@ class Diagnostics:
             return float(self.adaptive["dense_weight"]), float(self.adaptive["sparse_weight"])
         return self.settings.dense_weight, self.settings.sparse_weight
 
-    def explain(self, trace_id: str) -> Explanation:
-        """Why `trace_id` is where it is (or why it is not in the final list). See `retrieval.pipeline.explain`."""
-        return explain(self, trace_id, self.lookup)
+    def explain(self, trace_id: str, lookup: Any = None, sees: Callable[[str], bool] | None = None) -> Explanation:
+        """Why `trace_id` is where it is (or why it is not in the final list). See `retrieval.pipeline.explain`.
+
+        An id the query touched is explained from this value alone. For an id it never touched, `lookup` (a
+        `retrieval.pipeline.search.StoreLookup`, e.g. `HybridRetriever.lookup(scope)`) reads its stored row: the
+        result itself holds no store handle (it pickles and copies as plain data)."""
+        return explain(self, trace_id, lookup, sees)
 
 
 @dataclass(frozen=True)

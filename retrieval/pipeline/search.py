@@ -16,9 +16,10 @@ import numpy as np
 
 from retrieval.pipeline.assemble import pool_for_rerank
 from retrieval.models.rerankers import Reranker  # the one Reranker protocol (models/rerankers.py)
-from retrieval.pipeline.ports import DenseStore, FactSource, SparseReader
+from retrieval.pipeline.explain import context_only_terms
+from retrieval.pipeline.ports import DenseStore, FactSource, SparseIndex, SparseReader
 from retrieval.pipeline.records import (ESC_EMPTY, ESC_FACTS, ESC_HYDE, ESC_MULTI, ESC_TRUNCATED, RerankRecord,
-                                        SearchRecord, frozen,
+                                        FrozenDict, SearchRecord, frozen,
                       as_vector)
 from retrieval.pipeline.settings import Settings
 from retrieval.pipeline.split import split_candidates, split_halves
@@ -57,9 +58,9 @@ class StoreLookup:
 
     def bm25_terms(self, query: str, trace_id: str) -> list[dict] | None:
         """Each query term's BM25 score tree for the id (tf, idf, length norm → score), or None."""
-        if not query or trace_id not in self.bm25:
+        if not query:
             return None
-        return self.bm25.explain_terms(query, trace_id)
+        return self.bm25.explain_terms_for(query, [trace_id]).get(trace_id)
 
     def row(self, trace_id: str):
         """`(trace, vector)` for any stored id (any scope, active or not), or None."""
@@ -69,15 +70,13 @@ class StoreLookup:
         return self.store.score_hits({trace.id: (trace, vec)}, qvec, mood)[trace.id]
 
 
-def bm25_reader(bm25: Any, scopes: list[Scope] | None = None, statistics: str | None = None) -> Any:
+def bm25_reader(bm25: SparseIndex, scopes: list[Scope] | None = None, statistics: str | None = None) -> SparseReader:
     """The index's current immutable snapshot (readers never see a half-applied batch), read with the
     statistics of `scopes` when `statistics` (else the index's setting) is `scope` (`BM25Index.reader`).
 
     LanceDB's FTS keeps its own store-wide statistics: that backend is read as it is.
     """
-    if hasattr(bm25, "reader"):
-        return bm25.reader(scopes, statistics)
-    return bm25.snapshot() if hasattr(bm25, "snapshot") else bm25
+    return bm25.reader(scopes, statistics)
 
 
 def search(svc: Services, query: str, mood: Mood | None, scope: Scope | None, settings: Settings, *,
@@ -103,6 +102,7 @@ def search(svc: Services, query: str, mood: Mood | None, scope: Scope | None, se
     sparse_hydrated = svc.store.score_hits(sparse_only, qvecs[0], mood) if sparse_only else {}
     dense_bm25 = _dense_bm25(svc.bm25, settings, search_queries[0], dense_lists[0], sparse_lists[0])
     query_idf, bm25_docs = query_idf_of(svc.bm25, query)
+    trees, context_terms = _explained(svc.bm25, search_queries[0], dense_lists, sparse_lists, sparse_hydrated)
 
     record = SearchRecord(
         query=query, search_queries=tuple(search_queries), scope=scope, mood=mood, qvec=as_vector(qvecs[0]),
@@ -111,7 +111,7 @@ def search(svc: Services, query: str, mood: Mood | None, scope: Scope | None, se
         sparse_hydrated=frozen(sparse_hydrated), dense_bm25=frozen(dense_bm25), fact_traces=tuple(fact_traces),
         facts=tuple(facts), rerank=None, escalations=tuple(escalations), timings_ms=frozen(timings),
         over_fetch_top_k=top_n, hypothesis=hypothesis, over_fetch_multiplier=over_fetch_multiplier,
-        query_idf=frozen(query_idf), bm25_docs=bm25_docs)
+        query_idf=frozen(query_idf), bm25_docs=bm25_docs, bm25_terms=trees, bm25_context_terms=context_terms)
     if svc.reranker is not None and any(sparse_lists):
         record = _with_rerank(svc.reranker, record, settings, timings)
     timings["search"] = _ms(t_start)
@@ -178,17 +178,27 @@ def _dense_bm25(bm25: Any, settings: Settings, search_query: str, dense: list[Sc
     return {i: v for i, v in bm25.scores_for(search_query, missed).items() if v > 0}
 
 
-def query_idf_of(bm25: Any, query: str) -> tuple[dict[str, float], int]:
+def query_idf_of(bm25: SparseReader, query: str) -> tuple[dict[str, float], int]:
     """Each query term's idf in the BM25 version read — terms no document holds left out — and that version's
     document count; `({}, 0)` for a backend that keeps no idf (LanceDB FTS)."""
-    from retrieval.bm25.formula import idf
+    return bm25.query_idf(query)
 
-    n = len(bm25) if hasattr(bm25, "__len__") else 0
-    if not (hasattr(bm25, "idf") and hasattr(bm25, "tokenizer")) or n == 0:
-        return {}, 0
-    ceiling = float(idf(n, 1))  # a term in one document
-    terms = {t: float(bm25.idf(t)) for t in dict.fromkeys(bm25.tokenizer(query))}
-    return {t: v for t, v in terms.items() if v <= ceiling + 1e-12}, n
+
+def _explained(bm25: SparseReader, searched: str, dense_lists: list, sparse_lists: list,
+               hydrated: dict) -> tuple[FrozenDict, FrozenDict]:
+    """What explanations show of BM25, read now from the version searched: every touched id's term tree and, for a
+    trace whose indexed context BM25 read, the matched terms found only there."""
+    traces = {t.id: t.trace for lst in dense_lists for t in lst}
+    traces.update({i: t.trace for i, t in hydrated.items()})
+    ids = list(dict.fromkeys([*traces, *(i for lst in sparse_lists for i, _ in lst)]))
+    trees = bm25.explain_terms_for(searched, ids) if searched and ids else {}
+    context = {}
+    for i, tree in trees.items():
+        terms = {r["term"]: float(r["score"]) for r in tree}
+        only = context_only_terms(traces.get(i), terms, bm25.tokenizer)
+        if only is not None:
+            context[i] = only
+    return (frozen({i: tuple(frozen(r) for r in tree) for i, tree in trees.items()}), frozen(context))
 
 
 def _facts(svc: Services, query, scope, settings, timings, escalations):

@@ -4,7 +4,7 @@ the current configuration returns now and on the store as of the log's time (ove
 becomes implicit grades.
 
 `logs` parses untrusted lines; `store` is the `QueryLog` table, its import and its filters; `compare`
-puts then, now and as-of side by side.
+puts then, now and as-of side by side; `select` picks which logged queries to replay and replays them.
 """
 from retrieval.replay.compare import Replayed, compare_lists, replay
 from retrieval.replay.logs import BadLine, LoggedQuery, implicit_grades, parse_lines, polarity

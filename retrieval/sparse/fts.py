@@ -54,6 +54,14 @@ class LanceFtsSparse:
     def snapshot(self) -> LanceFtsSparse:
         return self  # LanceDB reads a consistent table version per query
 
+    def reader(self, scopes: Sequence[Scope] | None = None, statistics: str | None = None) -> LanceFtsSparse:  # noqa: ARG002
+        """LanceDB's FTS keeps its own store-wide statistics: a query reads it as it is."""
+        return self
+
+    def query_idf(self, query: str) -> tuple[dict[str, float], int]:  # noqa: ARG002
+        """LanceDB's FTS keeps no idf this process can read: `({}, 0)`."""
+        return {}, 0
+
     @property
     def _text(self) -> str:
         return self.store.columns.text
@@ -121,6 +129,20 @@ class LanceFtsSparse:
                          "avgdl": None, "k1": None, "b": None, "norm": None, "saturation": None,
                          "score": qtf * (s[0][1] if s else 0.0), "backend": BACKEND, "note": NOTE})
         return rows
+
+    def explain_terms_for(self, query: str, ids: Iterable[str]) -> dict[str, list[dict]]:
+        """`explain_terms` of every id of `ids` the index holds (the others left out): one query per term."""
+        ids = list(dict.fromkeys(i for i in ids if isinstance(i, str)))
+        if not ids:
+            return {}
+        where = self.store.reads.where(None, True, self.store.columns.ids_filter(ids))
+        held = set(self.store.get_with_vectors(ids, scopes=None, active_only=True))  # `in self`, in one read
+        counts = Counter(self.tokenizer(query or ""))
+        per_term = {term: dict(self._run(term, where, len(ids))) for term in counts}
+        return {i: [{"term": term, "qtf": qtf, "tf": None, "df": None, "idf": None, "doc_len": None, "avgdl": None,
+                     "k1": None, "b": None, "norm": None, "saturation": None,
+                     "score": qtf * per_term[term].get(i, 0.0), "backend": BACKEND, "note": NOTE}
+                    for term, qtf in counts.items()] for i in ids if i in held}
 
     def explain(self, query: str, id: str) -> dict[str, float]:
         return {r["term"]: r["score"] for r in self.explain_terms(query, id)}

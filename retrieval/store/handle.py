@@ -8,6 +8,7 @@ import logging
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from retrieval.store.identity import (NEW_STORE_ANALYZER, NEW_STORE_STATISTICS, 
 from retrieval.store.lock import lock_for
 from retrieval.store.remote import open_db, redact_uri, storage_options_from_env
 from retrieval.store.rows import schema
-from retrieval.store.versions import list_tags
+from retrieval.store.versions import list_tags, list_versions
 
 log = logging.getLogger(__name__)
 
@@ -206,6 +207,11 @@ class TableHandle:
         if self.columns.native and len(self.columns.extras) < len(NATIVE.extras):  # another writer added them
             self.columns = self.columns.bind(tbl.schema)
         return int(tbl.version)
+
+    def stored_versions(self) -> list[tuple[int, datetime]]:
+        """(version, commit time) of every table version still stored, oldest first ([] without a table)."""
+        tbl = self.table()
+        return list_versions(tbl) if tbl is not None else []
 
     def tags(self) -> dict[str, int]:
         """Tag name → table version (retrieval.store.versions: tags, as-of reads, clean-up that keeps them)."""

@@ -74,6 +74,10 @@ class Workspace:
         self.demo_mode = demo_mode_from_env()  # read-only demo (RETRIEVAL_MODE=demo): every write refuses
         # who wrote what, beside the traces, with the store's storage options (retrieval.workspace.audit)
         self.audit = AuditLog(self.uri, storage_options=self.store.storage_options)
+        from retrieval.history.view import AsOfCache
+
+        # the versions as-of reads keep open (traces + BM25, facts), bounded; they live as long as this workspace
+        self.as_of_cache = AsOfCache()
 
     @property
     def keeps_disk(self) -> bool:
