@@ -159,6 +159,8 @@ def resolve_settings(preset: str | Preset, *, overrides: dict[str, Any] | None =
 
 # --------------------------------------------------------------------------- the one settings value
 _VALUE_KNOBS = ("rerank_weight", "recall_top_k", "over_fetch_multiplier", "split_threshold", "adaptive")
+# Every flat knob the one settings value holds (what `from_knobs` accepts, and what its string may name).
+SETTINGS_KNOBS = ("preset", "fusion", *FUSION_PARAMS, *_VALUE_KNOBS)
 
 
 def _text(v: Any) -> str:
@@ -229,7 +231,7 @@ class RetrievalSettings:
     def from_knobs(cls, knobs: dict[str, Any]) -> RetrievalSettings:
         """From flat knobs (a link's, a config file's, `Settings.as_dict()`): a knob left out or None is the
         preset's; a knob this value does not hold is a ValueError naming it."""
-        allowed = {"preset", "fusion", *FUSION_PARAMS, *_VALUE_KNOBS}
+        allowed = set(SETTINGS_KNOBS)
         unknown = sorted(set(knobs) - allowed)
         if unknown:
             raise ValueError(f"unknown setting(s) {', '.join(unknown)}; use {', '.join(sorted(allowed))}")
