@@ -45,7 +45,8 @@ def test_catalogue_is_plain_data_a_ui_can_be_generated_from():
     assert [p["name"] for p in rrf["params"]] == ["dense_weight", "sparse_weight", "rrf_k"]
     assert rrf["params"][2] == {"name": "rrf_k", "attr": "k", "kind": "float", "default": 60.0, "lo": 0.0,
                                 "hi": 1000.0, "step": 1.0, "lo_open": True, "ui": [1, 200], "choices": [],
-                                "grid": [5, 10, 20, 60], "help": "Higher k flattens rank differences (RRF only)."}
+                                "grid": [5, 10, 20, 60], "help": "Higher k flattens rank differences (RRF only).",
+                                "label": "RRF k"}
     assert [p.name for p in WEIGHTS] == ["dense_weight", "sparse_weight"]
 
 

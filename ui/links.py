@@ -81,7 +81,9 @@ def _numeric(name: str) -> Field:
         lo = 0.0  # the slider's 0 = off
     elif knob.lo_open and lo == knob.lo:
         lo = knob.lo + (1 if knob.integer else knob.step)
-    return Field("int" if knob.integer or name == "rrf_k" else "float", lo=lo, hi=hi, step=knob.step)
+    # A slider whose range and step are whole numbers (RRF k) moves in whole numbers.
+    whole = all(float(x).is_integer() for x in (lo, hi, knob.step))
+    return Field("int" if knob.integer or whole else "float", lo=lo, hi=hi, step=knob.step)
 
 
 # Config fields: numeric ones from the rule table, the rest the choices the pipeline knows.
@@ -206,10 +208,8 @@ def _read_settings(param: str, raw: str, cfg: dict[str, Any], ignored: list[Igno
     except ValueError as exc:
         ignored.append(Ignored(param, raw, str(exc)))
         return None
-    for name, value in settings.knobs().items():
+    for name, value in settings.config_fields().items():
         if name in KNOB_OF:
-            if name == "split_threshold" and value is None:
-                value = 0.0  # the slider's 0 = off
             try:
                 value = FIELDS[name].parse(fmt(value))
             except ValueError as exc:

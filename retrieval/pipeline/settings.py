@@ -217,6 +217,11 @@ class RetrievalSettings:
         spell them."""
         return {"preset": self.preset, **self.strategy.knobs(), **{k: getattr(self, k) for k in _VALUE_KNOBS}}
 
+    def config_fields(self) -> dict[str, Any]:
+        """The knobs as `PipelineConfig`, the panel and a config file spell them (a split threshold of None is 0,
+        off)."""
+        return {**self.knobs(), "split_threshold": self.split_threshold or 0.0}
+
     def to_settings(self, adaptive_strengths: Any = None) -> Settings:
         """The `Settings` `assemble` reads (a knob the strategy does not use keeps the preset's value)."""
         p = get_preset(self.preset)
