@@ -46,10 +46,8 @@ def store_defaults(ws) -> PipelineConfig:
     rec = current(ws)
     if rec is None:
         return PipelineConfig()
-    k = rec.knobs()
-    return PipelineConfig.for_preset("hybrid", fusion=k["fusion"], normalization=k["normalization"],
-                                     dense_weight=k["dense_weight"], sparse_weight=k["sparse_weight"],
-                                     rrf_k=int(k["rrf_k"]))
+    # the recorded strategy's knobs; the ones it does not use stay the preset's
+    return PipelineConfig.for_preset("hybrid", **{k: int(v) if k == "rrf_k" else v for k, v in rec.knobs().items()})
 
 
 def calibration_line(ws, who: bool = True) -> str:
@@ -114,7 +112,7 @@ def _result(ws, res, refusal: str | None, who: str) -> None:
 def _record(ws, res, who: str) -> None:
     rec = res.record(by=who)
     write_calibration(ws.store, rec)
-    set_sliders(rec.knobs(), preset="hybrid")
+    set_sliders({**PipelineConfig().fusion_knobs(), **rec.knobs()}, preset="hybrid")
     st.session_state.pop(f"{P}result", None)
     st.session_state[f"{P}note"] = f"Recorded: this store's hybrid defaults are now {rec.describe()}."
 

@@ -206,6 +206,19 @@ class FusionStrategy(ABC):
                 **{p.name: getattr(self, p.attr) for p in self.params}}
 
     @property
+    def spec(self) -> str:
+        """The canonical string, `rrf(dense_weight=0.7,sparse_weight=0.3,rrf_k=60.0)` (floats exact, as `repr`):
+        what the one settings value's string and stored records hold; `retrieval.fusion.parse_fusion` reads it."""
+        own = ",".join(f"{k}={v!r}" if isinstance(v, float) else f"{k}={v}"
+                       for k, v in self.knobs().items() if k != "fusion")
+        return f"{self.name}({own})"
+
+    @classmethod
+    def declared(cls) -> dict[str, Param]:
+        """Every parameter this strategy takes, by knob name: the weights and its own."""
+        return {p.name: p for p in (*WEIGHTS, *cls.params)}
+
+    @property
     def family(self) -> tuple[str, ...]:
         """What names a family of settings that differ only in numbers: `short` and its choices."""
         return (self.short, *(str(getattr(self, p.attr)) for p in self.params if p.kind == "choice"))

@@ -11,7 +11,8 @@ import math
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from retrieval.fusion import FUSIONS, STRATEGIES, WEIGHTS, FusionStrategy, Param, get_strategy, strategy_for
+from retrieval.fusion import (FUSIONS, STRATEGIES, WEIGHTS, FusionStrategy, Param, fusion_knobs, get_strategy,
+                              strategy_for)
 from retrieval.pipeline.adaptive import Strengths
 from retrieval.pipeline.presets import Preset, get_preset
 
@@ -246,10 +247,8 @@ class RetrievalSettings:
         return cls(preset=p.name, fusion=fusion, **{k: given[k] for k in _VALUE_KNOBS if k in given})
 
     def __str__(self) -> str:
-        f = self.strategy
-        own = ",".join(f"{k}={_text(v)}" for k, v in f.knobs().items() if k != "fusion")
         rest = " ".join(f"{k}={_text(getattr(self, k))}" for k in _VALUE_KNOBS)
-        return f"preset={self.preset} fusion={f.name}({own}) {rest}"
+        return f"preset={self.preset} fusion={self.strategy.spec} {rest}"
 
     @classmethod
     def parse(cls, text: str) -> RetrievalSettings:
@@ -262,13 +261,7 @@ class RetrievalSettings:
             if not eq:
                 raise ValueError(f"settings part {part!r} is not key=value; {form}")
             if key == "fusion":
-                name, paren, inner = raw.partition("(")
-                if paren and not inner.endswith(")"):
-                    raise ValueError(f"settings part {part!r}: the fusion's parameters must end with ')'; {form}")
-                knobs["fusion"] = name
-                for item in filter(None, inner[:-1].split(",")) if paren else ():
-                    k, _, v = item.partition("=")
-                    knobs[k] = _value(k, v)
+                knobs.update(fusion_knobs(raw))  # the fusion's own canonical form (`FusionStrategy.spec`)
             else:
                 knobs[key] = _value(key, raw)
         return cls.from_knobs(knobs)
