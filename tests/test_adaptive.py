@@ -194,11 +194,12 @@ def test_settings_and_config_take_only_a_bool():
         resolve_settings("hybrid", overrides={"adaptive": "yes"})
     cfg = PipelineConfig(adaptive=True)
     assert PipelineConfig.from_json(cfg.to_json()) == cfg
-    old = json.loads(PipelineConfig().to_json())
-    del old["adaptive"]  # a file exported before the switch existed
+    old = {"preset": "hybrid", "fusion": "convex", "dense_weight": 0.5}  # a file exported before the switch existed
     assert PipelineConfig.from_json(json.dumps(old)).adaptive is False
     with pytest.raises(ValueError, match="adaptive"):
         PipelineConfig.from_json(json.dumps({**old, "adaptive": "false"}))
+    with pytest.raises(ValueError, match="adaptive='maybe' must be true or false"):  # the current shape
+        PipelineConfig.from_json(json.dumps({"settings": "adaptive=maybe"}))
     assert "adaptive" in cfg.fusion_knobs() and cfg.search_key() == PipelineConfig().search_key()  # a re-fusion
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from retrieval.fusion import FUSIONS, NORMALIZATIONS
 from retrieval.pipeline.presets import HYBRID_PRESET, PRESETS, get_preset
-from retrieval.pipeline.settings import SWITCHES, RetrievalSettings, check_knob, check_switch
+from retrieval.pipeline.settings import SETTINGS_KNOBS, SWITCHES, RetrievalSettings, check_knob, check_switch
 
 RERANKER_CHOICES = ("none", "embedding", "cohere", "cross-encoder")
 GENERATOR_CHOICES = ("gemma", "cohere", "openai")
@@ -109,18 +109,25 @@ class PipelineConfig:
         return {k: getattr(self, k) for k in FUSION_FIELDS}
 
     def to_json(self) -> str:
-        return json.dumps({CONFIG_MARKER: 1, **asdict(self)}, indent=2)
+        """The config file (and a snapshot's stored config): the retrieval knobs as the one settings value's
+        canonical string under `settings`, the components (models, facts, mood) as fields of their own."""
+        parts = {k: v for k, v in asdict(self).items() if k not in SETTINGS_KNOBS}
+        return json.dumps({CONFIG_MARKER: 1, "settings": str(self.retrieval_settings()), **parts}, indent=2)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> PipelineConfig:
+        """A config file or a stored config: the current shape (`settings` holding the knobs' canonical string) or
+        the old one (one field per knob); ValueError naming what is wrong."""
         try:
             data = json.loads(text)
         except (ValueError, TypeError, RecursionError) as exc:
             raise ValueError(f"the config file is not valid JSON ({exc}); export one from the sidebar") from None
         if not isinstance(data, dict):
             raise ValueError("the config file must hold a JSON object")
-        known = {f.name: f for f in fields(cls)}
         data = {LEGACY_NAMES.get(k, k): v for k, v in data.items()}  # files exported before the rename
+        if "settings" in data:
+            data = _settings_fields(data)
+        known = {f.name: f for f in fields(cls)}
         unknown = sorted(k for k in data if k not in known and k != CONFIG_MARKER)
         if unknown:
             raise ValueError(f"unknown config field(s): {', '.join(map(str, unknown))}")
@@ -139,6 +146,24 @@ class PipelineConfig:
             except (TypeError, ValueError, OverflowError):
                 raise ValueError(f"config field {name!r} must be a {type(default).__name__}, got {value!r}") from None
         return replace(cls(), **kw).validate()
+
+
+def _settings_fields(data: dict[str, Any]) -> dict[str, Any]:
+    """A config's `settings` string as its knob fields (the knobs the strategy does not use: the preset's)."""
+    text = data.pop("settings")
+    doubled = sorted(k for k in data if k in SETTINGS_KNOBS)
+    if doubled:
+        raise ValueError(f"config field(s) {', '.join(doubled)} beside 'settings', which holds every retrieval knob; "
+                         "give each knob once")
+    if not isinstance(text, str):
+        raise ValueError(f"config field 'settings' must be the settings' canonical string, got {text!r}")
+    try:
+        s = RetrievalSettings.parse(text)
+    except ValueError as exc:
+        raise ValueError(f"config field 'settings': {exc}") from None
+    base = PipelineConfig.for_preset(s.preset)
+    knobs = {k: getattr(base, k) for k in FUSION_FIELDS}  # e.g. RRF's k under convex: the preset's
+    return {**data, **knobs, **s.config_fields()}
 
 
 def reranker_fields(spec: str) -> dict[str, str]:
