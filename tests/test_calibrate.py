@@ -107,7 +107,7 @@ def test_a_question_writer_is_used_and_a_failing_one_keeps_the_phrase():
 # ---------------------------------------------------------------- the criterion
 def _lab(base: list[float], best: list[float], best_c: Candidate) -> LabResult:
     halves = tuple("held-out" if i % 2 else "tune" for i in range(len(base)))
-    base_c = Candidate("convex", 0.5, 10, "theoretical")
+    base_c = Candidate.of("convex", 0.5, 10, "theoretical")
     mean = lambda vs, h: sum(v for v, x in zip(vs, halves) if x == h) / max(1, halves.count(h))
     score = lambda c, vs: CandidateScore(c, mean(vs, "tune"), mean(vs, "held-out"), sum(vs) / len(vs))
     b = score(best_c, best)
@@ -118,19 +118,19 @@ def test_the_default_is_kept_when_the_interval_includes_zero():
     rng = random.Random(0)
     base = [rng.random() for _ in range(60)]
     best = [v + (0.05 if i % 4 == 1 else -0.05 if i % 4 == 3 else 0.3) for i, v in enumerate(base)]  # tune-only gain
-    iv, adopt = decide(_lab(base, best, Candidate("rrf", 0.4, 10)), resamples=2000)
+    iv, adopt = decide(_lab(base, best, Candidate.of("rrf", 0.4, 10)), resamples=2000)
     assert iv.lo <= 0 <= iv.hi and not adopt
 
 
 def test_a_winner_is_adopted_only_with_an_interval_above_zero():
     base = [0.5] * 60
     best = [0.5 + (0.1 if i % 3 else 0.0) for i in range(60)]
-    iv, adopt = decide(_lab(base, best, Candidate("rrf", 0.4, 10)), resamples=2000)
+    iv, adopt = decide(_lab(base, best, Candidate.of("rrf", 0.4, 10)), resamples=2000)
     assert iv.lo > 0 and adopt
     # the same setting as the default (k means nothing to convex) is never "adopted", however it scores
-    _, again = decide(_lab(base, best, Candidate("convex", 0.5, 60, "theoretical")), resamples=2000)
-    assert not again and same_setting(Candidate("convex", 0.5, 60, "theoretical"),
-                                      Candidate("convex", 0.5, 10, "theoretical"))
+    _, again = decide(_lab(base, best, Candidate.of("convex", 0.5, 60, "theoretical")), resamples=2000)
+    assert not again and same_setting(Candidate.of("convex", 0.5, 60, "theoretical"),
+                                      Candidate.of("convex", 0.5, 10, "theoretical"))
 
 
 # ---------------------------------------------------------------- a store: record, undo, defaults
@@ -330,13 +330,13 @@ def test_lab_interval_pairs_the_held_out_queries_and_the_grid_is_the_labs_own():
 
     base = [0.1 * (i % 7) for i in range(40)]
     best = [v + (0.2 if i % 5 else -0.1) for i, v in enumerate(base)]
-    lab = _lab(base, best, Candidate("rrf", 0.4, 10))
+    lab = _lab(base, best, Candidate.of("rrf", 0.4, 10))
     held = [i for i in range(40) if i % 2]
     want = paired_bootstrap([base[i] for i in held], [best[i] for i in held], resamples=500)
     assert lab.interval(resamples=500) == want
     assert lab.interval(half=None, resamples=500) == paired_bootstrap(base, best, resamples=500)
-    cells = [CandidateScore(Candidate("rrf", w, k), tune=w * 10 + k, held_out=0.0, all=0.0)
-             for w in (0.3, 0.6) for k in (5, 60)] + [CandidateScore(Candidate("convex", 0.5), 9.0, 0.0, 0.0)]
+    cells = [CandidateScore(Candidate.of("rrf", w, k), tune=w * 10 + k, held_out=0.0, all=0.0)
+             for w in (0.3, 0.6) for k in (5, 60)] + [CandidateScore(Candidate.of("convex", 0.5), 9.0, 0.0, 0.0)]
     grid = LabResult("ndcg@10", tuple(cells), cells[0], cells[0], ())
     assert grid.rrf_cells() == ([0.3, 0.6], [5, 60], [[8.0, 63.0], [11.0, 66.0]])
     with pytest.raises(ValueError, match="no query in the held-out half"):

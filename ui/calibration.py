@@ -20,7 +20,9 @@ def set_sliders(knobs: dict, preset: str | None = None) -> None:
     """Set Tune's and Inspect's fusion widgets to `knobs` (and `preset`, when given); call from a callback,
     before the widgets are drawn."""
     best = {"dense_weight": float(knobs["dense_weight"]), "sparse_weight": float(knobs["sparse_weight"]),
-            "rrf_k": int(knobs["rrf_k"]), "fusion": knobs.get("fusion", "rrf")}
+            "fusion": knobs.get("fusion", "rrf")}
+    if knobs.get("rrf_k") is not None:  # a strategy without k (a lab candidate's convex) leaves RRF's slider alone
+        best["rrf_k"] = int(knobs["rrf_k"])
     own = {p.name for p in get_strategy(best["fusion"]).params} - {"rrf_k"}
     best.update({n: knobs[n] for n in sorted(own)})  # the strategy's own choices (a convex normalisation)
     if preset is not None:

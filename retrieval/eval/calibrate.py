@@ -196,7 +196,7 @@ class Calibration:
 
 def default_candidate() -> Candidate:
     p = HYBRID_PRESET
-    return Candidate(p.fusion, p.dense_weight, p.rrf_k, p.normalization)
+    return Candidate.of(p.fusion, p.dense_weight, p.rrf_k, p.normalization)
 
 
 def same_setting(a: Candidate, b: Candidate) -> bool:
