@@ -126,3 +126,18 @@ def test_a_config_file_holds_the_knobs_as_the_canonical_string_and_old_files_sti
         PipelineConfig.from_json('{"settings": "fusion=rrf", "dense_weight": 0.2}')
     with pytest.raises(ValueError, match="config field 'settings': rrf_k=0.0 must be"):
         PipelineConfig.from_json('{"settings": "fusion=rrf(rrf_k=0)"}')
+
+
+def test_a_preset_holds_its_fusion_defaults_as_strategy_values():
+    from retrieval.pipeline.presets import AGENTOS_PRESET, HYBRID_PRESET
+
+    assert HYBRID_PRESET.strategies == (Convex(normalization="theoretical", weights=(0.5, 0.5)),
+                                        RRF(k=10, weights=(0.5, 0.5)))
+    assert HYBRID_PRESET.defaults() == {"fusion": "convex", "dense_weight": 0.5, "sparse_weight": 0.5, "rrf_k": 10.0,
+                                        "normalization": "theoretical", "rerank_weight": 0.3}
+    assert AGENTOS_PRESET.defaults() == {"fusion": "rrf", "dense_weight": 0.7, "sparse_weight": 0.3, "rrf_k": 60.0,
+                                         "normalization": "minmax", "rerank_weight": 0.3}
+    assert RetrievalSettings().fusion == HYBRID_PRESET.strategies[0]
+    assert RetrievalSettings.parse("fusion=rrf").fusion == HYBRID_PRESET.strategies[1]  # a switch finds its defaults
+    with pytest.raises(ValueError, match="must be fusion strategies among its fusions"):
+        dataclasses.replace(AGENTOS_PRESET, strategies=(Convex(weights=(0.5, 0.5)),))

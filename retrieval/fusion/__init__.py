@@ -18,6 +18,8 @@ from retrieval.fusion.rrf import RRF, reciprocal_rank_fusion
 STRATEGIES: tuple[type[FusionStrategy], ...] = (RRF, Convex, DBSF)
 REGISTRY: dict[str, type[FusionStrategy]] = {s.name: s for s in STRATEGIES}
 FUSIONS = tuple(REGISTRY)
+# Every fusion knob's declared default (the weights, then each strategy's own parameters).
+FUSION_PARAM_DEFAULTS: dict[str, Any] = {p.name: p.default for s in STRATEGIES for p in s.declared().values()}
 # The declared choice (as Haystack's `JoinMode.from_str`), built from the registry.
 Fusion: type[_Choice] = _Choice("Fusion", {n.upper(): n for n in FUSIONS})  # type: ignore[call-arg, assignment]
 
@@ -69,7 +71,7 @@ def catalogue() -> list[dict[str, Any]]:
     return [s.describe() for s in STRATEGIES]
 
 
-__all__ = ["FUSIONS", "NORMALIZATIONS", "REGISTRY", "STRATEGIES", "WEIGHTS", "Convex", "Fused", "Fusion",
-           "FusionStrategy", "Normalization", "Param", "RRF", "_Choice", "_check_weights", "catalogue",
-           "convex_fusion", "fusion_knobs", "get_strategy", "normalize", "parse_fusion", "reciprocal_rank_fusion",
-           "strategy_for"]
+__all__ = ["FUSIONS", "FUSION_PARAM_DEFAULTS", "NORMALIZATIONS", "REGISTRY", "STRATEGIES", "WEIGHTS", "Convex",
+           "Fused", "Fusion", "FusionStrategy", "Normalization", "Param", "RRF", "_Choice", "_check_weights",
+           "catalogue", "convex_fusion", "fusion_knobs", "get_strategy", "normalize", "parse_fusion",
+           "reciprocal_rank_fusion", "strategy_for"]
