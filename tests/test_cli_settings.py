@@ -64,3 +64,14 @@ def test_a_bad_knob_is_one_error_line_naming_it(demo_db, capsys, argv, message):
     code, _, err = query(capsys, demo_db, *argv)
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert code == 2 and len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], err
+
+
+
+def test_diff_versions_takes_the_settings_string_too(demo_db, capsys):
+    base = ["diff-versions", "status of ticket FX-209847", "--from", "1", "--db", demo_db, "--embedder", "hashing",
+            "--scope", "user:priya", "--json"]
+    assert main([*base, "--settings", "preset=agentos recall_top_k=5"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["k"] == 5  # top k from the string
+    assert main([*base, "--settings", "fusion=rrf", "--rrf-k", "5"]) == 2
+    assert "--settings holds every retrieval knob; drop --rrf-k" in capsys.readouterr().err
