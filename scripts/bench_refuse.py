@@ -156,7 +156,8 @@ def drag_messages(browser, url: str) -> dict:
     during = len(frames) - at_press
     value = float(page.locator("input[data-knob=dense_weight]").input_value())
     page.mouse.up()
-    page.wait_for_function("v => Number(new URLSearchParams(location.search).get('i_dense_weight')) === v", arg=value)
+    page.wait_for_function("v => Number(((new URLSearchParams(location.search).get('i_settings') || '')"
+                           ".match(/dense_weight=([^,)]+)/) || [])[1]) === v", arg=value)
     out = {"moves": 20, "renders_while_down": renders, "ws_messages_during_drag": during,
            "ws_messages_after_release": len(frames) - at_press - during}
     page.close()

@@ -194,23 +194,28 @@ def test_settings_and_config_take_only_a_bool():
         resolve_settings("hybrid", overrides={"adaptive": "yes"})
     cfg = PipelineConfig(adaptive=True)
     assert PipelineConfig.from_json(cfg.to_json()) == cfg
-    old = json.loads(PipelineConfig().to_json())
-    del old["adaptive"]  # a file exported before the switch existed
+    old = {"preset": "hybrid", "fusion": "convex", "dense_weight": 0.5}  # a file exported before the switch existed
     assert PipelineConfig.from_json(json.dumps(old)).adaptive is False
     with pytest.raises(ValueError, match="adaptive"):
         PipelineConfig.from_json(json.dumps({**old, "adaptive": "false"}))
+    with pytest.raises(ValueError, match="adaptive='maybe' must be true or false"):  # the current shape
+        PipelineConfig.from_json(json.dumps({"settings": "adaptive=maybe"}))
     assert "adaptive" in cfg.fusion_knobs() and cfg.search_key() == PipelineConfig().search_key()  # a re-fusion
 
 
 def test_a_link_round_trips_adaptive_and_an_old_link_leaves_it_off():
     params = write_link("i_", PipelineConfig(adaptive=True), "q", None)
-    assert params["i_adaptive"] == "true"
+    assert params["i_settings"].endswith(" adaptive=true")
     link = read_link(params, "i_", [])
     assert link.config["adaptive"] is True and not link.ignored
-    del params["i_adaptive"]
-    assert "adaptive" not in read_link(params, "i_", []).config
-    bad = read_link({**params, "i_adaptive": "maybe"}, "i_", [])
+    old = {"i_q": "q", "i_dense_weight": "0.5", "i_adaptive": "true"}  # a link from before the settings field
+    assert read_link(old, "i_", []).config["adaptive"] is True
+    del old["i_adaptive"]
+    assert "adaptive" not in read_link(old, "i_", []).config
+    bad = read_link({**old, "i_adaptive": "maybe"}, "i_", [])
     assert "adaptive" not in bad.config and bad.ignored[0].param == "i_adaptive"
+    bad = read_link({**params, "i_settings": "adaptive=maybe"}, "i_", [])
+    assert "adaptive" not in bad.config and bad.ignored[0].why == "adaptive='maybe' must be true or false"
 
 
 def test_cli_query_prints_the_adapted_weights(tmp_path, capsys):

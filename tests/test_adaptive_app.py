@@ -28,10 +28,10 @@ def test_the_toggle_is_off_by_default_and_switching_it_shows_the_reason(demo_env
     assert not at.exception
     toggle = at.toggle(key="i_adaptive")
     assert toggle.value is False and "per-query fusion weights" in toggle.help.lower()
-    assert at.query_params["i_adaptive"] == "false" and not weights_lines(at)
+    assert at.query_params["i_settings"].endswith(" adaptive=false") and not weights_lines(at)
     toggle.set_value(True).run()
     assert not at.exception
-    assert at.query_params["i_adaptive"] == "true"
+    assert at.query_params["i_settings"].endswith(" adaptive=true")
     assert any("Re-fused from cached stage lists" in c.value for c in at.caption)  # no new search
     d = at.session_state["i_result"][1].diagnostics  # the searched result; the shown one is re-fused from it
     assert d.adaptive is None

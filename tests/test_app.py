@@ -335,15 +335,18 @@ def test_cohere_reranker_through_the_page_and_a_wrong_key(demo_env, monkeypatch)
 def test_a_link_carries_every_setting_and_round_trips(demo_env):
     at = inspect(i_q="where do I live now?", i_scope="user:maya", i_dense_weight="0.3", i_fusion="rrf")
     qp = dict(at.query_params)
+    from retrieval.pipeline.settings import SETTINGS_KNOBS
     from retrieval.workspace.core import Workspace
     from ui.links import FIELDS
 
-    # every field, defaults included, plus the store version; never the server URL
-    assert {f"i_{n}" for n in FIELDS} | {"i_q", "i_scope", "i_depth", "i_v"} <= set(qp)
-    assert qp["i_dense_weight"] == "0.3" and qp["i_sparse_weight"] == "0.5" and qp["i_rrf_k"] == "10"
+    # every field, defaults included, the knobs as the one settings string, plus the store version; never the
+    # server URL
+    assert {f"i_{n}" for n in FIELDS if n not in SETTINGS_KNOBS} | {"i_q", "i_scope", "i_depth", "i_v",
+                                                                     "i_settings"} <= set(qp)
+    assert qp["i_settings"].startswith("preset=hybrid fusion=rrf(dense_weight=0.3,sparse_weight=0.5,rrf_k=10.0) ")
     assert qp["i_v"] == str(Workspace(demo_env).store.version()) and "i_openai_base_url" not in qp
     at.slider(key="i_rrf_k").set_value(25).run()
-    assert at.query_params["i_rrf_k"] == "25"
+    assert "rrf_k=25.0)" in at.query_params["i_settings"]
     again = inspect(**dict(at.query_params))  # the copied link, opened in a new session
     assert again.slider(key="i_rrf_k").value == 25 and again.slider(key="i_dense_weight").value == 0.3
     assert column_ids(again, "final") == column_ids(at, "final")
@@ -381,7 +384,7 @@ def test_switching_fusion_is_a_refusion(demo_env):
     assert not at.exception
     assert any("Re-fused from cached stage lists" in c.value for c in at.caption)
     assert merged.format("RRF") in stage_table(at)
-    assert at.query_params["i_fusion"] == "rrf"
+    assert " fusion=rrf(" in at.query_params["i_settings"]
     at.radio(key="i_preset").set_value("agentos").run()  # agentos is always RRF
     assert at.radio(key="i_fusion").value == "rrf" and at.radio(key="i_fusion").disabled
 

@@ -13,6 +13,7 @@ from apphelpers import demo_app_env, open_page, page_texts
 
 from retrieval.ingest.demo import JUDGMENTS
 from retrieval.judgments import JudgmentStore
+from retrieval.pipeline.settings import RetrievalSettings
 from retrieval.types import Scope
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,15 +82,16 @@ def test_import_a_case_run_two_snapshots_diff_and_open_inspect(demo_env):
     assert sorted(per_q["qid"]) == ["m01", "m02", "m03", "m04", "m05", "m06"]
     assert "dense_weight 0.5 → 0.9" in texts(at)
     link = per_q["Inspect B"].iloc[0]
-    assert link.startswith("Inspect?") and "i_dense_weight=0.9" in link
+    assert link.startswith("Inspect?") and "dense_weight%3D0.9%2C" in link  # inside the one settings field
 
     at.selectbox(key="s_open").set_value("m02").run()
     links = {pl.proto.label: pl.proto for pl in at.get("page_link") if pl.proto.label.startswith("Inspect m02")}
     proto = links["Inspect m02 with B's configuration"]
     assert proto.page.endswith("2_Inspect.py") or "Inspect" in proto.page
     params = {k: v[0] for k, v in parse_qs(proto.query_string).items()}
-    assert (params["i_q"], params["i_scope"], params["i_dense_weight"], params["i_sparse_weight"]) == \
-        ("washing machine error E-4102", "user:maya", "0.9", "0.1")
+    knobs = RetrievalSettings.parse(params["i_settings"]).knobs()
+    assert (params["i_q"], params["i_scope"], knobs["dense_weight"], knobs["sparse_weight"]) == \
+        ("washing machine error E-4102", "user:maya", 0.9, 0.1)
 
     inspect = page("pages/2_Inspect.py", **params)  # what the link opens
     assert not inspect.exception, inspect.exception

@@ -92,7 +92,7 @@ def test_click_to_explain_links_escalations_and_split_columns(browser, app_url):
     # Copy link round trip: the link in the popover opens the same view in a new tab.
     page.locator("[data-testid=stPopover] button").first.click()
     link = page.locator("[data-testid=stCode] code").last.inner_text().strip()
-    assert link.startswith(app_url + "/Inspect?") and "i_v=" in link and "i_rrf_k=10" in link
+    assert link.startswith(app_url + "/Inspect?") and "i_v=" in link and "i_settings=preset%3Dhybrid" in link
     assert f"i_id={target}" in link and "openai_base_url" not in link
     other = browser.new_page(viewport={"width": 1600, "height": 1800})
     other.set_default_timeout(90_000)

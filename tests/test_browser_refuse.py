@@ -81,8 +81,8 @@ def test_dragging_refuses_in_the_browser_and_release_saves_the_setting(browser, 
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "inspect-live-dragging-1366.png"))
     page.mouse.up()
-    page.wait_for_function("() => location.search.includes('i_dense_weight=0.0') || "
-                           "location.search.includes('i_dense_weight=0&')")
+    page.wait_for_function("() => (new URLSearchParams(location.search).get('i_settings') || '')"
+                           ".includes('dense_weight=0.0,')")
     page.locator(".rf-status", has_text="The saved setting.").wait_for()
     assert final_ids(page) == want
     assert page.locator(ERRORS).count() == 0
@@ -128,5 +128,6 @@ def test_the_panel_is_readable_at_1920_and_arrow_keys_move_a_slider(browser, ser
     page.keyboard.press("ArrowLeft")  # 10 → 9: the list shortens at once, and the key commits it
     assert page.locator(ROWS).count() == 9
     assert top_k.evaluate("e => e.matches(':focus-visible')")  # after a key, the focus ring shows
-    page.wait_for_function("() => new URLSearchParams(location.search).get('i_recall_top_k') === '9'")
+    page.wait_for_function("() => (new URLSearchParams(location.search).get('i_settings') || '')"
+                           ".includes(' recall_top_k=9 ')")
     page.close()

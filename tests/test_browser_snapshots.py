@@ -133,7 +133,8 @@ def test_snapshots_in_a_real_browser(browser, tmp_path, artifacts):
         q = page.locator('input[aria-label="Query"]').first
         q.wait_for(timeout=LONG)
         assert q.input_value() == query
-        assert "i_dense_weight=1" in page.url
+        from urllib.parse import parse_qs, urlparse  # the knobs are inside the link's one settings field
+        assert "dense_weight=1.0," in parse_qs(urlparse(page.url).query)["i_settings"][0]
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -14,7 +14,8 @@ from retrieval.eval.calibrate import (MAX_WORDS, MIN_PHRASE, MIN_WORDS, calibrat
                                       pseudo_queries, same_setting, sample_traces)
 from retrieval.eval.lab import Candidate, CandidateScore, LabResult
 from retrieval.models import HashingEmbedder
-from retrieval.store.calibration import (KEY_CALIBRATION, RANGES, CalibrationRecord, calibrated_knobs,
+from retrieval.fusion import RRF, Convex
+from retrieval.store.calibration import (KEY_CALIBRATION, CalibrationRecord, calibrated_knobs,
                                          read_calibration, read_previous, undo_calibration, write_calibration)
 from retrieval.types import MemoryTrace, Scope
 
@@ -106,7 +107,7 @@ def test_a_question_writer_is_used_and_a_failing_one_keeps_the_phrase():
 # ---------------------------------------------------------------- the criterion
 def _lab(base: list[float], best: list[float], best_c: Candidate) -> LabResult:
     halves = tuple("held-out" if i % 2 else "tune" for i in range(len(base)))
-    base_c = Candidate("convex", 0.5, 10, "theoretical")
+    base_c = Candidate.of("convex", 0.5, 10, "theoretical")
     mean = lambda vs, h: sum(v for v, x in zip(vs, halves) if x == h) / max(1, halves.count(h))
     score = lambda c, vs: CandidateScore(c, mean(vs, "tune"), mean(vs, "held-out"), sum(vs) / len(vs))
     b = score(best_c, best)
@@ -117,19 +118,19 @@ def test_the_default_is_kept_when_the_interval_includes_zero():
     rng = random.Random(0)
     base = [rng.random() for _ in range(60)]
     best = [v + (0.05 if i % 4 == 1 else -0.05 if i % 4 == 3 else 0.3) for i, v in enumerate(base)]  # tune-only gain
-    iv, adopt = decide(_lab(base, best, Candidate("rrf", 0.4, 10)), resamples=2000)
+    iv, adopt = decide(_lab(base, best, Candidate.of("rrf", 0.4, 10)), resamples=2000)
     assert iv.lo <= 0 <= iv.hi and not adopt
 
 
 def test_a_winner_is_adopted_only_with_an_interval_above_zero():
     base = [0.5] * 60
     best = [0.5 + (0.1 if i % 3 else 0.0) for i in range(60)]
-    iv, adopt = decide(_lab(base, best, Candidate("rrf", 0.4, 10)), resamples=2000)
+    iv, adopt = decide(_lab(base, best, Candidate.of("rrf", 0.4, 10)), resamples=2000)
     assert iv.lo > 0 and adopt
     # the same setting as the default (k means nothing to convex) is never "adopted", however it scores
-    _, again = decide(_lab(base, best, Candidate("convex", 0.5, 60, "theoretical")), resamples=2000)
-    assert not again and same_setting(Candidate("convex", 0.5, 60, "theoretical"),
-                                      Candidate("convex", 0.5, 10, "theoretical"))
+    _, again = decide(_lab(base, best, Candidate.of("convex", 0.5, 60, "theoretical")), resamples=2000)
+    assert not again and same_setting(Candidate.of("convex", 0.5, 60, "theoretical"),
+                                      Candidate.of("convex", 0.5, 10, "theoretical"))
 
 
 # ---------------------------------------------------------------- a store: record, undo, defaults
@@ -176,13 +177,14 @@ def test_record_undo_round_trip_and_the_retriever_uses_it(calibrated):
     assert read_calibration(ws.store) == first and read_previous(ws.store) is None
     assert ws.store.identity() == ident  # the analyser and embedder beside it are untouched
     r = ws.retriever()
-    assert (r.defaults.fusion, r.defaults.dense_weight) == (first.fusion, first.dense_weight)
+    assert (r.defaults.fusion, r.defaults.dense_weight) == (first.fusion.name, first.fusion.weights[0])
     explicit = ws.retriever(default_dense_weight=0.9, default_sparse_weight=0.1)
     assert explicit.defaults.dense_weight == 0.9 and explicit.defaults.fusion == "convex"  # explicit wins, unmixed
     assert explicit.defaults.normalization == "theoretical"
     assert ws.retriever(preset="agentos").defaults.fusion == "rrf"  # agentos stays exact
-    second = CalibrationRecord(**{**first.__dict__, "label": "RRF k=10, dense 0.3", "fusion": "rrf",
-                                  "dense_weight": 0.3, "sparse_weight": 0.7, "rrf_k": 10.0})
+    second = CalibrationRecord(**{**first.__dict__, "label": "RRF k=10, dense 0.3",
+                                  "fusion": "rrf(dense_weight=0.3,sparse_weight=0.7,rrf_k=10.0)"})
+    assert second.fusion == RRF(k=10, weights=(0.3, 0.7))
     write_calibration(ws.store, second)
     assert read_calibration(ws.store) == second and read_previous(ws.store) == first
     assert undo_calibration(ws.store) == first and read_previous(ws.store) is None
@@ -206,18 +208,46 @@ def test_a_tampered_record_is_ignored_not_applied(calibrated, value):
         ws.store.table().update_field_metadata({"path": "vector", "metadata": {KEY_CALIBRATION: None}})
 
 
-def test_a_record_validates_its_knobs_with_the_pipelines_ranges():
-    from retrieval.pipeline.settings import KNOBS
+def test_a_record_validates_its_fusion_by_the_strategys_declarations():
+    base = dict(fusion="rrf(dense_weight=0.4,sparse_weight=0.6,rrf_k=10.0)", label="x", by="me",
+                at="2026-01-01T00:00:00+00:00", metric="ndcg@10", default_score=0.5, score=0.6)
+    for bad, message in (("rrf(dense_weight=1.5,sparse_weight=0.6,rrf_k=10.0)", "dense_weight=1.5 must be"),
+                         ("rrf(rrf_k=0)", "rrf_k=0.0 must be a number > 0"), ("sum", "fusion='sum' is unknown"),
+                         ("rrf(normalization=minmax)", "'normalization=minmax' is not one of its parameters"),
+                         ("dbsf(dense_weight=0,sparse_weight=0)", "both 0"), (3, "is not a fusion strategy")):
+        with pytest.raises(ValueError, match=re.escape(message)):
+            CalibrationRecord(**{**base, "fusion": bad})
+    with pytest.raises(ValueError, match="hybrid preset"):
+        CalibrationRecord(**{**base, "preset": "agentos"})
+    rec = CalibrationRecord(**base)
+    assert rec.describe() == "x (2026-01-01)" and rec.fusion == RRF(k=10, weights=(0.4, 0.6))
+    assert json.loads(rec.to_json())["fusion"] == "rrf(dense_weight=0.4,sparse_weight=0.6,rrf_k=10.0)"
+    assert CalibrationRecord.from_json(rec.to_json()) == rec
 
-    for name, (lo, hi) in RANGES.items():
-        assert (KNOBS[name].lo, KNOBS[name].hi) == (lo, hi)
-    base = dict(fusion="rrf", normalization="minmax", dense_weight=0.4, sparse_weight=0.6, rrf_k=10, label="x",
-                by="me", at="2026-01-01T00:00:00+00:00", metric="ndcg@10", default_score=0.5, score=0.6)
-    for bad in ({"dense_weight": 1.5}, {"rrf_k": 0}, {"fusion": "sum"}, {"dense_weight": 0, "sparse_weight": 0},
-                {"preset": "agentos"}):
-        with pytest.raises(ValueError):
-            CalibrationRecord(**{**base, **bad})
-    assert CalibrationRecord(**base).describe() == "x (2026-01-01)"
+
+OLD_SHAPE = {"fusion": "convex", "normalization": "theoretical", "dense_weight": 0.4, "sparse_weight": 0.6,
+             "rrf_k": 10.0, "label": "convex theoretical, dense 0.4", "by": "me", "at": "2026-01-01T00:00:00+00:00",
+             "metric": "ndcg@10 (held-out pseudo-queries)", "default_score": 0.5, "score": 0.6,
+             "interval": {"delta": 0.1, "lo": 0.02, "hi": 0.18, "n": 40, "confidence": 0.95},
+             "sample": {"queries": 40, "seed": 0}, "preset": "hybrid"}
+
+
+def test_a_record_written_in_the_old_shape_is_read_into_the_one_value(calibrated):
+    ws, _ = calibrated
+    rec = CalibrationRecord.from_json(json.dumps(OLD_SHAPE))
+    assert rec.fusion == Convex(normalization="theoretical", weights=(0.4, 0.6))
+    assert rec.knobs() == {"fusion": "convex", "dense_weight": 0.4, "sparse_weight": 0.6,
+                           "normalization": "theoretical"}
+    assert (rec.label, rec.interval["lo"], rec.sample) == (OLD_SHAPE["label"], 0.02, OLD_SHAPE["sample"])
+    with pytest.raises(ValueError, match="dense_weight=7.0 must be"):
+        CalibrationRecord.from_json(json.dumps({**OLD_SHAPE, "dense_weight": 7}))
+    ws.store.table().update_field_metadata({"path": "vector", "metadata": {KEY_CALIBRATION: json.dumps(OLD_SHAPE)}})
+    try:  # an old store's record still applies
+        assert read_calibration(ws.store) == rec
+        r = ws.retriever()
+        assert (r.defaults.fusion, r.defaults.dense_weight, r.defaults.rrf_k) == ("convex", 0.4, 10)
+    finally:
+        ws.store.table().update_field_metadata({"path": "vector", "metadata": {KEY_CALIBRATION: None}})
 
 
 # ---------------------------------------------------------------- CLI
@@ -283,7 +313,8 @@ def test_tune_calibrates_records_and_undoes(tmp_path, monkeypatch):
 
     rec = read_calibration(MemoryStore(db))
     assert rec is not None and rec.label == res.winner.label
-    assert at.session_state["t_dense_weight"] == rec.dense_weight and at.session_state["i_fusion"] == rec.fusion
+    assert at.session_state["t_dense_weight"] == rec.fusion.weights[0]
+    assert at.session_state["i_fusion"] == rec.fusion.name
     line = plain(f"calibrated: {rec.describe()}")  # the caption escapes Markdown
     assert any(line in c.value for c in at.caption)
     home = open_page(None, 60)
@@ -299,13 +330,13 @@ def test_lab_interval_pairs_the_held_out_queries_and_the_grid_is_the_labs_own():
 
     base = [0.1 * (i % 7) for i in range(40)]
     best = [v + (0.2 if i % 5 else -0.1) for i, v in enumerate(base)]
-    lab = _lab(base, best, Candidate("rrf", 0.4, 10))
+    lab = _lab(base, best, Candidate.of("rrf", 0.4, 10))
     held = [i for i in range(40) if i % 2]
     want = paired_bootstrap([base[i] for i in held], [best[i] for i in held], resamples=500)
     assert lab.interval(resamples=500) == want
     assert lab.interval(half=None, resamples=500) == paired_bootstrap(base, best, resamples=500)
-    cells = [CandidateScore(Candidate("rrf", w, k), tune=w * 10 + k, held_out=0.0, all=0.0)
-             for w in (0.3, 0.6) for k in (5, 60)] + [CandidateScore(Candidate("convex", 0.5), 9.0, 0.0, 0.0)]
+    cells = [CandidateScore(Candidate.of("rrf", w, k), tune=w * 10 + k, held_out=0.0, all=0.0)
+             for w in (0.3, 0.6) for k in (5, 60)] + [CandidateScore(Candidate.of("convex", 0.5), 9.0, 0.0, 0.0)]
     grid = LabResult("ndcg@10", tuple(cells), cells[0], cells[0], ())
     assert grid.rrf_cells() == ([0.3, 0.6], [5, 60], [[8.0, 63.0], [11.0, 66.0]])
     with pytest.raises(ValueError, match="no query in the held-out half"):

@@ -21,7 +21,10 @@ def db(tmp_path_factory):
 
 
 def run(capsys, *argv) -> tuple[int, dict | None, str]:
-    code = main(list(argv))
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:  # a usage error (argparse: a flag's value checked by its declaration)
+        code = exc.code
     out = capsys.readouterr()
     return code, (json.loads(out.out) if out.out.strip() else None), out.err
 
@@ -73,7 +76,10 @@ def test_import_lists_unknowns_keeps_the_rest_and_round_trips(db, capsys, tmp_pa
     (["case", "import", "ok", "--qrels", "x.tsv"], "give --queries FILE"),
     (["case", "export", "nope", "--out", "/tmp/x"], "no case named 'nope'"),
     (["snapshot", "run", "nope", "--embedder", "hashing"], "no case named 'nope'"),
-    (["snapshot", "run", "demo", "--embedder", "hashing", "--dense-weight", "7"], "config field 'dense_weight'"),
+    (["snapshot", "run", "demo", "--embedder", "hashing", "--dense-weight", "7"],
+     "argument --dense-weight: dense_weight=7.0 must be a number >= 0 and <= 1"),
+    (["snapshot", "run", "demo", "--embedder", "hashing", "--settings", "fusion=rrf(rrf_k=0)"],
+     "argument --settings: rrf_k=0.0 must be a number > 0 and <= 1000"),
     (["snapshot", "diff", "s1", "s2"], "no snapshot 's1'"),
 ])
 def test_bad_input_is_one_clear_error(db, capsys, argv, message):

@@ -156,7 +156,9 @@ SCOPES = ["user:maya", "user:priya"]
 def test_link_round_trip_writes_every_field_including_defaults():
     cfg = PipelineConfig.for_preset("hybrid", dense_weight=0.35, reranker="embedding", split_threshold=0.5)
     params = write_link("i_", cfg, "where do I live?", "user:maya", "maya-intro", 20, 7)
-    assert params["i_dense_weight"] == "0.35" and params["i_preset"] == "hybrid" and params["i_rrf_k"] == "10"
+    assert params["i_settings"] == ("preset=hybrid fusion=convex(dense_weight=0.35,sparse_weight=0.5,"
+                                    "normalization=theoretical) rerank_weight=0.3 recall_top_k=10 "
+                                    "over_fetch_multiplier=3 split_threshold=0.5 adaptive=false")
     assert params["i_hyde"] == "false" and params["i_v"] == "7" and params["i_depth"] == "20"
     assert "i_openai_base_url" not in params
     link = read_link(params, "i_", SCOPES)

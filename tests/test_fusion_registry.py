@@ -45,7 +45,8 @@ def test_catalogue_is_plain_data_a_ui_can_be_generated_from():
     assert [p["name"] for p in rrf["params"]] == ["dense_weight", "sparse_weight", "rrf_k"]
     assert rrf["params"][2] == {"name": "rrf_k", "attr": "k", "kind": "float", "default": 60.0, "lo": 0.0,
                                 "hi": 1000.0, "step": 1.0, "lo_open": True, "ui": [1, 200], "choices": [],
-                                "grid": [5, 10, 20, 60], "help": "Higher k flattens rank differences (RRF only)."}
+                                "grid": [5, 10, 20, 60], "help": "Higher k flattens rank differences (RRF only).",
+                                "label": "RRF k"}
     assert [p.name for p in WEIGHTS] == ["dense_weight", "sparse_weight"]
 
 
@@ -88,3 +89,16 @@ def test_explanation_asks_the_strategy():
            "ranks": {"dense": 1, "sparse": 3}, "contributions": {"dense": 0.5, "sparse": 0.25}, "score": 0.75}
     assert fusion_title(old).startswith("Convex fusion (minmax normalisation)")  # a record without `params`
     assert [r["formula"] for r in fusion_rows(old)][:2] == ["0.5 × 1", "0.5 × 0.5"]
+
+
+def test_a_strategy_has_one_canonical_string_that_parses_back():
+    from retrieval.fusion import DBSF, parse_fusion
+
+    for s in (RRF(k=12.5, weights=(0.7, 0.3)), Convex(normalization="zscore", weights=(0.1, 0.9)),
+              DBSF(weights=(0.5, 0.5))):
+        assert parse_fusion(s.spec) == s
+    assert RRF(k=10, weights=(0.4, 0.6)).spec == "rrf(dense_weight=0.4,sparse_weight=0.6,rrf_k=10.0)"
+    assert parse_fusion("rrf", {"rrf_k": 10.0}) == RRF(k=10, weights=(0.5, 0.5))  # left out: the defaults given
+    with pytest.raises(ValueError, match=r"'normalization=minmax' is not one of its parameters \(dense_weight, "
+                                         r"sparse_weight, rrf_k\)"):
+        parse_fusion("rrf(normalization=minmax)")

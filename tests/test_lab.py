@@ -33,7 +33,20 @@ def test_grid_has_every_fusion_and_normalisation():
                                                                    for w in (0.3, 0.7)]
     # then every strategy registered later, each × its own declared grid × the weights
     assert {c.fusion for c in grid} == set(FUSIONS) and grid[4:10] == convex
-    assert Candidate("convex", 0.3).knobs()["sparse_weight"] == 0.7
+    assert Candidate.of("convex", 0.3).knobs()["sparse_weight"] == 0.7
+
+
+def test_a_candidate_is_one_strategy_value():
+    from retrieval.fusion import RRF, Convex
+
+    c = Candidate.of("convex", 0.3, 10, "zscore")
+    assert c == Candidate(Convex(normalization="zscore", weights=(0.3, 0.7)))  # k means nothing to convex: dropped
+    assert (c.fusion, c.dense_weight, c.normalization, c.rrf_k) == ("convex", 0.3, "zscore", None)
+    assert c.knobs() == {"fusion": "convex", "dense_weight": 0.3, "sparse_weight": 0.7, "normalization": "zscore",
+                         "adaptive": False}
+    assert Candidate.of("rrf", 0.4, 10).strategy == RRF(k=10, weights=(0.4, 0.6))
+    with pytest.raises(ValueError, match="a candidate is a fusion strategy"):
+        Candidate("rrf")  # type: ignore[arg-type]
 
 
 def test_scores_are_recomputed_refusions_and_the_best_is_the_tune_argmax(runs):
@@ -52,7 +65,7 @@ def test_scores_are_recomputed_refusions_and_the_best_is_the_tune_argmax(runs):
     assert lab.best_of("convex", "zscore").candidate.normalization == "zscore"
     for row, r in zip(lab.per_query, hybrid):
         assert row["delta"] == pytest.approx(row["best"] - row["baseline"]) and row["qid"] == r.q.qid
-    assert lab.baseline.candidate == Candidate("convex", 0.5, 10.0, "theoretical")  # the hybrid defaults the runs used
+    assert lab.baseline.candidate == Candidate.of("convex", 0.5, 10.0, "theoretical")  # the runs' hybrid defaults
     assert lab.to_dict()["best"]["label"] == lab.best.candidate.label
 
 
@@ -60,6 +73,6 @@ def test_agentos_runs_only_search_rrf(runs):
     lab = search_fusions(runs["agentos"], fusion_grid((0.5,), (60,)))
     assert [s.candidate.fusion for s in lab.scores] == ["rrf"]
     with pytest.raises(ValueError, match="always RRF"):
-        search_fusions(runs["agentos"], [Candidate("convex", 0.5)])
+        search_fusions(runs["agentos"], [Candidate.of("convex", 0.5)])
     with pytest.raises(ValueError, match="at least one labelled query"):
         search_fusions([], fusion_grid())

@@ -102,3 +102,42 @@ def test_the_config_parser_uses_the_value():
         PipelineConfig.from_json('{"dense_weight": 0, "sparse_weight": 0}')
     s = RetrievalSettings(fusion=Convex(normalization="zscore", weights=(0.6, 0.4)))
     assert s.to_settings().strategy == s.fusion and s.to_settings().normalization == "zscore"
+
+
+def test_a_config_file_holds_the_knobs_as_the_canonical_string_and_old_files_still_read():
+    import json
+
+    cfg = PipelineConfig.for_preset("agentos", dense_weight=0.6, sparse_weight=0.4, rrf_k=25, reranker="embedding",
+                                    split_threshold=0.5, valence=-0.4)
+    data = json.loads(cfg.to_json())
+    assert data["settings"] == ("preset=agentos fusion=rrf(dense_weight=0.6,sparse_weight=0.4,rrf_k=25.0) "
+                                "rerank_weight=0.3 recall_top_k=10 over_fetch_multiplier=3 split_threshold=0.5 "
+                                "adaptive=false")
+    assert not {"preset", "fusion", "dense_weight", "rrf_k", "split_threshold", "adaptive"} & set(data)
+    assert (data["reranker"], data["valence"]) == ("embedding", -0.4)
+    assert PipelineConfig.from_json(cfg.to_json()) == cfg
+    old = {"preset": "agentos", "fusion": "rrf", "normalization": "minmax", "dense_weight": 0.6,
+           "sparse_weight": 0.4, "rrf_k": 25, "reranker": "embedding", "split_threshold": 0.5, "valence": -0.4,
+           "top_k": 10}  # a file (or a snapshot row) in the old shape
+    assert PipelineConfig.from_json(json.dumps(old)) == cfg
+    # a knob left out of the string is the preset's; a knob given twice or a bad string is named
+    assert PipelineConfig.from_json('{"settings": "fusion=rrf"}').rrf_k == 10
+    with pytest.raises(ValueError, match=r"config field\(s\) dense_weight beside 'settings'"):
+        PipelineConfig.from_json('{"settings": "fusion=rrf", "dense_weight": 0.2}')
+    with pytest.raises(ValueError, match="config field 'settings': rrf_k=0.0 must be"):
+        PipelineConfig.from_json('{"settings": "fusion=rrf(rrf_k=0)"}')
+
+
+def test_a_preset_holds_its_fusion_defaults_as_strategy_values():
+    from retrieval.pipeline.presets import AGENTOS_PRESET, HYBRID_PRESET
+
+    assert HYBRID_PRESET.strategies == (Convex(normalization="theoretical", weights=(0.5, 0.5)),
+                                        RRF(k=10, weights=(0.5, 0.5)))
+    assert HYBRID_PRESET.defaults() == {"fusion": "convex", "dense_weight": 0.5, "sparse_weight": 0.5, "rrf_k": 10.0,
+                                        "normalization": "theoretical", "rerank_weight": 0.3}
+    assert AGENTOS_PRESET.defaults() == {"fusion": "rrf", "dense_weight": 0.7, "sparse_weight": 0.3, "rrf_k": 60.0,
+                                         "normalization": "minmax", "rerank_weight": 0.3}
+    assert RetrievalSettings().fusion == HYBRID_PRESET.strategies[0]
+    assert RetrievalSettings.parse("fusion=rrf").fusion == HYBRID_PRESET.strategies[1]  # a switch finds its defaults
+    with pytest.raises(ValueError, match="must be fusion strategies among its fusions"):
+        dataclasses.replace(AGENTOS_PRESET, strategies=(Convex(weights=(0.5, 0.5)),))

@@ -20,7 +20,9 @@ def set_sliders(knobs: dict, preset: str | None = None) -> None:
     """Set Tune's and Inspect's fusion widgets to `knobs` (and `preset`, when given); call from a callback,
     before the widgets are drawn."""
     best = {"dense_weight": float(knobs["dense_weight"]), "sparse_weight": float(knobs["sparse_weight"]),
-            "rrf_k": int(knobs["rrf_k"]), "fusion": knobs.get("fusion", "rrf")}
+            "fusion": knobs.get("fusion", "rrf")}
+    if knobs.get("rrf_k") is not None:  # a strategy without k (a lab candidate's convex) leaves RRF's slider alone
+        best["rrf_k"] = int(knobs["rrf_k"])
     own = {p.name for p in get_strategy(best["fusion"]).params} - {"rrf_k"}
     best.update({n: knobs[n] for n in sorted(own)})  # the strategy's own choices (a convex normalisation)
     if preset is not None:
@@ -46,10 +48,8 @@ def store_defaults(ws) -> PipelineConfig:
     rec = current(ws)
     if rec is None:
         return PipelineConfig()
-    k = rec.knobs()
-    return PipelineConfig.for_preset("hybrid", fusion=k["fusion"], normalization=k["normalization"],
-                                     dense_weight=k["dense_weight"], sparse_weight=k["sparse_weight"],
-                                     rrf_k=int(k["rrf_k"]))
+    # the recorded strategy's knobs; the ones it does not use stay the preset's
+    return PipelineConfig.for_preset("hybrid", **{k: int(v) if k == "rrf_k" else v for k, v in rec.knobs().items()})
 
 
 def calibration_line(ws, who: bool = True) -> str:
@@ -114,7 +114,7 @@ def _result(ws, res, refusal: str | None, who: str) -> None:
 def _record(ws, res, who: str) -> None:
     rec = res.record(by=who)
     write_calibration(ws.store, rec)
-    set_sliders(rec.knobs(), preset="hybrid")
+    set_sliders({**PipelineConfig().fusion_knobs(), **rec.knobs()}, preset="hybrid")
     st.session_state.pop(f"{P}result", None)
     st.session_state[f"{P}note"] = f"Recorded: this store's hybrid defaults are now {rec.describe()}."
 

@@ -4,6 +4,11 @@ Pure Python (no Streamlit): `read_link` turns a URL's query parameters into type
 list of parameters it ignored and why; `write_link` turns the view back into parameters. The
 settings panel takes its widget ranges from `FIELDS`, so a link and a slider accept the same values.
 
+The retrieval knobs travel as ONE field, `settings`: the canonical string of `RetrievalSettings`
+(`preset=hybrid fusion=convex(dense_weight=0.5,...) rerank_weight=0.3 ...`), parsed and validated by
+it. Links made before it, one parameter per knob (`i_dense_weight=0.3&i_fusion=rrf`), are still read.
+The components (reranker, HyDE, generator, facts, classifier, multi-query, mood) are fields of their own.
+
 A link always carries every field — a default written out cannot change meaning when the default
 (or the biggest scope) changes later — and the store's table version (`v`), so a reader can be told
 that the store changed since the link was made.
@@ -19,7 +24,7 @@ from retrieval.pipeline.config import (CLASSIFIER_CHOICES, GENERATOR_CHOICES, KN
                                        RERANKER_CHOICES, PipelineConfig)
 from retrieval.fusion import FUSIONS, NORMALIZATIONS
 from retrieval.pipeline.presets import PRESETS, get_preset
-from retrieval.pipeline.settings import KNOBS, SWITCHES
+from retrieval.pipeline.settings import KNOBS, SETTINGS_KNOBS, SWITCHES, RetrievalSettings
 
 from .text import code, plain
 
@@ -76,7 +81,9 @@ def _numeric(name: str) -> Field:
         lo = 0.0  # the slider's 0 = off
     elif knob.lo_open and lo == knob.lo:
         lo = knob.lo + (1 if knob.integer else knob.step)
-    return Field("int" if knob.integer or name == "rrf_k" else "float", lo=lo, hi=hi, step=knob.step)
+    # A slider whose range and step are whole numbers (RRF k) moves in whole numbers.
+    whole = all(float(x).is_integer() for x in (lo, hi, knob.step))
+    return Field("int" if knob.integer or whole else "float", lo=lo, hi=hi, step=knob.step)
 
 
 # Config fields: numeric ones from the rule table, the rest the choices the pipeline knows.
@@ -98,6 +105,8 @@ FIELDS: dict[str, Field] = {
 VIEW_FIELDS: dict[str, Field] = {"q": Field("text", max_len=MAX_QUERY), "id": Field("text"),
                                  "depth": Field("choice", tuple(str(d) for d in DEPTHS)), "v": Field("int", lo=0,
                                                                                                      hi=2**62)}
+SETTINGS = "settings"  # the one field holding the retrieval knobs: `RetrievalSettings`' canonical string
+MAX_SETTINGS = 1000
 NEVER_FROM_LINK = {"openai_base_url": "the server URL is never read from a link (a link must not choose where "
                                       "a query, or a key, is sent)"}
 
@@ -126,23 +135,31 @@ class Link:
     depth: int | None = None
     version: int | None = None
     ignored: tuple[Ignored, ...] = ()
+    settings: RetrievalSettings | None = None  # the link's `settings` field, when it held a valid one
 
 
 def read_link(params: Mapping[str, str], prefix: str, scopes: Sequence[str], allow_all: bool = True) -> Link:
     """Typed values from the URL parameters that start with `prefix`; every other one is ignored by name.
 
-    `scopes` are the store's scope labels (`user:maya`); `all` (or "(all scopes)") means every scope.
+    `scopes` are the store's scope labels (`user:maya`); `all` (or "(all scopes)") means every scope. The knobs
+    come from the `settings` field when the link has one (an old link's per-knob fields are then ignored), else
+    from an old link's per-knob fields.
     """
     cfg: dict[str, Any] = {}
     view: dict[str, Any] = {}
     ignored: list[Ignored] = []
+    settings_param = f"{prefix}{SETTINGS}"
+    has_settings = settings_param in params
     for param, raw in params.items():
-        if not param.startswith(prefix):
+        if not param.startswith(prefix) or param == settings_param:
             continue
         name, raw = param[len(prefix):], str(raw)
         name = LEGACY_NAMES.get(name, name)  # links made before the one-name-per-knob rename still work
         if name in NEVER_FROM_LINK:
             ignored.append(Ignored(param, raw, NEVER_FROM_LINK[name]))
+            continue
+        if name in SETTINGS_KNOBS and has_settings:
+            ignored.append(Ignored(param, raw, f"the link's {settings_param} field holds this knob"))
             continue
         if name == "scope":
             label = ALL_SCOPES if raw in (ALL_SCOPES_PARAM, ALL_SCOPES) else raw
@@ -161,13 +178,45 @@ def read_link(params: Mapping[str, str], prefix: str, scopes: Sequence[str], all
             ignored.append(Ignored(param, raw, str(exc)))
             continue
         (cfg if name in FIELDS else view)[name] = value
+    settings = None
+    if has_settings:
+        settings = _read_settings(settings_param, str(params[settings_param]), cfg, ignored)
+    else:
+        _check_old_fusion(prefix, cfg, ignored)
+    return Link(config=cfg, query=view.get("q"), scope=view.get("scope"), target=view.get("id") or None,
+                depth=int(view["depth"]) if "depth" in view else None, version=view.get("v"), ignored=tuple(ignored),
+                settings=settings)
+
+
+def _check_old_fusion(prefix: str, cfg: dict[str, Any], ignored: list[Ignored]) -> None:
+    """An old per-knob link naming a fusion its preset does not allow: the fusion is ignored, by name."""
     preset = get_preset(cfg.get("preset", PipelineConfig().preset))
     if "fusion" in cfg and cfg["fusion"] not in preset.fusions:
         why = f"the {preset.name} preset is always {preset.fusions[0].upper()}" if len(preset.fusions) == 1 else \
             f"the {preset.name} preset allows only {', '.join(preset.fusions)}"
         ignored.append(Ignored(f"{prefix}fusion", cfg.pop("fusion"), why))
-    return Link(config=cfg, query=view.get("q"), scope=view.get("scope"), target=view.get("id") or None,
-                depth=int(view["depth"]) if "depth" in view else None, version=view.get("v"), ignored=tuple(ignored))
+
+
+def _read_settings(param: str, raw: str, cfg: dict[str, Any], ignored: list[Ignored]) -> RetrievalSettings | None:
+    """The `settings` field: parsed and validated by `RetrievalSettings` (a bad value is ignored whole, with its
+    error); each knob is then put into `cfg` as the panel's field, unless it lies outside its slider's range."""
+    if len(raw) > MAX_SETTINGS:
+        ignored.append(Ignored(param, raw, f"longer than {MAX_SETTINGS} characters"))
+        return None
+    try:
+        settings = RetrievalSettings.parse(raw)
+    except ValueError as exc:
+        ignored.append(Ignored(param, raw, str(exc)))
+        return None
+    for name, value in settings.config_fields().items():
+        if name in KNOB_OF:
+            try:
+                value = FIELDS[name].parse(fmt(value))
+            except ValueError as exc:
+                ignored.append(Ignored(param, f"{name}={fmt(value)}", f"{name} on the slider: {exc}"))
+                continue
+        cfg[name] = value
+    return settings
 
 
 def fmt(value: Any) -> str:
@@ -179,11 +228,20 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
+def link_settings(cfg: PipelineConfig) -> RetrievalSettings:
+    """The config's retrieval knobs as the one settings value, floats without slider noise (0.35, not
+    0.35000000000000003), so the link's string is short and reads back to what the sliders show."""
+    knobs = cfg.retrieval_settings().knobs()
+    return RetrievalSettings.from_knobs({k: round(v, 6) if isinstance(v, float) else v for k, v in knobs.items()})
+
+
 def write_link(prefix: str, cfg: PipelineConfig, query: str, scope: str | None, target: str | None = None,
                depth: int | None = None, version: int | None = None) -> dict[str, str]:
-    """Every parameter of the view, defaults included (never the server URL)."""
+    """Every parameter of the view, defaults included (never the server URL): the retrieval knobs as the one
+    `settings` field, the components as fields of their own."""
     out = {f"{prefix}q": query, f"{prefix}scope": ALL_SCOPES_PARAM if scope in (None, ALL_SCOPES) else scope}
-    out.update({f"{prefix}{name}": fmt(getattr(cfg, name)) for name in FIELDS})
+    out[f"{prefix}{SETTINGS}"] = str(link_settings(cfg))
+    out.update({f"{prefix}{name}": fmt(getattr(cfg, name)) for name in FIELDS if name not in SETTINGS_KNOBS})
     if target:
         out[f"{prefix}id"] = target
     if depth is not None:

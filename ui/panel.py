@@ -1,6 +1,8 @@
 """The settings panel: every pipeline knob as a widget, config export and import, and falling back
 from a backend that cannot be built. Ranges come from `ui.links.FIELDS`, which reads
-`retrieval.pipeline.settings.KNOBS` (the same rules a link and a config file are checked against).
+`retrieval.pipeline.settings.KNOBS` (the same rules a link and a config file are checked against); the fusion
+controls (the weights and each registered strategy's parameters) are generated from their declarations in
+`retrieval.fusion` (`Param`: label, kind, range, step, choices, help), so a new strategy's knob needs no code here.
 """
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from typing import Any
 
 import streamlit as st
 
-from retrieval.fusion import FUSIONS, REGISTRY, STRATEGIES, get_strategy
+from retrieval.fusion import FUSIONS, REGISTRY, STRATEGIES, WEIGHTS, Param, get_strategy
 from retrieval.pipeline.factory import generator_spec, reranker_spec
 from retrieval.pipeline.presets import PRESETS, get_preset
 from retrieval.pipeline.settings import SWITCHES
@@ -29,9 +31,26 @@ ADAPTIVE_HELP = (SWITCHES["adaptive"].capitalize() + ". Off by default: on the d
                  "(no new search).")
 
 
+# Every fusion parameter once, in registry order: the controls the fusion section draws.
+FUSION_CONTROLS: tuple[Param, ...] = tuple({p.name: p for s in STRATEGIES for p in s.params}.values())
+
+
 def _range(name: str, integer: bool = False) -> tuple[Any, Any, Any]:
     f = FIELDS[name]
     return (int(f.lo), int(f.hi), int(f.step)) if integer else (float(f.lo), float(f.hi), float(f.step))
+
+
+def param_control(p: Param, key: str, value: Any, disabled: bool, kw: dict[str, Any]) -> Any:
+    """The widget a declared fusion parameter gets: a choice a select box, a number a slider over its link field's
+    range (`FIELDS`, from the declaration); the value as the config holds it."""
+    if p.kind == "choice":
+        return st.selectbox(p.title, p.choices, index=p.choices.index(value), key=key, help=p.help or None,
+                            disabled=disabled, **kw)
+    integer = FIELDS[p.name].kind == "int"
+    lo, hi, step = _range(p.name, integer)
+    cast = int if integer else float
+    return cast(st.slider(p.title, lo, hi, cast(value), step, key=key, disabled=disabled, help=p.help or None,
+                          **kw))
 
 
 def preset_help() -> str:
@@ -106,23 +125,21 @@ def _fusion_section(prefix: str, d: PipelineConfig, kw: dict[str, Any]) -> dict[
                       help="; ".join(f"{s.short}: {s.formula}" for s in REGISTRY.values()) + ". "
                            + ("" if len(fusions) > 1 else f"The {preset} preset is always {fusions[0]}."), **kw)
     fusion = fusion if fusion in fusions else fusions[0]
-    own = {p.name: p for p in get_strategy(fusion).params}  # the selected strategy's own parameters
-    norm = pdef.normalization
-    if "normalization" in own:
-        p = own["normalization"]
-        norm = st.selectbox("Normalisation", p.choices, index=p.choices.index(pdef.normalization),
-                            key=k("normalization"), help=p.help, **kw)
-    dw = st.slider("Dense weight", *_range("dense_weight")[:2], pdef.dense_weight, _range("dense_weight")[2],
-                   key=k("dense_weight"), **kw)
-    sw = st.slider("Sparse weight", *_range("sparse_weight")[:2], pdef.sparse_weight, _range("sparse_weight")[2],
-                   key=k("sparse_weight"), **kw)
-    lo, hi, step = _range("rrf_k", integer=True)
-    rrf_k = st.slider("RRF k", lo, hi, int(pdef.rrf_k), step, key=k("rrf_k"), disabled="rrf_k" not in own,
-                      help="Higher k flattens rank differences (RRF only).", **kw)
-    adaptive = st.toggle("Adaptive weights (per query)", d.adaptive, key=k("adaptive"), help=ADAPTIVE_HELP, **kw)
-    return {"preset": preset, "fusion": fusion, "normalization": norm, "dense_weight": float(dw),
-            "sparse_weight": float(sw), "rrf_k": int(rrf_k), "rerank_weight": pdef.rerank_weight,
-            "adaptive": bool(adaptive)}
+    own = {p.name for p in get_strategy(fusion).params}  # the selected strategy's own parameters
+    values: dict[str, Any] = {"preset": preset, "fusion": fusion, "rerank_weight": pdef.rerank_weight}
+    # Generated from the declarations: the selected strategy's choices, the weights, then every strategy's numbers
+    # (another strategy's shown greyed, so switching back finds them where they were).
+    choices = [p for p in FUSION_CONTROLS if p.kind == "choice"]
+    numbers = [p for p in FUSION_CONTROLS if p.kind != "choice"]
+    for p in (*choices, *WEIGHTS, *numbers):
+        if p.kind == "choice" and p.name not in own:
+            values[p.name] = getattr(pdef, p.name)
+            continue
+        values[p.name] = param_control(p, k(p.name), getattr(pdef, p.name), p not in WEIGHTS and p.name not in own,
+                                       kw)
+    values["adaptive"] = bool(st.toggle("Adaptive weights (per query)", d.adaptive, key=k("adaptive"),
+                                        help=ADAPTIVE_HELP, **kw))
+    return values
 
 
 def _rerank_section(prefix: str, d: PipelineConfig, rerank_weight: float, kw: dict[str, Any]) -> dict[str, Any]:

@@ -11,8 +11,8 @@ import os
 import sys
 from pathlib import Path
 
+from retrieval.cli.knobs import FLAG_KNOBS, add_knob_flags, flag_knobs, settings_knobs
 from retrieval.pipeline.config import PipelineConfig, reranker_fields
-from retrieval.fusion import FUSIONS, NORMALIZATIONS
 from retrieval.pipeline.presets import PRESETS
 from retrieval.types import Scope
 
@@ -89,10 +89,11 @@ def cmd_case_export(args) -> int:
 
 
 def snapshot_config(args) -> PipelineConfig:
-    kw = {k: v for k, v in (("dense_weight", args.dense_weight), ("sparse_weight", args.sparse_weight),
-                            ("rrf_k", args.rrf_k), ("fusion", args.fusion), ("normalization", args.normalization),
-                            ("recall_top_k", args.recall_top_k), ("over_fetch_multiplier", args.over_fetch_multiplier),
-                            ("rerank_weight", args.rerank_weight)) if v is not None}
+    kw = flag_knobs(args, ("recall_top_k", "over_fetch_multiplier", *FLAG_KNOBS))
+    given = settings_knobs(args, {"preset": ("preset", "hybrid"), "recall_top_k": ("recall_top_k", None),
+                                  "over_fetch_multiplier": ("over_fetch_multiplier", None)})
+    if given is not None:  # --settings: every retrieval knob (its preset too), over the config file's or the preset's
+        kw = dict(given)
     kw.update(reranker_fields(args.reranker))
     if args.no_facts:
         kw["facts"] = False
@@ -101,7 +102,7 @@ def snapshot_config(args) -> PipelineConfig:
         from dataclasses import replace
 
         return replace(base, **kw).validate()
-    return PipelineConfig.for_preset(args.preset, **kw)
+    return PipelineConfig.for_preset(kw.pop("preset", args.preset), **kw)
 
 
 def cmd_snapshot_run(args) -> int:
@@ -234,12 +235,7 @@ def _add_snapshot_run(ss) -> None:
     sp.add_argument("case")
     sp.add_argument("--config", help="a config JSON exported from the app (flags override it)")
     sp.add_argument("--preset", choices=PRESETS, default="hybrid")
-    sp.add_argument("--fusion", choices=FUSIONS)
-    sp.add_argument("--normalization", choices=NORMALIZATIONS)
-    sp.add_argument("--dense-weight", type=float)
-    sp.add_argument("--sparse-weight", type=float)
-    sp.add_argument("--rrf-k", type=int)
-    sp.add_argument("--rerank-weight", type=float)
+    add_knob_flags(sp)  # --settings STRING and --fusion, --dense-weight, …: generated from the declarations
     sp.add_argument("--reranker", default="none", help="none | embedding | cohere | cross-encoder:PATH")
     sp.add_argument("--recall-top-k", "--top-k", dest="recall_top_k", type=int)
     sp.add_argument("--over-fetch-multiplier", "--over-fetch", dest="over_fetch_multiplier", type=int)

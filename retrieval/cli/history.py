@@ -87,10 +87,18 @@ def _retrievers(args) -> tuple[Any, Any, Any]:
     from retrieval.workspace.retrievers import build_retriever
     from retrieval.store.calibration import calibrated_knobs
 
+    from retrieval.cli.knobs import flag_knobs, settings_knobs
+
+    given = settings_knobs(args, {"preset": ("preset", "hybrid"), "recall_top_k": ("recall_top_k", 10),
+                                  "over_fetch_multiplier": ("over_fetch_multiplier", 3)})
     ws = _workspace(args)
-    calibrated = {k: int(v) if k == "rrf_k" else v for k, v in calibrated_knobs(ws.store, args.preset).items()}
-    cfg = PipelineConfig.for_preset(args.preset, recall_top_k=args.recall_top_k, facts=not args.no_facts,
-                                    over_fetch_multiplier=args.over_fetch_multiplier, **calibrated)
+    if given is not None:  # --settings: every retrieval knob; the store's calibration does not apply
+        cfg = PipelineConfig.for_preset(given.pop("preset"), facts=not args.no_facts, **given)
+    else:
+        knobs = flag_knobs(args) or {k: int(v) if k == "rrf_k" else v
+                                     for k, v in calibrated_knobs(ws.store, args.preset).items()}
+        cfg = PipelineConfig.for_preset(args.preset, recall_top_k=args.recall_top_k, facts=not args.no_facts,
+                                        over_fetch_multiplier=args.over_fetch_multiplier, **knobs)
     access = getattr(args, "access", None)  # the visitor the gate admitted (None: the local operator)
     then = build_retriever(WorkspaceAsOf(ws, args.from_), cfg, access=access)
     now = build_retriever(WorkspaceAsOf(ws, args.to), cfg, access=access)
@@ -187,10 +195,12 @@ def add_history_commands(sub, db_flags, scope_arg) -> None:
 
 def _query_knobs(sp) -> None:
     """The pipeline flags of `diff-versions` (the rest of the configuration is the preset's, or the store's
-    calibration)."""
+    calibration): the knob flags generated from their declarations and `--settings STRING` (`cli/knobs.py`)."""
+    from retrieval.cli.knobs import add_knob_flags
     from retrieval.hybrid import PRESETS
 
     sp.add_argument("--preset", choices=PRESETS, default="hybrid")
     sp.add_argument("--recall-top-k", "--top-k", dest="recall_top_k", type=int, default=10)
     sp.add_argument("--over-fetch-multiplier", dest="over_fetch_multiplier", type=int, default=3)
     sp.add_argument("--no-facts", action="store_true")
+    add_knob_flags(sp)

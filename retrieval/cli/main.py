@@ -16,6 +16,7 @@ from retrieval.cli.doctor import add_doctor_command
 from retrieval.cli.gate import (TRACEBACK_ENV, GateParser, admit, audited, failure_line, scrubbed_output, stamp,
                                 writer)
 from retrieval.cli.judge import add_judge_commands
+from retrieval.cli.knobs import add_knob_flags, flag_knobs, settings_knobs
 from retrieval.cli.distributed import add_ray_flags, ingest_on_ray
 from retrieval.cli.output import print_stages
 from retrieval.cli.history import AS_OF_HELP, add_history_commands, as_of_arg, check_readable, default_scope
@@ -25,7 +26,6 @@ from retrieval.pipeline.config import PipelineConfig, generator_fields, reranker
 from retrieval.workspace.retrievers import build_retriever
 from retrieval.pipeline.settings import SWITCHES
 from retrieval.store.calibration import calibrated_knobs
-from retrieval.fusion import FUSIONS, NORMALIZATIONS
 from retrieval.history.view import WorkspaceAsOf
 from retrieval.hybrid import PRESETS
 from retrieval.models.registry import EMBEDDERS
@@ -48,9 +48,7 @@ def config_from_args(args, calibrated: dict | None = None) -> PipelineConfig:
     kw: dict = dict(recall_top_k=args.recall_top_k, over_fetch_multiplier=args.over_fetch_multiplier,
                     facts=not args.no_facts, split_threshold=args.split or 0.0, multi_query_n=args.multi_query,
                     valence=args.valence, arousal=args.arousal, dominance=args.dominance)
-    kw.update({k: v for k, v in (("dense_weight", args.dense_weight), ("sparse_weight", args.sparse_weight),
-                                 ("rrf_k", args.rrf_k), ("rerank_weight", args.rerank_weight),
-                                 ("fusion", args.fusion), ("normalization", args.normalization)) if v is not None})
+    kw.update(flag_knobs(args))
     kw.update(reranker_fields(args.reranker))
     gens = {g for g in (args.hyde if args.hyde != "none" else None,
                         args.multi_query_backend if args.multi_query else None) if g}
@@ -61,9 +59,19 @@ def config_from_args(args, calibrated: dict | None = None) -> PipelineConfig:
         kw.update(generator_fields(gens.pop()))
     kw["hyde"] = args.hyde != "none"
     kw["adaptive"] = bool(getattr(args, "adaptive", False))
+    given = settings_knobs(args, QUERY_OTHERS)
+    if given is not None:  # --settings: the whole value, the store's calibration does not apply
+        kw.update(given)
+        return PipelineConfig.for_preset(kw.pop("preset"), **kw)
     if calibrated and not any(k in kw for k in ("dense_weight", "sparse_weight", "rrf_k", "fusion", "normalization")):
         kw.update({k: int(v) if k == "rrf_k" else v for k, v in calibrated.items()})
     return PipelineConfig.for_preset(args.preset, **kw)
+
+
+# The query's own flags for knobs the settings value also holds: dest → (knob, the value when not given).
+QUERY_OTHERS = {"preset": ("preset", "hybrid"), "recall_top_k": ("recall_top_k", 10),
+                "over_fetch_multiplier": ("over_fetch_multiplier", 3), "split": ("split_threshold", None),
+                "adaptive": ("adaptive", False)}
 
 
 def _workspace(args):
@@ -134,10 +142,10 @@ def cmd_query(args) -> int:
                           "final": [{"id": t.id, "score": t.retrieval_score, "content": t.content}
                                     for t in result.traces], "stage_ids": d.stage_ids,
                           "escalations": d.escalations, "timings_ms": d.timings_ms, "hyde": d.hyde,
-                          "adaptive": d.adaptive,
+                          "adaptive": d.adaptive, "settings": str(cfg.retrieval_settings()),
                           "as_of": retriever.as_of_state.pinned.label if retriever.as_of_state else None}, indent=2))
         return 0
-    print(f"query: {args.text!r}   preset: {args.preset}   {retriever!r}")
+    print(f"query: {args.text!r}   preset: {cfg.preset}   {retriever!r}")
     if retriever.as_of_state is not None:
         print(retriever.as_of_state.banner_for([str(scope)] if scope is not None else None))
     if d.hyde:
@@ -225,12 +233,7 @@ def add_query_command(sub) -> None:
     sp.add_argument("--preset", choices=PRESETS, default="hybrid")
     sp.add_argument("--recall-top-k", "--top-k", dest="recall_top_k", type=int, default=10)
     sp.add_argument("--over-fetch-multiplier", "--over-fetch", dest="over_fetch_multiplier", type=int, default=3)
-    sp.add_argument("--dense-weight", type=float)
-    sp.add_argument("--sparse-weight", type=float)
-    sp.add_argument("--rrf-k", type=float)
-    sp.add_argument("--rerank-weight", type=float)
-    sp.add_argument("--fusion", choices=FUSIONS, help="rrf (default of both presets) | convex")
-    sp.add_argument("--normalization", choices=NORMALIZATIONS, help="for --fusion convex (default minmax)")
+    add_knob_flags(sp)  # --settings STRING and --fusion, --dense-weight, …: generated from the declarations
     sp.add_argument("--adaptive", action="store_true", help=SWITCHES["adaptive"])
     sp.add_argument("--reranker", default="none", help="none | embedding | cohere | cross-encoder:PATH")
     sp.add_argument("--hyde", default="none", help="none | gemma | cohere | openai:BASE_URL[#MODEL]")
@@ -270,10 +273,7 @@ def add_eval_command(sub) -> None:
                     help="repeatable; default both. Dense-only and BM25-only rows are the dense and sparse stages")
     sp.add_argument("--sweep", action="store_true")
     sp.add_argument("--lab", action="store_true", help="fusion lab: every fusion function × normalisation × weight")
-    sp.add_argument("--fusion", choices=FUSIONS, help="evaluate the presets with this fusion (default: the preset's)")
-    sp.add_argument("--normalization", choices=NORMALIZATIONS)
-    sp.add_argument("--dense-weight", type=float)
-    sp.add_argument("--rrf-k", type=float)
+    add_knob_flags(sp, ("fusion", "normalization", "dense_weight", "rrf_k"), settings=False)  # sparse = 1 − dense
     sp.add_argument("--adaptive", action="store_true", help=SWITCHES["adaptive"])
     sp.add_argument("--reranker", default="none")
     sp.add_argument("--hyde", default="none")

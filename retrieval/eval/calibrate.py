@@ -177,14 +177,8 @@ class Calibration:
         if not self.adopt:
             raise ValueError("the default was kept: there is no calibration to record")
         iv = self.interval
-        k = self.winner.knobs()
-        own = self.winner.strategy.knobs()
-        for name in ("normalization", "rrf_k"):  # what a fusion ignores stays the preset's, so switching fusion
-            if name not in own:                  # later finds it
-                k[name] = getattr(HYBRID_PRESET, name)
         return CalibrationRecord(
-            fusion=k["fusion"], normalization=k["normalization"], dense_weight=k["dense_weight"],
-            sparse_weight=k["sparse_weight"], rrf_k=k["rrf_k"], label=self.winner.label, by=by,
+            fusion=self.winner.strategy, label=self.winner.label, by=by,
             at=utcnow().isoformat(timespec="seconds"), metric=f"{self.lab.metric} (held-out pseudo-queries)",
             default_score=round(self.lab.baseline.held_out, 4), score=round(self.lab.best.held_out, 4),
             interval={"delta": round(iv.delta, 4), "lo": round(iv.lo, 4), "hi": round(iv.hi, 4), "n": iv.n,
@@ -202,7 +196,7 @@ class Calibration:
 
 def default_candidate() -> Candidate:
     p = HYBRID_PRESET
-    return Candidate(p.fusion, p.dense_weight, p.rrf_k, p.normalization)
+    return Candidate.of(p.fusion, p.dense_weight, p.rrf_k, p.normalization)
 
 
 def same_setting(a: Candidate, b: Candidate) -> bool:

@@ -23,16 +23,40 @@ RRF_KS = RRF.params[0].grid  # (5, 10, 20, 60): RRF's own declared grid
 
 @dataclass(frozen=True)
 class Candidate:
-    """One fusion setting (sparse weight = 1 − dense weight)."""
+    """One fusion setting: a registered strategy with its parameters and weights (`retrieval.fusion`), the one value
+    a setting is everywhere. `Candidate.of(fusion, dense_weight, …)` builds one the lab's way (sparse = 1 − dense)."""
 
-    fusion: str
-    dense_weight: float
-    rrf_k: float = 60
-    normalization: str = "minmax"
+    strategy: FusionStrategy
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.strategy, FusionStrategy):
+            raise ValueError(f"a candidate is a fusion strategy, e.g. RRF(k=10, weights=(0.5, 0.5)); got "
+                             f"{self.strategy!r} (Candidate.of builds one from a fusion name and a dense weight)")
+
+    @classmethod
+    def of(cls, fusion: str, dense_weight: float, rrf_k: float = 60, normalization: str = "minmax") -> Candidate:
+        """The candidate `fusion` with `dense_weight` (sparse = 1 − dense); a parameter it does not use is dropped."""
+        return cls(strategy_for({"fusion": fusion, "dense_weight": dense_weight,
+                                 "sparse_weight": round(1.0 - dense_weight, 6), "rrf_k": rrf_k,
+                                 "normalization": normalization}))
 
     @property
-    def strategy(self) -> FusionStrategy:
-        return strategy_for(self.knobs())
+    def fusion(self) -> str:
+        return self.strategy.name
+
+    @property
+    def dense_weight(self) -> float:
+        return self.strategy.weights[0]
+
+    @property
+    def rrf_k(self) -> float | None:
+        """RRF's k (None for a strategy without it)."""
+        return self.strategy.knobs().get("rrf_k")
+
+    @property
+    def normalization(self) -> str | None:
+        """A convex fusion's normalisation (None for a strategy without one)."""
+        return self.strategy.knobs().get("normalization")
 
     @property
     def label(self) -> str:
@@ -40,9 +64,8 @@ class Candidate:
         return f"{self.strategy.setting}, dense {self.dense_weight:g}"
 
     def knobs(self) -> dict[str, Any]:
-        return {"fusion": self.fusion, "dense_weight": self.dense_weight,
-                "sparse_weight": round(1.0 - self.dense_weight, 6), "rrf_k": self.rrf_k,
-                "normalization": self.normalization, "adaptive": False}  # a candidate is fixed weights
+        """The strategy's knobs, for a re-fusion (`reweight`): fixed weights, never adaptive."""
+        return {**self.strategy.knobs(), "adaptive": False}
 
 
 def fusion_grid(dense_weights: Sequence[float] = DENSE_WEIGHTS, ks: Sequence[float] | None = None,
@@ -64,7 +87,7 @@ def fusion_grid(dense_weights: Sequence[float] = DENSE_WEIGHTS, ks: Sequence[flo
             for w in dense_weights:
                 for ns in values(numeric):
                     knobs = dict(zip([p.name for p in choice + numeric], (*cs, *ns)))
-                    grid.append(Candidate(name, w, **knobs))
+                    grid.append(Candidate.of(name, w, **knobs))
     return grid
 
 
@@ -101,12 +124,12 @@ class LabResult:
 
     def rrf_cells(self) -> tuple[list[float], list[float], list[list[float | None]]]:
         """The RRF candidates as a dense weight × k grid of tune-half scores (for a heatmap): weights, ks, cells."""
-        rrf = [s for s in self.scores if s.candidate.fusion == RRF.name]
-        ws = sorted({s.candidate.dense_weight for s in rrf})
-        ks = sorted({s.candidate.rrf_k for s in rrf})
+        rrf = [(s, s.candidate.strategy) for s in self.scores if isinstance(s.candidate.strategy, RRF)]
+        ws = sorted({f.weights[0] for _, f in rrf})
+        ks = sorted({f.k for _, f in rrf})
         cells: list[list[float | None]] = [[None] * len(ks) for _ in ws]
-        for s in rrf:
-            cells[ws.index(s.candidate.dense_weight)][ks.index(s.candidate.rrf_k)] = s.tune
+        for s, f in rrf:
+            cells[ws.index(f.weights[0])][ks.index(f.k)] = s.tune
         return ws, ks, cells
 
     def best_of(self, fusion: str, normalization: str | None = None) -> CandidateScore:
@@ -172,7 +195,7 @@ def search_fusions(runs: Sequence[QueryRun], candidates: Sequence[Candidate], me
     def summary(c: Candidate | None, vals: list[float]) -> CandidateScore:
         pick = lambda h: [v for v, x in zip(vals, half) if x == h]
         s = runs[0].result.diagnostics.settings
-        cand = c or Candidate(s.fusion, s.dense_weight, s.rrf_k, s.normalization)
+        cand = c or Candidate.of(s.fusion, s.dense_weight, s.rrf_k, s.normalization)
         return CandidateScore(cand, mean(pick("tune")), mean(pick("held-out")), mean(vals))
 
     scores, per_candidate = [], []

@@ -97,7 +97,7 @@ class Param:
     `name` is the settings knob it travels as (`rrf_k`, `normalization`: stable, in links and config files);
     `attr` the strategy's field and its name in `str(strategy)` (`k`). `kind` is "float", "int" or "choice";
     a number lies in [lo, hi] (`lo_open`: > lo), `ui` is a slider's narrower range, `step` its step; a choice is
-    one of `choices`. `grid` is what the fusion lab tries."""
+    one of `choices`. `grid` is what the fusion lab tries; `label` names its control."""
 
     name: str
     attr: str
@@ -111,6 +111,12 @@ class Param:
     choices: tuple[str, ...] = ()
     grid: tuple[Any, ...] = ()
     help: str = ""
+    label: str = ""
+
+    @property
+    def title(self) -> str:
+        """What a control for it is labelled ("RRF k"; the knob's name when no label is declared)."""
+        return self.label or self.name.replace("_", " ").capitalize()
 
     def check(self, value: Any) -> Any:
         """`value` as this parameter's type within its range, else ValueError naming it and what is allowed."""
@@ -134,8 +140,10 @@ class Param:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(self).items()}
 
 
-WEIGHTS = (Param("dense_weight", "w_d", "float", 0.5, 0.0, 1.0, 0.05, help="the dense list's weight"),
-           Param("sparse_weight", "w_s", "float", 0.5, 0.0, 1.0, 0.05, help="the sparse (BM25) list's weight"))
+WEIGHTS = (Param("dense_weight", "w_d", "float", 0.5, 0.0, 1.0, 0.05, help="the dense list's weight",
+                 label="Dense weight"),
+           Param("sparse_weight", "w_s", "float", 0.5, 0.0, 1.0, 0.05, help="the sparse (BM25) list's weight",
+                 label="Sparse weight"))
 
 
 class FusionStrategy(ABC):
@@ -196,6 +204,19 @@ class FusionStrategy(ABC):
         """This strategy's settings as knobs: `fusion`, the weights and its own parameters."""
         return {"fusion": self.name, "dense_weight": self.weights[0], "sparse_weight": self.weights[1],
                 **{p.name: getattr(self, p.attr) for p in self.params}}
+
+    @property
+    def spec(self) -> str:
+        """The canonical string, `rrf(dense_weight=0.7,sparse_weight=0.3,rrf_k=60.0)` (floats exact, as `repr`):
+        what the one settings value's string and stored records hold; `retrieval.fusion.parse_fusion` reads it."""
+        own = ",".join(f"{k}={v!r}" if isinstance(v, float) else f"{k}={v}"
+                       for k, v in self.knobs().items() if k != "fusion")
+        return f"{self.name}({own})"
+
+    @classmethod
+    def declared(cls) -> dict[str, Param]:
+        """Every parameter this strategy takes, by knob name: the weights and its own."""
+        return {p.name: p for p in (*WEIGHTS, *cls.params)}
 
     @property
     def family(self) -> tuple[str, ...]:

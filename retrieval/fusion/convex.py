@@ -53,7 +53,7 @@ class Convex(FusionStrategy):
     formula = "w_d·φ(s_d) + w_s·φ(s_s), φ the normalisation"
     params = (Param("normalization", "normalization", "choice", "minmax", choices=NORMALIZATIONS, grid=NORMALIZATIONS,
                     help="minmax: each list to [0, 1]; theoretical: divide by the score's known maximum; zscore: "
-                         "distribution-based (DBSF)."),)
+                         "distribution-based (DBSF).", label="Normalisation"),)
     weights: tuple[float, float] = (0.5, 0.5)
     normalization: str = "minmax"
 

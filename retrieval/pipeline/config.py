@@ -12,7 +12,7 @@ from typing import Any
 
 from retrieval.fusion import FUSIONS, NORMALIZATIONS
 from retrieval.pipeline.presets import HYBRID_PRESET, PRESETS, get_preset
-from retrieval.pipeline.settings import SWITCHES, RetrievalSettings, check_knob, check_switch
+from retrieval.pipeline.settings import SETTINGS_KNOBS, SWITCHES, RetrievalSettings, check_knob, check_switch
 
 RERANKER_CHOICES = ("none", "embedding", "cohere", "cross-encoder")
 GENERATOR_CHOICES = ("gemma", "cohere", "openai")
@@ -110,12 +110,16 @@ class PipelineConfig:
         return {k: getattr(self, k) for k in FUSION_FIELDS}
 
     def to_json(self) -> str:
-        return json.dumps({CONFIG_MARKER: 1, **asdict(self)}, indent=2)
+        """The config file (and a snapshot's stored config): the retrieval knobs as the one settings value's
+        canonical string under `settings`, the components (models, facts, mood) as fields of their own."""
+        parts = {k: v for k, v in asdict(self).items() if k not in SETTINGS_KNOBS}
+        return json.dumps({CONFIG_MARKER: 1, "settings": str(self.retrieval_settings()), **parts}, indent=2)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> PipelineConfig:
-        """A config file's JSON, validated by pydantic: an object of known fields (older files' names read as the
-        current ones), switches JSON true/false only, numbers and strings of their field's type; then ranges."""
+        """A config file or a stored config, validated by pydantic: the current shape (`settings` holding the knobs'
+        canonical string) or the old one (one field per knob; older files' names read as the current ones); switches
+        JSON true/false only, numbers and strings of their field's type; then ranges. ValueError naming the fault."""
         from pydantic import ValidationError
 
         try:
@@ -125,6 +129,8 @@ class PipelineConfig:
         if not isinstance(data, dict):
             raise ValueError("the config file must hold a JSON object")
         data = {LEGACY_NAMES.get(k, k): v for k, v in data.items() if k != CONFIG_MARKER}  # files before the rename
+        if "settings" in data:
+            data = _settings_fields(data)
         try:
             parsed = _file_model().model_validate(data)
         except ValidationError as exc:
@@ -156,6 +162,24 @@ def _file_error(exc: Any) -> str:
     if e["type"].startswith("bool"):
         return f"config field {name!r} must be true or false, got {value!r}"
     return f"config field {name!r} must be a {type(getattr(PipelineConfig(), name)).__name__}, got {value!r}"
+
+
+def _settings_fields(data: dict[str, Any]) -> dict[str, Any]:
+    """A config's `settings` string as its knob fields (the knobs the strategy does not use: the preset's)."""
+    text = data.pop("settings")
+    doubled = sorted(k for k in data if k in SETTINGS_KNOBS)
+    if doubled:
+        raise ValueError(f"config field(s) {', '.join(doubled)} beside 'settings', which holds every retrieval knob; "
+                         "give each knob once")
+    if not isinstance(text, str):
+        raise ValueError(f"config field 'settings' must be the settings' canonical string, got {text!r}")
+    try:
+        s = RetrievalSettings.parse(text)
+    except ValueError as exc:
+        raise ValueError(f"config field 'settings': {exc}") from None
+    base = PipelineConfig.for_preset(s.preset)
+    knobs = {k: getattr(base, k) for k in FUSION_FIELDS}  # e.g. RRF's k under convex: the preset's
+    return {**data, **knobs, **s.config_fields()}
 
 
 def reranker_fields(spec: str) -> dict[str, str]:

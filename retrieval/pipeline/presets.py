@@ -21,13 +21,16 @@ only. The numbers: docs/BENCHMARKS.md ("Choosing the hybrid defaults", `scripts/
    not every fact ever stored about the subject (which pushes every real trace out of the top k).
 
 A preset is a frozen record; a variant for an experiment is `dataclasses.replace(HYBRID_PRESET, …)`
-passed to `HybridRetriever(preset=…)`, never an edit of a global.
+passed to `HybridRetriever(preset=…)`, never an edit of a global. Its fusion defaults are fusion strategy values
+(`retrieval.fusion`): the first is the preset's fusion, each other one the defaults a switch to that fusion finds
+(`RRF(k=10, …)` under `hybrid`); a knob none of them sets is its declared default.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from typing import Any
 
-from retrieval.fusion import FUSIONS
+from retrieval.fusion import FUSION_PARAM_DEFAULTS, FUSIONS, FusionStrategy, RRF, Convex
 
 AGENTOS = "agentos"
 HYBRID = "hybrid"
@@ -36,24 +39,43 @@ PRESETS = (AGENTOS, HYBRID)
 
 @dataclass(frozen=True)
 class Preset:
-    """What a preset decides: pipeline behaviour plus its fusion defaults."""
+    """What a preset decides: pipeline behaviour plus its fusion defaults, as strategy values (`strategies[0]` is
+    its fusion)."""
 
     name: str
     hydrate_sparse_only: bool
     complete_ranks: bool
     blend_base: str  # "cognitive" (AgentOS) or "fused"
     temporal_facts: str  # "subject" (AgentOS: every fact of the subject) or "predicates"
-    dense_weight: float
-    sparse_weight: float
-    rrf_k: float
+    strategies: tuple[FusionStrategy, ...]
     rerank_weight: float
-    fusion: str = "rrf"
-    normalization: str = "minmax"
     fusions: tuple[str, ...] = FUSIONS  # the fusion strategies this preset allows (default: every registered one)
 
     def __post_init__(self) -> None:
-        if not self.fusions or self.fusion not in self.fusions:
-            raise ValueError(f"preset {self.name!r}: fusion {self.fusion!r} is not one of its fusions {self.fusions}")
+        names = [s.name for s in self.strategies if isinstance(s, FusionStrategy)]
+        if not names or len(names) != len(self.strategies) or not set(names) <= set(self.fusions):
+            raise ValueError(f"preset {self.name!r}: its default strategies {self.strategies!r} must be fusion "
+                             f"strategies among its fusions {self.fusions}")
+
+    @property
+    def fusion(self) -> str:
+        return self.strategies[0].name
+
+    @property
+    def dense_weight(self) -> float:
+        return self.strategies[0].weights[0]
+
+    @property
+    def sparse_weight(self) -> float:
+        return self.strategies[0].weights[1]
+
+    @property
+    def rrf_k(self) -> float:
+        return float(self.defaults()["rrf_k"])
+
+    @property
+    def normalization(self) -> str:
+        return str(self.defaults()["normalization"])
 
     def check_fusion(self, fusion: str) -> None:
         """ValueError when this preset does not allow `fusion` (AgentOS has one fusion: RRF)."""
@@ -62,19 +84,21 @@ class Preset:
                        else f"allows only {', '.join(self.fusions)}")
             raise ValueError(f"fusion={fusion!r}: the {self.name} preset {allowed}; use preset='hybrid' for the others")
 
-    def defaults(self) -> dict[str, float | str]:
-        """The knobs a preset supplies when a call leaves them as None."""
-        d = asdict(self)
-        return {k: d[k] for k in ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight", "fusion",
-                                  "normalization")}
+    def defaults(self) -> dict[str, Any]:
+        """The knobs a preset supplies when a call leaves them as None: each strategy's (the first's weights and
+        fusion win), then the declared defaults."""
+        knobs: dict[str, Any] = dict(FUSION_PARAM_DEFAULTS)
+        for s in reversed(self.strategies):
+            knobs.update(s.knobs())
+        return {**knobs, "rerank_weight": self.rerank_weight}
 
 
 AGENTOS_PRESET = Preset(AGENTOS, hydrate_sparse_only=False, complete_ranks=False, blend_base="cognitive",
-                        temporal_facts="subject", dense_weight=0.7, sparse_weight=0.3, rrf_k=60, rerank_weight=0.3,
+                        temporal_facts="subject", strategies=(RRF(k=60, weights=(0.7, 0.3)),), rerank_weight=0.3,
                         fusions=("rrf",))
 HYBRID_PRESET = Preset(HYBRID, hydrate_sparse_only=True, complete_ranks=True, blend_base="fused",
-                       temporal_facts="predicates", dense_weight=0.5, sparse_weight=0.5, rrf_k=10, rerank_weight=0.3,
-                       fusion="convex", normalization="theoretical")
+                       temporal_facts="predicates", strategies=(Convex(normalization="theoretical", weights=(0.5, 0.5)),
+                                                                RRF(k=10, weights=(0.5, 0.5))), rerank_weight=0.3)
 _BY_NAME = {p.name: p for p in (AGENTOS_PRESET, HYBRID_PRESET)}
 
 

@@ -11,7 +11,8 @@ import math
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from retrieval.fusion import FUSIONS, STRATEGIES, WEIGHTS, FusionStrategy, Param, get_strategy, strategy_for
+from retrieval.fusion import (FUSIONS, STRATEGIES, WEIGHTS, FusionStrategy, Param, fusion_knobs, get_strategy,
+                              strategy_for)
 from retrieval.pipeline.adaptive import Strengths
 from retrieval.pipeline.presets import Preset, get_preset
 
@@ -159,6 +160,8 @@ def resolve_settings(preset: str | Preset, *, overrides: dict[str, Any] | None =
 
 # --------------------------------------------------------------------------- the one settings value
 _VALUE_KNOBS = ("rerank_weight", "recall_top_k", "over_fetch_multiplier", "split_threshold", "adaptive")
+# Every flat knob the one settings value holds (what `from_knobs` accepts, and what its string may name).
+SETTINGS_KNOBS = ("preset", "fusion", *FUSION_PARAMS, *_VALUE_KNOBS)
 
 
 def _text(v: Any) -> str:
@@ -215,6 +218,11 @@ class RetrievalSettings:
         spell them."""
         return {"preset": self.preset, **self.strategy.knobs(), **{k: getattr(self, k) for k in _VALUE_KNOBS}}
 
+    def config_fields(self) -> dict[str, Any]:
+        """The knobs as `PipelineConfig`, the panel and a config file spell them (a split threshold of None is 0,
+        off)."""
+        return {**self.knobs(), "split_threshold": self.split_threshold or 0.0}
+
     def to_settings(self, adaptive_strengths: Any = None) -> Settings:
         """The `Settings` `assemble` reads (a knob the strategy does not use keeps the preset's value)."""
         p = get_preset(self.preset)
@@ -229,7 +237,7 @@ class RetrievalSettings:
     def from_knobs(cls, knobs: dict[str, Any]) -> RetrievalSettings:
         """From flat knobs (a link's, a config file's, `Settings.as_dict()`): a knob left out or None is the
         preset's; a knob this value does not hold is a ValueError naming it."""
-        allowed = {"preset", "fusion", *FUSION_PARAMS, *_VALUE_KNOBS}
+        allowed = set(SETTINGS_KNOBS)
         unknown = sorted(set(knobs) - allowed)
         if unknown:
             raise ValueError(f"unknown setting(s) {', '.join(unknown)}; use {', '.join(sorted(allowed))}")
@@ -239,10 +247,8 @@ class RetrievalSettings:
         return cls(preset=p.name, fusion=fusion, **{k: given[k] for k in _VALUE_KNOBS if k in given})
 
     def __str__(self) -> str:
-        f = self.strategy
-        own = ",".join(f"{k}={_text(v)}" for k, v in f.knobs().items() if k != "fusion")
         rest = " ".join(f"{k}={_text(getattr(self, k))}" for k in _VALUE_KNOBS)
-        return f"preset={self.preset} fusion={f.name}({own}) {rest}"
+        return f"preset={self.preset} fusion={self.strategy.spec} {rest}"
 
     @classmethod
     def parse(cls, text: str) -> RetrievalSettings:
@@ -255,13 +261,7 @@ class RetrievalSettings:
             if not eq:
                 raise ValueError(f"settings part {part!r} is not key=value; {form}")
             if key == "fusion":
-                name, paren, inner = raw.partition("(")
-                if paren and not inner.endswith(")"):
-                    raise ValueError(f"settings part {part!r}: the fusion's parameters must end with ')'; {form}")
-                knobs["fusion"] = name
-                for item in filter(None, inner[:-1].split(",")) if paren else ():
-                    k, _, v = item.partition("=")
-                    knobs[k] = _value(k, v)
+                knobs.update(fusion_knobs(raw))  # the fusion's own canonical form (`FusionStrategy.spec`)
             else:
                 knobs[key] = _value(key, raw)
         return cls.from_knobs(knobs)

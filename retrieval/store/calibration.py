@@ -8,45 +8,37 @@ is one metadata-only commit (a new table version; no row is rewritten).
 The record is read back as untrusted data: a value that does not parse, names an unknown fusion or holds a
 weight out of range is ignored (with a warning), never applied. It applies to the `hybrid` preset only
 (`agentos` stays exact); a setting a caller gives explicitly always wins over it.
+
+The chosen fusion is one value, a `retrieval.fusion` strategy (`Convex(theoretical, weights=(0.4, 0.6))`), stored as
+its canonical string (`convex(dense_weight=0.4,sparse_weight=0.6,normalization=theoretical)`) and checked by its
+declarations. Records written before that, with loose `fusion`, `normalization`, `dense_weight`, `sparse_weight`
+and `rrf_k` fields, are still read (into the same value).
 """
 from __future__ import annotations
 
 import json
 import logging
-import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
-from retrieval.fusion import FUSIONS, NORMALIZATIONS
-from retrieval.store.records import field_metadata, parse_record, undo_record, write_record
+from retrieval.fusion import FusionStrategy, parse_fusion, strategy_for
+from retrieval.store.records import MAX_RECORD_CHARS, field_metadata, parse_record, undo_record, write_record
 
 log = logging.getLogger(__name__)
 
 KEY_CALIBRATION = "retrieval.calibration"
 KEY_PREVIOUS = "retrieval.calibration.previous"
 CALIBRATED_PRESET = "hybrid"
-KNOB_NAMES = ("fusion", "normalization", "dense_weight", "sparse_weight", "rrf_k")
-# The ranges `retrieval.pipeline.settings.KNOBS` allows (the store sits below the pipeline; a test checks they agree).
-RANGES = {"dense_weight": (0.0, 1.0), "sparse_weight": (0.0, 1.0), "rrf_k": (0.0, 1000.0)}
-
-
-def _check_number(name: str, value: Any) -> float:
-    lo, hi = RANGES[name]
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or value < lo or value > hi or (name == "rrf_k" and value == lo):
-        raise ValueError(f"calibration {name}={value!r} is out of range [{lo:g}, {hi:g}]")
-    return float(value)
+# The loose knob fields of records written before the fusion was one value (read, never written).
+OLD_KNOB_FIELDS = ("normalization", "dense_weight", "sparse_weight", "rrf_k")
 
 
 @dataclass(frozen=True)
 class CalibrationRecord:
-    """What a calibration chose and the evidence: `interval` is the paired bootstrap of winner − default."""
+    """What a calibration chose and the evidence: `interval` is the paired bootstrap of winner − default. `fusion`
+    is the chosen strategy with its parameters and weights (its canonical string is accepted and stored)."""
 
-    fusion: str
-    normalization: str
-    dense_weight: float
-    sparse_weight: float
-    rrf_k: float
+    fusion: FusionStrategy
     label: str  # e.g. "RRF k=10, dense 0.4"
     by: str  # who ran it
     at: str  # ISO time it was recorded
@@ -58,32 +50,53 @@ class CalibrationRecord:
     preset: str = CALIBRATED_PRESET
 
     def __post_init__(self) -> None:
-        if self.fusion not in FUSIONS or self.normalization not in NORMALIZATIONS:
-            raise ValueError(f"calibration fusion {self.fusion!r} / normalization {self.normalization!r} is not one "
-                             f"of {', '.join(FUSIONS)} / {', '.join(NORMALIZATIONS)}")
-        for name in RANGES:
-            object.__setattr__(self, name, _check_number(name, getattr(self, name)))
-        if self.dense_weight == 0 and self.sparse_weight == 0:
+        if isinstance(self.fusion, str):
+            object.__setattr__(self, "fusion", parse_fusion(self.fusion))  # ValueError naming what is wrong
+        if not isinstance(self.fusion, FusionStrategy):
+            raise ValueError(f"calibration fusion {self.fusion!r} is not a fusion strategy such as "
+                             "'rrf(dense_weight=0.5,sparse_weight=0.5,rrf_k=10.0)'")
+        if self.fusion.weights == (0.0, 0.0):
             raise ValueError("calibration weights are both 0")
         if self.preset != CALIBRATED_PRESET:
             raise ValueError(f"a calibration applies to the {CALIBRATED_PRESET} preset, not {self.preset!r}")
 
     def knobs(self) -> dict[str, Any]:
-        """The fusion defaults this record gives the store."""
-        return {"fusion": self.fusion, "normalization": self.normalization, "dense_weight": self.dense_weight,
-                "sparse_weight": self.sparse_weight, "rrf_k": self.rrf_k}
+        """The fusion defaults this record gives the store: the strategy, its weights and its own parameters (the
+        rest stay the preset's)."""
+        return self.fusion.knobs()
 
     def describe(self) -> str:
         """One line for Home, Inspect and the CLI: the settings and the date."""
         return f"{self.label} ({self.at[:10]})"
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        return json.dumps({**data, "fusion": self.fusion.spec}, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> CalibrationRecord:
-        """Parse a stored record; ValueError naming what is wrong (`store.records.parse_record`)."""
-        return parse_record(cls, text, "calibration record")
+        """Parse a stored record, in its current shape or the old one with loose knob fields; ValueError naming
+        what is wrong (`store.records.parse_record`)."""
+        return parse_record(cls, _upgrade(text), "calibration record")
+
+
+def _upgrade(text: str | bytes) -> str | bytes:
+    """An old record (loose `fusion`, `normalization`, weights and `rrf_k`) in the current shape (the fusion as one
+    canonical string); anything else unchanged, for `parse_record` to judge."""
+    if len(text) > MAX_RECORD_CHARS:
+        return text
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+    if not isinstance(data, dict) or not any(k in data for k in OLD_KNOB_FIELDS):
+        return text
+    old = {k: data.pop(k) for k in ("fusion", *OLD_KNOB_FIELDS) if k in data}
+    try:
+        data["fusion"] = strategy_for(old).spec  # ValueError when a value is out of range or the fusion unknown
+    except TypeError:
+        raise ValueError(f"calibration record (old shape) holds a knob of the wrong type: {old!r}") from None
+    return json.dumps(data)
 
 
 def _parse(text: str | None, where: str) -> CalibrationRecord | None:
@@ -141,7 +154,7 @@ def with_calibration(store: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     if any(kwargs.get(name) is not None for name in RETRIEVER_ARGS):
         return kwargs
     knobs = calibrated_knobs(store, kwargs.get("preset") or CALIBRATED_PRESET)
-    return {**kwargs, **{arg: knobs[k] for arg, k in RETRIEVER_ARGS.items()}} if knobs else kwargs
+    return {**kwargs, **{arg: knobs[k] for arg, k in RETRIEVER_ARGS.items() if k in knobs}}
 
 
 __all__ = ["CALIBRATED_PRESET", "KEY_CALIBRATION", "KEY_PREVIOUS", "CalibrationRecord", "calibrated_knobs",
