@@ -250,23 +250,25 @@ function render(P) {
   const t0 = performance.now();
   const s = P.setting;
   syncControls(P);
-  let out;
-  if (P.live) {
-    out = assemble(P.data, s);
-  } else {
-    const f = P.serverOut;
-    out = f;
-  }
+  const out = P.live ? assemble(P.data, s) : P.serverOut;
   P.out = out;
+  const caseMode = P.mode === "case" && P.case;
+  const now = caseMode ? caseScoresNow(P) : null; // every query of the case, re-fused
   const ms = performance.now() - t0;
-  drawTable(P, out);
-  drawFlow(P, out);
-  metricsLine(P, out.final.map((t) => t.id));
-  drawExplain(P, out);
+  if (caseMode) {
+    drawCase(P, now);
+  } else {
+    drawTable(P, out);
+    drawFlow(P, out);
+    metricsLine(P, out.final.map((t) => t.id));
+    drawExplain(P, out);
+  }
+  const live = caseMode ? P.case.live : P.live;
+  const what = caseMode ? `the case's ${P.case.data.queries.length} queries` : "";
   const both0 = s.dense_weight === 0 && s.sparse_weight === 0;
   P.status.textContent = both0 ? "Both weights are 0: nothing ranks the merged list. Give one a weight."
-    : P.live ? (sameSetting(s, P.data.setting) ? "The saved setting." : "Re-fused in your browser in "
-      + `${ms.toFixed(2)} ms; saved when you let go (or press a key).`) : P.why;
+    : live ? (sameSetting(s, P.data.setting) ? "The saved setting." : `Re-fused ${what}${what ? " " : ""}in your `
+      + `browser in ${ms.toFixed(2)} ms; saved when you let go (or press a key).`) : caseMode ? P.case.why : P.why;
   P.root.dataset.renders = String(Number(P.root.dataset.renders || 0) + 1);
   P.root.dataset.setting = JSON.stringify(s);
 }
@@ -280,7 +282,8 @@ function receive(P, data) {
   const fresh = !P.data || P.data.sig !== data.sig;
   const view = JSON.stringify([data.sig, data.setting, data.grades, data.server_final, data.adaptive]);
   const targetMoved = P.data && data.target !== P.data.target && data.target !== P.selected;
-  if (!fresh && view === P.view && !targetMoved) { P.data = data; return; } // a rerun that changes nothing here
+  const caseSame = (P.case ? P.case.sig : null) === (data.case ? data.case.sig : null);
+  if (!fresh && view === P.view && !targetMoved && caseSame) { P.data = data; return; } // nothing changes here
   P.view = view;
   P.data = data;
   P.savedIds = data.server_final.map((x) => x[0]);
@@ -304,6 +307,7 @@ function receive(P, data) {
     }
   }
   fillControls(P);
+  receiveCase(P, data);
   P.render();
 }
 
@@ -325,7 +329,9 @@ function build(parent, P) {
   const flowBox = el("div", { class: "rf-flowbox" });
   flowBox.append(P.flow);
   lower.append(flowBox, P.explain);
-  root.append(buildControls(P), P.status, P.metrics, table, lower);
+  P.queryBox = el("div", { class: "rf-query" });
+  P.queryBox.append(P.metrics, table, lower);
+  root.append(buildControls(P), ...buildModes(P), P.status, P.caseBox, P.queryBox);
   const pick = (id) => {
     if (!id) return;
     P.selected = id;
@@ -350,9 +356,10 @@ function build(parent, P) {
 
 export default function (component) {
   const { data, parentElement, setTriggerValue } = component;
+  if (data && data.mode === "present") { mountPresent(component); return; } // presenter mode's live step
   let P = PANELS.get(parentElement);
   if (!P) {
-    P = { dragging: false, pending: null };
+    P = { dragging: false, pending: null, mode: "query", case: null };
     P.render = () => render(P);
     P.commit = () => {
       const s = P.setting;
