@@ -136,7 +136,8 @@ def live_toggle(step: present.Step, outcome) -> bool:
     (ui/refuse/present.js); nothing is saved. True when it is on."""
     if step.id not in present.LIVE_STEPS or outcome[0] != "ok":
         return False
-    return st.toggle("Try it yourself: slide between keyword search and meaning search", key="present_live")
+    return st.toggle("Try it yourself: slide the balance", key="present_live",
+                     help="Drag between keyword search and meaning search and watch the list change.")
 
 
 @st.fragment(run_every=1.0)

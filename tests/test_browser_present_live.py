@@ -64,7 +64,7 @@ def test_the_audience_drags_the_balance_and_the_ticket_note_flips(browser, serve
     page.set_default_timeout(120_000)
     page.goto(url + "/Present")
     page.get_by_text("Step 1 of").wait_for()
-    page.get_by_text("Try it yourself: slide between keyword search and meaning search").click()
+    page.get_by_text("Try it yourself: slide the balance").click()
     page.locator(f"{PV}[data-balance='50']").wait_for()
     drag_to(page, 1.0)
     page.locator(f"{PV}[data-balance='100'][data-target-rank='0']").wait_for()

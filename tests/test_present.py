@@ -340,7 +340,7 @@ def test_the_present_page_offers_the_live_step_on_the_identifier_step_only(demo_
     assert not at.exception
     number = next(s.number for s in STEPS if s.id == "identifier")
     assert number == 1 and [t.label for t in at.toggle if t.key == "present_live"] == [
-        "Try it yourself: slide between keyword search and meaning search"]
+        "Try it yourself: slide the balance"]
     assert any(c.value.startswith("found by:") for c in at.caption)  # the step's own list
     at.toggle(key="present_live").set_value(True).run()
     assert not at.exception  # the live list (the component, re-fused in the browser) takes the list's place
