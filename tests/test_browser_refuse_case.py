@@ -3,7 +3,8 @@
 Case mode: on Inspect, choosing the demo case sends its 45 queries once; dragging the dense weight re-fuses every one
 in the browser and the case's mean nDCG@10 and recall@10 become exactly the library's for the new weight
 (`retrieval.judgments.live`), with the queries that win and lose listed, and no websocket message between press and
-release; letting go saves the setting and the change against it returns to ±0. Screenshots at 1366 px.
+release; letting go saves the setting and the change against it returns to ±0; a query in the win and loss lists opens
+in Inspect with the case still chosen. Screenshots at 1366 px.
 """
 from __future__ import annotations
 
@@ -86,6 +87,19 @@ def test_a_drag_moves_the_case_mean_in_the_browser_and_release_saves(browser, se
     assert abs(shown(page, "data-ndcg") - want["ndcg"]) <= 1e-9
     page.locator(".rf-mode[data-mode=query]").click()  # back to this query's table, no server call
     page.locator("table.rf-final tr[data-id]").first.wait_for()
+    page.locator(".rf-mode[data-mode=case]").click()
+    # A step not yet let go (an input event, no change event): the lists fill; a listed query opens in Inspect.
+    page.locator("input[data-knob=dense_weight]").evaluate(
+        "e => { e.value = '1'; e.dispatchEvent(new Event('input', { bubbles: true })); }")
+    link = page.locator(".rf-case-loses a.rf-cq, .rf-case-wins a.rf-cq").first
+    title = link.get_attribute("title")
+    query = title.removeprefix("Open in Inspect: ").rsplit(" (", 1)[0]
+    assert "i_q=" in link.get_attribute("href")
+    link.click()
+    page.wait_for_function("q => [...document.querySelectorAll('input[aria-label=Query]')].some(e => e.value === q)",
+                           arg=query)
+    page.locator(".rf[data-mode=query]").wait_for()
+    page.locator(".rf-mode[data-mode=case]", has_text="Case demo").wait_for()  # the case stays chosen
     assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth + 1")
     assert page.locator(ERRORS).count() == 0
     page.close()

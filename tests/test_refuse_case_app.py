@@ -61,3 +61,17 @@ def test_choosing_a_case_sends_every_query_once_and_a_new_weight_refuses_them(de
     held = at.session_state["i_live_case_held"][1]
     assert all("refusion" in r.diagnostics.timings_ms for _, r in held.values())  # re-fused, not searched
     assert again["saved"]["ndcg"] != data["saved"]["ndcg"]
+
+
+def test_a_case_query_opened_from_the_panel_becomes_the_pages_query():
+    from ui.refuse import opened
+
+    state: dict = {"i_refuse": {"open": {"query": "DRV-517", "scope": "user:maya"}}, "i_typed": "some-id"}
+    opened("i_", "i_refuse", "i_typed", state)
+    assert (state["i_q"], state["i_scope"], state["i_typed"]) == ("DRV-517", "user:maya", "")
+    anywhere: dict = {"i_refuse": {"open": {"query": "q", "scope": ""}}}
+    opened("i_", "i_refuse", "i_typed", anywhere)
+    assert anywhere["i_scope"] == "(all scopes)"
+    bad: dict = {"i_refuse": {"open": {"query": "  "}}}
+    opened("i_", "i_refuse", "i_typed", bad)
+    assert "i_q" not in bad

@@ -90,6 +90,20 @@ def explained(key: str, target_key: str) -> None:
         st.session_state[target_key] = value
 
 
+def opened(prefix: str, key: str, target_key: str, state: MutableMapping[str, Any] | None = None) -> None:
+    """A case query the browser asked to open (trigger `open`, from case mode's win and loss lists): it becomes
+    the page's query and scope (the case stays chosen; its queries are not searched again)."""
+    from ui.links import ALL_SCOPES
+
+    state_: MutableMapping[str, Any] = st.session_state if state is None else state  # type: ignore[assignment]
+    value = (state_.get(key) or {}).get("open")
+    if not isinstance(value, dict) or not isinstance(value.get("query"), str) or not value["query"].strip():
+        return
+    state_[f"{prefix}q"] = value["query"]
+    state_[f"{prefix}scope"] = str(value.get("scope") or "") or ALL_SCOPES
+    state_[target_key] = ""
+
+
 def refuse_panel(prefix: str, diag, grades: dict[str, int], target: str | None, target_key: str,
                  case: dict[str, Any] | None = None) -> None:
     """The live panel for `diag` (its record and settings), with the query's `grades` for live metrics, and `case`
@@ -103,9 +117,10 @@ def refuse_panel(prefix: str, diag, grades: dict[str, int], target: str | None, 
         return
     key = f"{prefix}refuse"
     data = {**payload(prefix, diag), "grades": {k: int(v) for k, v in grades.items()}, "target": target,
-            "case": case}
+            "case": case, "prefix": prefix}
     _MOUNT(key=key, data=data, on_commit_change=partial(commit, prefix, key),
-           on_explain_change=partial(explained, key, target_key))
+           on_explain_change=partial(explained, key, target_key),
+           on_open_change=partial(opened, prefix, key, target_key))
 
 
 def live_step(key: str, data: dict[str, Any]) -> None:

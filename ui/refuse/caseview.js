@@ -87,7 +87,21 @@ function caseMetric(name, v, v0, attr) {
 
 function caseRow(P, r) {
   const q = P.case.byQid.get(r.qid), li = el("li", { "data-qid": r.qid });
-  li.append(el("span", { class: "rf-cq", title: `${q.query} (${q.scope})` }, shortId(q.query, 56)),
+  const pre = P.data.prefix || "i_", u = new URL(location.href);
+  u.searchParams.set(`${pre}q`, q.query);
+  u.searchParams.set(`${pre}scope`, q.scope);
+  u.searchParams.delete(`${pre}id`);
+  const a = el("a", { class: "rf-cq", href: u.toString(), title: `Open in Inspect: ${q.query} (${q.scope || "all scopes"})` },
+               shortId(q.query, 56));
+  a.addEventListener("click", (e) => { // this page, this session: the case stays chosen
+    if (e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;
+    e.preventDefault();
+    P.mode = "query";
+    syncMode(P);
+    P.render();
+    P.later("open", { query: q.query, scope: q.scope });
+  });
+  li.append(a,
             el("span", { class: "rf-cn" }, ` nDCG ${r.nd0.toFixed(3)} → ${r.nd.toFixed(3)} (${signed3(r.d)})`
               + (Math.abs(r.dr) > TINY ? ` · recall ${r.rc0.toFixed(2)} → ${r.rc.toFixed(2)}` : "")));
   return li;
