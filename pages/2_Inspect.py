@@ -28,6 +28,7 @@ from ui.links import DEPTHS, write_link
 from ui.state import cache_key, remember_injected_facts, run_config
 from ui.access import page_guard
 from ui.panel import config_io, config_panel, usable_config
+from ui import refusecase
 from ui.refuse import refuse_panel
 from ui.calibration import caption as calibration_caption, store_defaults
 from ui.text import plain
@@ -195,11 +196,15 @@ def live_panel(d, query: str, scope) -> None:
     browser; letting go saves the setting (the sidebar, the link and the server's table below follow)."""
     st.subheader("Live tuning", help="Re-fused in your browser on every slider step from this search's lists; "
                  "saved to the sidebar and the link when you let go. The server's five-stage table is below.")
+    js = judgments(ws.uri)
     try:
-        grades = query_grades(judgments(ws.uri), scope, query)
+        grades = query_grades(js, scope, query)
     except JudgmentStoreError:  # a damaged judgments table: no live metrics; the grading panel says why
         grades = {}
-    refuse_panel(P, d, grades, (st.session_state.get(TARGET) or "").strip() or None, TARGET)
+    with st.columns([2, 3])[0]:  # a case's mean metric as the weight moves (ui/refusecase.py): searched once
+        name = refusecase.pick_case(P, js, access)
+    case = refusecase.case_data(P, rws, name, run_cfg, js, asof_ui.store_get(ws, as_of), (version, as_of.value))
+    refuse_panel(P, d, grades, (st.session_state.get(TARGET) or "").strip() or None, TARGET, case)
 
 
 live_panel(d, query, scope)

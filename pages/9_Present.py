@@ -17,6 +17,7 @@ from ui import present
 from ui.access import page_guard
 from ui.cache import ensure_model, get_generator, get_reranker, workspace
 from ui.calibration import store_defaults
+from ui.refuse import live_step
 from ui.state import run_config
 from ui.text import code, plain
 
@@ -129,6 +130,16 @@ def results(step: present.Step, outcome, show_ids: bool) -> None:
             body.caption(meta + (f" · {code(item.id)}" if show_ids else ""))
 
 
+def live_toggle(step: present.Step, outcome) -> bool:
+    """The optional live step, on the steps that have one: the audience drags the balance between keyword and meaning
+    search and watches this step's query flip, re-fused in the browser at every step of the slider
+    (ui/refuse/present.js); nothing is saved. True when it is on."""
+    if step.id not in present.LIVE_STEPS or outcome[0] != "ok":
+        return False
+    return st.toggle("Try it yourself: slide the balance", key="present_live",
+                     help="Drag between keyword search and meaning search and watch the list change.")
+
+
 @st.fragment(run_every=1.0)
 def look_ahead(ws, ahead: present.Step) -> None:
     """Search the next step, so "Next" shows it at once: in this fragment's own run, a second after the page's
@@ -170,8 +181,13 @@ with body.container():
     left, right = st.columns([5, 7], gap="large")
     with left:
         story(step, outcome)
+        trying = live_toggle(step, outcome)
     with right:
-        results(step, outcome, show_ids)
+        if trying:  # the list itself, re-fused in the browser as the audience moves the balance
+            st.subheader("What the search returns", anchor=False)
+            live_step(f"present_live_{step.id}", present.live_payload(outcome[1], step.query, step.target))
+        else:
+            results(step, outcome, show_ids)
 st.session_state[RUN] = st.session_state.get(RUN, 0) + 1
 ahead = steps[number % len(steps)]
 if (ahead.id, version) not in memo:

@@ -313,3 +313,38 @@ def test_a_claim_without_a_story_is_shown_unchecked_never_ticked():
     (step,) = present.steps([ex])
     v = present.check(step, fake_result(["t"], ["t"], []))
     assert not v.checked and not v.holds and v.evidence.startswith("In the final list it is #1;")
+
+
+# ---------------------------------------------------------------- the optional live step (issue 35, item 5)
+def test_the_live_step_payload_reproduces_the_step_and_speaks_plainly(ws):
+    from retrieval.pipeline.assemble import reweight
+
+    step = BY_ID["identifier"]
+    result = search(ws, step)
+    data = present.live_payload(result, step.query, step.target)
+    assert data["mode"] == "present" and data["target"] == "priya-lens-repair" and data["balance"] == 50
+    assert [i for i, _ in data["server_final"]] == [t.id for t in result.traces]
+    items = present.final_items(result, step.query, step.target)
+    assert items and all(data["found_by"][i.id] == i.found_by for i in items)  # the words the step's list uses
+    assert set(data["found_by"].values()) <= set(present.FOUND_BY.values())
+    assert all(data["texts"][i.id] == i.text for i in items)  # the same snippets
+    words = " ".join(data["words"].values()).lower()
+    assert not [j for j in JARGON if j in words]
+    # Keyword search alone puts the note first (the flip to meaning search needs the real embedder: the browser
+    # test, tests/test_browser_present_live.py; the hashing embedder finds the code by its letters too).
+    assert reweight(result, dense_weight=0.0, sparse_weight=1.0).ids[0] == "priya-lens-repair"
+
+
+def test_the_present_page_offers_the_live_step_on_the_identifier_step_only(demo_env):
+    at = open_page("pages/9_Present.py", TIMEOUT)
+    assert not at.exception
+    number = next(s.number for s in STEPS if s.id == "identifier")
+    assert number == 1 and [t.label for t in at.toggle if t.key == "present_live"] == [
+        "Try it yourself: slide the balance"]
+    assert any(c.value.startswith("found by:") for c in at.caption)  # the step's own list
+    at.toggle(key="present_live").set_value(True).run()
+    assert not at.exception  # the live list (the component, re-fused in the browser) takes the list's place
+    assert not any(c.value.startswith("found by:") for c in at.caption)
+    assert "What the search returns" in [s.value for s in at.subheader]
+    at.button(key="present_next").click().run()  # the next step has no live part
+    assert not at.exception and not [t for t in at.toggle if t.key == "present_live"]

@@ -1,9 +1,10 @@
 """The browser's re-fusion (ui/refuse/fuse.mjs, run in node) equals the library's `assemble` (issue 35).
 
 For each strategy, 1,200 random search records — ties, an empty side, one candidate, identical scores, huge and
-tiny values, duplicates inside a list, facts, a reranker with and without split-on-ambiguous, both presets — are
-assembled by Python and, from `refuse_payload`, by the JS twin; the final lists must have the same order and
-scores within 1e-9, for every registered strategy (DBSF: retrieval/fusion/dbsf.py, μ ± 3σ per side, clipped).
+tiny values, duplicates inside a list, ids named like Object's own properties ("toString", "__proto__"), facts, a
+reranker with and without split-on-ambiguous, both presets — are assembled by Python and, from `refuse_payload`, by
+the JS twin; the final lists must have the same order and scores within 1e-9, for every registered strategy (DBSF:
+retrieval/fusion/dbsf.py, μ ± 3σ per side, clipped).
 """
 from __future__ import annotations
 
@@ -62,8 +63,8 @@ def trace(i: str, score: float) -> ScoredMemoryTrace:
     return ScoredMemoryTrace(MemoryTrace(id=i, content=f"text of {i}"), score)
 
 
-def random_record(rng: random.Random) -> SearchRecord:
-    ids = [f"t{j:02d}" for j in range(rng.choice([1, 2, 5, 12, 30]))]
+def random_record(rng: random.Random, names: tuple[str, ...] = ()) -> SearchRecord:
+    ids = [f"t{j:02d}" for j in range(rng.choice([1, 2, 5, 12, 30]))] + list(names)
     side = lambda: rng.choice([0, 1, 1, 3, 8, 20])
     variants = rng.choice([1, 1, 1, 2])
     dense = [tuple(trace(i, s) for i, s in ranked(rng, ids, side())) for _ in range(variants)]
@@ -109,7 +110,8 @@ def check(fusion: str, seed: int) -> None:
     rng = random.Random(seed)
     cases, expected = [], []
     for _ in range(CASES):
-        rec, s = random_record(rng), random_settings(rng, fusion)
+        rec = random_record(rng, ("toString", "constructor", "__proto__") if rng.random() < 0.1 else ())
+        s = random_settings(rng, fusion)
         result = assemble(rec, s)
         payload = refuse_payload(result.diagnostics)
         setting = dict(payload["setting"], fusion=fusion)

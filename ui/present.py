@@ -255,3 +255,34 @@ def _check_history(d) -> Verdict:
     if len(facts) > 1 and in_order and on_top:
         return Verdict(True, f"{', then '.join(places)} — oldest first, at the top of the list.")
     return Verdict(False, "This time the facts are not all listed first in time order.")
+
+
+LIVE_STEPS = {"identifier"}  # steps with the optional "try it yourself" balance (issue 35, item 5)
+LIVE_WORDS = {"keyword": "keyword search", "meaning": "meaning search", "target": "the note this step is about"}
+
+
+def live_payload(result, query: str, target: str | None) -> dict[str, Any]:
+    """The step's search as the browser re-fuses it on the balance slider (ui/refuse/present.js): the record
+    (`retrieval.pipeline.browser.fusion_payload`), each candidate's snippet and how it was found in plain words (the
+    words `final_items` uses), and
+    where the slider starts (the step's own dense share, to the nearest 5 %). Pure."""
+    import hashlib
+    import json
+
+    from retrieval.pipeline.browser import fusion_payload
+
+    d = result.diagnostics
+    rec = d.record
+    traces = {t.id: t for t in rec.sparse_hydrated.values()}
+    traces.update({t.id: t for lst in rec.dense_lists for t in lst})
+    texts = {i: snippet(t.content, query, 180) for i, t in traces.items()}
+    texts.update({t.id: fact_words(t.content) for t in rec.fact_traces})
+    ids = set(texts) | {i for lst in rec.sparse_lists for i, _ in lst}
+    found = {i: FOUND_BY[origin(i, d.stage_ids, d.fact_ids)] for i in ids}  # as the step's own list says it
+    data = fusion_payload(d)
+    s = data["setting"]
+    total = s["dense_weight"] + s["sparse_weight"]
+    balance = int(round(20 * s["dense_weight"] / total) * 5) if total > 0 else 50
+    sig = hashlib.sha1(json.dumps([data["server_final"], target, balance]).encode()).hexdigest()[:16]
+    return {**data, "mode": "present", "texts": texts, "found_by": found, "target": target, "shown": SHOWN,
+            "balance": balance, "words": LIVE_WORDS, "sig": sig}

@@ -29,10 +29,18 @@ LOADING = ("<div class='rf-loading'>Loading the live tuning panel… If this sta
 KNOBS = ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight", "recall_top_k")
 
 
+def _inline(name: str) -> str:
+    """An ES module of ours as part of the one script: its imports of each other and its `export`s dropped."""
+    text = (ASSETS / name).read_text(encoding="utf-8")
+    return re.sub(r"^export ", "", re.sub(r'^import .* from "\./[a-z]+\.mjs";$', "", text, flags=re.M), flags=re.M)
+
+
 def script() -> str:
-    """fuse.mjs (its `export`s dropped: one module in the page) followed by view.js."""
-    fuse = re.sub(r"^export ", "", (ASSETS / "fuse.mjs").read_text(encoding="utf-8"), flags=re.M)
-    return fuse + "\n" + (ASSETS / "view.js").read_text(encoding="utf-8")
+    """fuse.mjs and case.mjs (the re-fusion and the case metric), then the views: the case mode (caseview.js), the
+    presenter's live step (present.js) and the panel (view.js, whose default export mounts them)."""
+    parts = [_inline("fuse.mjs"), _inline("case.mjs")]
+    parts += [(ASSETS / n).read_text(encoding="utf-8") for n in ("caseview.js", "present.js", "view.js")]
+    return "\n".join(parts)
 
 
 def _component():
@@ -82,8 +90,24 @@ def explained(key: str, target_key: str) -> None:
         st.session_state[target_key] = value
 
 
-def refuse_panel(prefix: str, diag, grades: dict[str, int], target: str | None, target_key: str) -> None:
-    """The live panel for `diag` (its record and settings), with the query's `grades` for live metrics."""
+def opened(prefix: str, key: str, target_key: str, state: MutableMapping[str, Any] | None = None) -> None:
+    """A case query the browser asked to open (trigger `open`, from case mode's win and loss lists): it becomes
+    the page's query and scope (the case stays chosen; its queries are not searched again)."""
+    from ui.links import ALL_SCOPES
+
+    state_: MutableMapping[str, Any] = st.session_state if state is None else state  # type: ignore[assignment]
+    value = (state_.get(key) or {}).get("open")
+    if not isinstance(value, dict) or not isinstance(value.get("query"), str) or not value["query"].strip():
+        return
+    state_[f"{prefix}q"] = value["query"]
+    state_[f"{prefix}scope"] = str(value.get("scope") or "") or ALL_SCOPES
+    state_[target_key] = ""
+
+
+def refuse_panel(prefix: str, diag, grades: dict[str, int], target: str | None, target_key: str,
+                 case: dict[str, Any] | None = None) -> None:
+    """The live panel for `diag` (its record and settings), with the query's `grades` for live metrics, and `case`
+    (`ui.refusecase.case_data`) for the case-wide mode."""
     note = st.session_state.pop(f"{prefix}refuse_note", None)
     if note:
         st.warning(note)
@@ -92,6 +116,17 @@ def refuse_panel(prefix: str, diag, grades: dict[str, int], target: str | None, 
                    "work, a round trip each.", icon=":material/warning:")
         return
     key = f"{prefix}refuse"
-    data = {**payload(prefix, diag), "grades": {k: int(v) for k, v in grades.items()}, "target": target}
+    data = {**payload(prefix, diag), "grades": {k: int(v) for k, v in grades.items()}, "target": target,
+            "case": case, "prefix": prefix}
     _MOUNT(key=key, data=data, on_commit_change=partial(commit, prefix, key),
-           on_explain_change=partial(explained, key, target_key))
+           on_explain_change=partial(explained, key, target_key),
+           on_open_change=partial(opened, prefix, key, target_key))
+
+
+def live_step(key: str, data: dict[str, Any]) -> None:
+    """Presenter mode's live step on this component (`ui.present.live_payload`): re-fused in the browser as the
+    balance moves; it sends nothing back (presenter mode changes no setting)."""
+    if _MOUNT is None:
+        st.info("This part cannot be tried live in this browser; the results above are the step's own.")
+        return
+    _MOUNT(key=key, data=data)

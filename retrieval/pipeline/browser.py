@@ -4,7 +4,8 @@
 The browser holds a twin of each (`ui/refuse/fuse.mjs`, checked against `assemble` by tests/test_refuse_parity.py).
 `refuse_payload(diagnostics)` turns a search's `SearchRecord` (and the settings it was assembled under) into JSON-able
 data sent once per search: every candidate list with its raw scores, the rank-completion entries, the hydration and
-rerank numbers, and for the explanation each candidate's text, cognitive terms and BM25 terms.
+rerank numbers, and for the explanation each candidate's text, cognitive terms and BM25 terms; `fusion_payload` is
+the part re-fusion reads (a case's queries are sent so: `retrieval.judgments.live`).
 """
 from __future__ import annotations
 
@@ -115,14 +116,20 @@ def _explain_part(diag, rec) -> dict[str, Any]:
     return {"texts": texts, "dense_terms": dense, "bm25_terms": bm25}
 
 
-def refuse_payload(diag) -> dict[str, Any]:
-    """One search, as the browser re-fuses it: the record's lists and numbers, the setting it was assembled under,
-    the server's own final list (the browser checks itself against it), and what explanations show."""
+def fusion_payload(diag) -> dict[str, Any]:
+    """What re-fusing one search needs and nothing more: the record's lists and numbers, the setting it was assembled
+    under and the server's own final list (the browser checks itself against it). A case's queries travel so
+    (`retrieval.judgments.live`)."""
     rec, s = diag.record, diag.settings
     return {"v": 1, **_record_part(rec, s), "setting": _setting(s), "adaptive": bool(s.adaptive),
             "preset": s.preset.name, "fusions": list(s.preset.fusions),
             "max_top_k": max(1, rec.over_fetch_top_k // max(1, rec.over_fetch_multiplier)),
             "deep_enough": deep_enough(rec, s.recall_top_k),
-            "server_final": [[i, float(diag.stage_scores["final"][i])] for i in diag.stage_ids["final"]],
-            "stages": {k: list(diag.stage_ids[k]) for k in ("dense", "sparse")},
-            "strategies": strategies(), "controls": controls(), **_explain_part(diag, rec)}
+            "server_final": [[i, float(diag.stage_scores["final"][i])] for i in diag.stage_ids["final"]]}
+
+
+def refuse_payload(diag) -> dict[str, Any]:
+    """One search, as the browser re-fuses it: `fusion_payload`, the dense and sparse stage lists, the strategies and
+    controls, and what explanations show."""
+    return {**fusion_payload(diag), "stages": {k: list(diag.stage_ids[k]) for k in ("dense", "sparse")},
+            "strategies": strategies(), "controls": controls(), **_explain_part(diag, diag.record)}

@@ -15,6 +15,11 @@ export function cmpId(a, b) {
   return a < b ? -1 : 1;
 }
 
+export function own(obj, key) {
+  // obj[key] when obj holds it itself: an id such as "toString" or "__proto__" is an id, not Object's property.
+  return obj && Object.prototype.hasOwnProperty.call(obj, key) ? obj[key] : undefined;
+}
+
 export function byScore(a, b) {
   // Python's key (-score, id): higher score first, ties by id.
   if (a.score !== b.score) return a.score > b.score ? -1 : 1;
@@ -173,7 +178,7 @@ function denseOnly(p, s) {
   // The sparse side found nothing: facts + the dense hits (several dense lists fused by plain RRF).
   if (p.dense.length > 1) {
     const f = rrf(p.dense.map((l) => l.map((x) => x[0])), p.dense.map(() => 1.0), s.rrf_k);
-    return f.map((x) => ({ id: x.id, score: p.base[x.id], fused: x }));
+    return f.map((x) => ({ id: x.id, score: own(p.base, x.id), fused: x }));
   }
   return p.dense.length ? p.dense[0].map(([id, score]) => ({ id, score })) : [];
 }
@@ -182,32 +187,32 @@ export function assemble(p, s) {
   // assemble(record, settings) without the adaptive weights: {final, merged, pool, dropped}; each entry
   // {id, score, fused?, blend?, split?} with the numbers an explanation shows.
   const facts = p.facts.map(([id, score]) => ({ id, score, fact: true }));
-  if (p.empty) return { final: [], merged: [], pool: [], dropped: {} };
+  if (p.empty) return { final: [], merged: [], pool: [], dropped: Object.create(null) };
   if (p.sparse_empty) {
     const final = facts.concat(denseOnly(p, s)).slice(0, s.recall_top_k);
-    return { final, merged: [], pool: final, dropped: {}, sparseEmpty: true };
+    return { final, merged: [], pool: final, dropped: Object.create(null), sparseEmpty: true };
   }
   const fused = fuseLists(p, s);
   const top = fused.length && fused[0].score > 0 ? fused[0].score : 1.0;
-  const pool = [], dropped = {};
+  const pool = [], dropped = Object.create(null);
   for (const f of fused) {
-    const kind = p.hydrated[f.id]; // "dense" (a dense hit), "sparse" (a sparse-only id found in the store)
+    const kind = own(p.hydrated, f.id); // "dense" (a dense hit), "sparse" (a sparse-only id found in the store)
     if (kind !== "dense" && !p.hydrate_sparse_only) { dropped[f.id] = "preset"; continue; }
     if (kind === undefined) { dropped[f.id] = "missing"; continue; }
-    pool.push({ id: f.id, score: p.blend_fused ? f.score / top : p.base[f.id], fused: f });
+    pool.push({ id: f.id, score: p.blend_fused ? f.score / top : own(p.base, f.id), fused: f });
   }
   let order = facts.concat(pool);
   const rr = p.rerank;
   if (rr) {
     const w = s.rerank_weight;
     order = order.map((t) => {
-      const r = rr.scores[t.id] ?? 0.0;
+      const r = own(rr.scores, t.id) ?? 0.0;
       const blended = (1 - w) * t.score + w * r;
       return { ...t, score: blended, blend: { base: t.score, rerank: r, weight: w, blended } };
     }).sort(byScore);
     if (rr.split) {
       order = order.map((t) => {
-        const sp = rr.split[t.id];
+        const sp = own(rr.split, t.id);
         if (!sp || !(sp.better > sp.whole)) return t;
         const gain = w * (sp.better - sp.whole);
         return { ...t, score: t.score + gain, split: { ...sp, gain } };
@@ -221,12 +226,12 @@ export function ndcgAt(ranked, grades, k = 10) {
   // retrieval.metrics.ndcg_at_k over {id: grade}.
   const ideal = Object.values(grades).filter((g) => g > 0).sort((a, b) => b - a).slice(0, k);
   const idcg = sum(ideal.map((g, i) => g / Math.log2(i + 2)));
-  const dcg = sum(ranked.slice(0, k).map((d, i) => (grades[d] ?? 0.0) / Math.log2(i + 2)));
+  const dcg = sum(ranked.slice(0, k).map((d, i) => (own(grades, d) ?? 0.0) / Math.log2(i + 2)));
   return idcg > 0 ? dcg / idcg : 0.0;
 }
 
 export function recallAt(ranked, grades, k = 10) {
-  const relevant = Object.keys(grades).filter((d) => grades[d] > 0);
+  const relevant = Object.keys(grades).filter((d) => own(grades, d) > 0);
   if (!relevant.length) return 0.0;
   const top = new Set(ranked.slice(0, k));
   return relevant.filter((d) => top.has(d)).length / relevant.length;

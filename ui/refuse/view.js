@@ -119,7 +119,7 @@ function metricsLine(P, finalIds) {
   }
   const saved = P.savedIds, nd = ndcgAt(finalIds, grades, K), rc = recallAt(finalIds, grades, K);
   const nd0 = ndcgAt(saved, grades, K), rc0 = recallAt(saved, grades, K);
-  const unjudged = finalIds.slice(0, K).filter((i) => !(i in grades)).length;
+  const unjudged = finalIds.slice(0, K).filter((i) => own(grades, i) === undefined).length;
   const part = (name, v, v0, cls) => {
     const s = el("span", { class: "rf-metric " + cls });
     s.append(el("b", {}, `${name} ${v.toFixed(3)}`), el("span", { class: v > v0 ? "rf-up" : v < v0 ? "rf-down" : "rf-muted" },
@@ -146,12 +146,12 @@ function drawTable(P, out) {
     const was = savedRank.get(t.id);
     const move = was === undefined ? "new" : was === i + 1 ? "" : was > i + 1 ? `↑${was - i - 1}` : `↓${i + 1 - was}`;
     const f = t.fused;
-    const grade = t.id in grades ? `● ${grades[t.id]}` : graded && i < K ? "unjudged" : "";
+    const grade = own(grades, t.id) !== undefined ? `● ${own(grades, t.id)}` : graded && i < K ? "unjudged" : "";
     const cells = [
       el("td", { class: "rf-rank" }, i + 1),
       el("td", { class: "rf-move " + (move.startsWith("↑") || move === "new" ? "rf-up" : "rf-down") }, move),
       el("td", { class: "rf-id", title: t.id }, shortId(t.id)),
-      clipped((P.data.texts[t.id] || "").slice(0, 200)),
+      clipped((own(P.data.texts, t.id) || "").slice(0, 200)),
       el("td", { class: "rf-num" }, g(t.score)),
       el("td", { class: "rf-num" }, f ? (f.ranks[0] ?? "—") : t.fact ? "fact" : "—"),
       el("td", { class: "rf-num" }, f ? (f.ranks[P.data.dense.length] ?? "—") : "—"),
@@ -223,10 +223,10 @@ function explainLines(P, id, out) {
     lines.push(["Blend", `(1 − ${g(b.weight, 2)}) × base ${g(b.base, 5)} (${base}) + ${g(b.weight, 2)} × rerank ${g(b.rerank, 5)} = ${g(b.blended, 6)}`]);
   }
   if (t && t.split) lines.push(["Split", `half ${t.split.chosen} scored ${g(t.split.better, 4)} > whole ${g(t.split.whole, 4)}: + ${g(t.split.gain, 5)}`]);
-  const dense = d.dense_terms[id];
+  const dense = own(d.dense_terms, id);
   if (dense) lines.push(["Dense terms", dense.map((r) => `${r.term} ${g(r.value, 3)} × ${g(r.weight, 2)} = ${g(r.points, 4)}`).join(" · ")]);
-  if (id in d.bm25_terms) {
-    const b = d.bm25_terms[id];
+  if (own(d.bm25_terms, id) !== undefined) {
+    const b = own(d.bm25_terms, id);
     lines.push(["BM25 terms", b && b.length ? b.map((r) => `${r.term} ${g(r.score, 4)}` + (r.tf != null ? ` (tf ${r.tf}, idf ${g(r.idf, 3)})` : "")).join(" · ") : "no query term in this text"]);
   } else if (f) lines.push(["BM25 terms", "not sent for this id (the server's explanation below has them)"]);
   return lines;
@@ -240,7 +240,7 @@ function drawExplain(P, out) {
   head.append(el("b", {}, "Why is it here? "), el("code", { class: "rf-x-id" }, id));
   const list = el("dl", { class: "rf-x" });
   for (const [k, v] of explainLines(P, id, out)) list.append(el("dt", {}, k), el("dd", {}, v));
-  const text = P.data.texts[id];
+  const text = own(P.data.texts, id);
   P.explain.append(head, list);
   if (text) P.explain.append(el("p", { class: "rf-x-text" }, text));
   P.explain.dataset.explained = id;
@@ -250,37 +250,40 @@ function render(P) {
   const t0 = performance.now();
   const s = P.setting;
   syncControls(P);
-  let out;
-  if (P.live) {
-    out = assemble(P.data, s);
-  } else {
-    const f = P.serverOut;
-    out = f;
-  }
+  const out = P.live ? assemble(P.data, s) : P.serverOut;
   P.out = out;
+  const caseMode = P.mode === "case" && P.case;
+  const now = caseMode ? caseScoresNow(P) : null; // every query of the case, re-fused
   const ms = performance.now() - t0;
-  drawTable(P, out);
-  drawFlow(P, out);
-  metricsLine(P, out.final.map((t) => t.id));
-  drawExplain(P, out);
+  if (caseMode) {
+    drawCase(P, now);
+  } else {
+    drawTable(P, out);
+    drawFlow(P, out);
+    metricsLine(P, out.final.map((t) => t.id));
+    drawExplain(P, out);
+  }
+  const live = caseMode ? P.case.live : P.live;
+  const what = caseMode ? `the case's ${P.case.data.queries.length} queries` : "";
   const both0 = s.dense_weight === 0 && s.sparse_weight === 0;
   P.status.textContent = both0 ? "Both weights are 0: nothing ranks the merged list. Give one a weight."
-    : P.live ? (sameSetting(s, P.data.setting) ? "The saved setting." : "Re-fused in your browser in "
-      + `${ms.toFixed(2)} ms; saved when you let go (or press a key).`) : P.why;
+    : live ? (sameSetting(s, P.data.setting) ? "The saved setting." : `Re-fused ${what}${what ? " " : ""}in your `
+      + `browser in ${ms.toFixed(2)} ms; saved when you let go (or press a key).`) : caseMode ? P.case.why : P.why;
   P.root.dataset.renders = String(Number(P.root.dataset.renders || 0) + 1);
   P.root.dataset.setting = JSON.stringify(s);
 }
 
 function serverOut(d) {
   const final = d.server_final.map(([id, score]) => ({ id, score }));
-  return { final, merged: [], pool: final, dropped: {} };
+  return { final, merged: [], pool: final, dropped: Object.create(null) };
 }
 
 function receive(P, data) {
   const fresh = !P.data || P.data.sig !== data.sig;
   const view = JSON.stringify([data.sig, data.setting, data.grades, data.server_final, data.adaptive]);
   const targetMoved = P.data && data.target !== P.data.target && data.target !== P.selected;
-  if (!fresh && view === P.view && !targetMoved) { P.data = data; return; } // a rerun that changes nothing here
+  const caseSame = (P.case ? P.case.sig : null) === (data.case ? data.case.sig : null);
+  if (!fresh && view === P.view && !targetMoved && caseSame) { P.data = data; return; } // nothing changes here
   P.view = view;
   P.data = data;
   P.savedIds = data.server_final.map((x) => x[0]);
@@ -304,6 +307,7 @@ function receive(P, data) {
     }
   }
   fillControls(P);
+  receiveCase(P, data);
   P.render();
 }
 
@@ -325,7 +329,9 @@ function build(parent, P) {
   const flowBox = el("div", { class: "rf-flowbox" });
   flowBox.append(P.flow);
   lower.append(flowBox, P.explain);
-  root.append(buildControls(P), P.status, P.metrics, table, lower);
+  P.queryBox = el("div", { class: "rf-query" });
+  P.queryBox.append(P.metrics, table, lower);
+  root.append(buildControls(P), ...buildModes(P), P.status, P.caseBox, P.queryBox);
   const pick = (id) => {
     if (!id) return;
     P.selected = id;
@@ -350,9 +356,10 @@ function build(parent, P) {
 
 export default function (component) {
   const { data, parentElement, setTriggerValue } = component;
+  if (data && data.mode === "present") { mountPresent(component); return; } // presenter mode's live step
   let P = PANELS.get(parentElement);
   if (!P) {
-    P = { dragging: false, pending: null };
+    P = { dragging: false, pending: null, mode: "query", case: null };
     P.render = () => render(P);
     P.commit = () => {
       const s = P.setting;
