@@ -56,13 +56,21 @@ def served(tmp_path_factory):
 
 def settle(page, text: str | None = None) -> None:
     """The script has run (and `text` is on screen): the app's own state, never a fixed wait."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     if text:
         page.get_by_text(text).locator("visible=true").first.wait_for(timeout=LONG)
     page.locator(IDLE).wait_for(state="attached", timeout=LONG)
-    # Every data grid on screen has drawn its scroller (a grid mounts after the script's message arrives).
-    page.wait_for_function("() => [...document.querySelectorAll('[data-testid=stMain] [data-testid=stDataFrame]')]"
-                           ".every(d => !d.getClientRects().length || d.querySelector('.dvn-scroller'))",
-                           timeout=LONG)
+    # Every element has replaced its loading skeleton and every data grid on screen has drawn its scroller: both
+    # come after the script has finished (a widget's, a grid's and a chart's code loads on first use).
+    undrawn = ("() => [...document.querySelectorAll('[data-testid=stMain] [data-testid=stDataFrame], "
+               "[data-testid=stMain] [data-testid=stSkeleton]')].filter(d => d.checkVisibility() && "
+               "(d.dataset.testid === 'stSkeleton' || !d.querySelector('.dvn-scroller')))")
+    try:
+        page.wait_for_function(f"() => !({undrawn})().length", timeout=LONG)
+    except PlaywrightTimeout:
+        raise AssertionError("never drawn: " + str(page.evaluate(f"() => ({undrawn})().map(d => d.outerHTML"
+                                                                        ".slice(0, 400))"))) from None
 
 
 def button(page, text: str):
@@ -151,7 +159,7 @@ def opened(page) -> None:
     for summary in page.locator(f"{closed} > summary").element_handles():
         if summary.is_visible():  # not one in a tab that is not shown
             summary.click()
-    page.wait_for_function(f"() => ![...document.querySelectorAll('{closed}')].some(d => d.getClientRects().length)",
+    page.wait_for_function(f"() => ![...document.querySelectorAll('{closed}')].some(d => d.checkVisibility())",
                            timeout=LONG)
     settle(page)
 

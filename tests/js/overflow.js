@@ -20,7 +20,7 @@
       ` after "${before(el)}"`;
   };
   const out = [];
-  const shown = (el) => el.getClientRects().length > 0;
+  const shown = (el) => el.checkVisibility();
   for (const el of [main, ...main.querySelectorAll('*')]) {
     if (!shown(el)) continue;
     const cs = getComputedStyle(el);
