@@ -126,7 +126,9 @@ def tune(page):
 def facts(page):
     settle(page, "Injected by the last query")
     yield "facts"
-    grid = page.locator("[data-testid=stMain] [data-testid=stDataFrame]").first.bounding_box()
+    table = page.locator("[data-testid=stMain] [data-testid=stDataFrame]").first
+    table.scroll_into_view_if_needed()  # below the chart: a click outside the viewport reaches nothing
+    grid = table.bounding_box()
     page.mouse.click(grid["x"] + 17, grid["y"] + 35 + 17)  # the first row's selection box: its whole fact below
     settle(page, "The fact clicked")
     yield "a fact clicked"
