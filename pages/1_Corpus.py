@@ -2,7 +2,6 @@
 and the audit log of every write. Read-only visitors (demo mode, or no write grant) only browse."""
 from __future__ import annotations
 
-from typing import Any
 
 import streamlit as st
 
@@ -13,12 +12,16 @@ from retrieval.ingest.parse import ID_FIELDS, TEXT_FIELDS
 from retrieval.types import SCOPES
 from ui.access import audit_rows, page_guard
 from ui.cache import ensure_model, workspace
+from ui.tables import detail, widths
 from ui.text import plain
-from ui.widgets import nav, scope_picker
+from ui.widgets import nav, scope_picker, selected_row
 
 P = "c_"
 PAGE_ROWS = 200
 AUDIT_ROWS = 200
+# Column widths (px) that fit the 904 px main column at 1366 px (ui/tables.py); the rest shows for a clicked row.
+BROWSE_PX = {"id": 190, "content": 330, "scope": 100, "created": 92, "active": 56, "valence": 64}
+AUDIT_PX = {"when (UTC)": 148, "who": 140, "what": 120, "traces": 60, "scopes": 150, "ids": 210}
 UPLOAD_TYPES = ["jsonl", "ndjson", "csv", "txt", "md", "zip"]
 MISSING = "—"
 ACCEPTED_FIELDS = f"""
@@ -178,9 +181,16 @@ def browse_tab() -> None:
               "tags": ", ".join(t.tags) or MISSING,
               "valence": f"{t.valence:+.2f}" if t.valence is not None else MISSING,
               "content": t.content or MISSING} for t in rows]
-    kw: dict[str, Any] = {"on_select": "rerun", "selection_mode": "multi-row"} if access.write else {}
-    sel = st.dataframe(table, hide_index=True, width="stretch", key=f"{P}table",
-                       column_config={"content": st.column_config.TextColumn(width="large")}, **kw)
+    # 904 px at 1366 px: the text right after the id; type and tags (and the whole text) for the rows clicked.
+    sel = st.dataframe([{k: r[k] for k in BROWSE_PX} for r in table], hide_index=True, width="stretch",
+                       key=f"{P}table", on_select="rerun", selection_mode="multi-row" if access.write else "single-row",
+                       column_config=widths(BROWSE_PX, select=True))
+    picked = sel.selection.rows if sel else []
+    for i in picked[-3:]:
+        detail(table[i], f"Trace {table[i]['id']}")
+    if not picked:
+        st.caption("Click a row to read the whole trace" + (" (or select rows to delete them)." if access.write
+                                                             else "."))
     if len(rows) == PAGE_ROWS:
         st.caption(f"Showing the first {PAGE_ROWS}; narrow the search to see others.")
     if not access.write:
@@ -196,8 +206,6 @@ def browse_tab() -> None:
             else:
                 st.success(f"Deleted {removed} trace(s).")
                 st.rerun()
-    else:
-        st.caption("Select rows (the boxes at the left) to delete them.")
 
 
 def audit_tab() -> None:
@@ -207,7 +215,11 @@ def audit_tab() -> None:
     if not entries:
         st.info("No writes recorded yet.")
         return
-    st.dataframe(audit_rows(entries), hide_index=True, width="stretch", key=f"{P}audit")
+    rows = audit_rows(entries)
+    ev = st.dataframe(rows, hide_index=True, width="stretch", key=f"{P}audit", on_select="rerun",
+                      selection_mode="single-row", column_config=widths(AUDIT_PX, select=True))
+    n = selected_row(ev)
+    detail(None if n is None else rows[n], "The write clicked", "Click a row to see all the ids it wrote.")
 
 
 if access.write:

@@ -17,7 +17,8 @@ from ui.sets import pick_labelled_set
 from ui.state import PipelineConfig, cache_key, run_config, side
 from ui import view
 from ui.access import page_guard
-from ui.text import plain
+from ui.tables import HALF_PX, widths
+from ui.text import code, plain
 from ui.panel import config_panel, usable_config
 from ui.widgets import nav, open_in_inspect, scope_picker, selected_row
 
@@ -60,18 +61,22 @@ def render_lists(res_a, res_b, qrels: dict | None) -> list:
         texts.update(view.whole_texts(res.diagnostics, ws.store.get, res.ids))
     unrated = set(unrated_ids(list(cmp.a), qrels or {}) + unrated_ids([d.id for d in cmp.deltas], qrels or {}))
     grade = (lambda t: UNRATED if t in unrated else "—" if not qrels or t not in qrels else compare_grade(qrels[t]))
+    # Half the main column each (440 px at 1366 px): rank, id, mark and grade fit; the texts are listed below.
     with left:
         st.markdown(f"**A** · {cfg_a.preset}")
-        ev_a = st.dataframe([{"rank": i + 1, "id": t, "left top-k": "✗" if t in cmp.left else "", "grade": grade(t),
-                              "content": texts[t]} for i, t in enumerate(cmp.a)], hide_index=True, width="stretch",
-                            column_config={"content": st.column_config.TextColumn(width="large")},
+        ev_a = st.dataframe([{"rank": i + 1, "id": t, "left": "✗" if t in cmp.left else "", "grade": grade(t)}
+                             for i, t in enumerate(cmp.a)], hide_index=True, width="stretch",
+                            column_config=widths({"rank": 44, "id": 200, "left": 52, "grade": 104}, HALF_PX, True),
                             on_select="rerun", selection_mode="single-row", key=f"{P}list_a")
     with right:
         st.markdown(f"**B** · {cfg_b.preset}")
-        ev_b = st.dataframe([{"rank": d.rank_b, "id": d.id, "Δ rank": d.label, "grade": grade(d.id),
-                              "content": texts[d.id]} for d in cmp.deltas], hide_index=True, width="stretch",
-                            column_config={"content": st.column_config.TextColumn(width="large")},
+        ev_b = st.dataframe([{"rank": d.rank_b, "id": d.id, "Δ rank": d.label, "grade": grade(d.id)}
+                             for d in cmp.deltas], hide_index=True, width="stretch",
+                            column_config=widths({"rank": 44, "id": 200, "Δ rank": 52, "grade": 104}, HALF_PX, True),
                             on_select="rerun", selection_mode="single-row", key=f"{P}list_b")
+    with st.expander(f"Texts of the {len(set(cmp.a) | {d.id for d in cmp.deltas})} traces in A or B"):
+        order = [d.id for d in cmp.deltas] + [t for t in cmp.a if t in cmp.left]
+        st.markdown("\n".join(f"- {code(t)} {plain(texts[t])}" for t in dict.fromkeys(order)))
     st.caption(f"Entered B's top-k: {plain(', '.join(cmp.entered)) or 'none'} · left: "
                f"{plain(', '.join(cmp.left)) or 'none'}"
                " · click a row to explain it in Inspect with that side's settings")

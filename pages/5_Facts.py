@@ -9,7 +9,8 @@ from ui.cache import workspace
 from ui.charts import facts_timeline_figure
 from ui.state import last_injected_facts
 from ui.text import code, plain
-from ui.widgets import nav, scope_picker
+from ui.tables import detail, widths
+from ui.widgets import nav, scope_picker, selected_row
 
 P = "f_"
 MISSING = "—"
@@ -44,9 +45,16 @@ rows = [{"key": f.key, "timestamp": f.timestamp, "subject": f.subject or MISSING
          "object": f.object or MISSING, "source": ", ".join(f.source_trace_ids) or MISSING,
          "span": f.source_span or MISSING} for f in shown]
 st.plotly_chart(facts_timeline_figure(rows, sorted(injected)), key=f"{P}timeline", config={"displayModeBar": False})
-st.dataframe([{k: v for k, v in r.items() if k != "key"} | {"injected": r["key"] in injected} for r in rows],
-             hide_index=True, width="stretch",
-             column_config={"timestamp": st.column_config.DatetimeColumn("as of", format="D MMM YYYY HH:mm")})
+table = [{k: v for k, v in r.items() if k not in ("key", "span")} | {"injected": r["key"] in injected} for r in rows]
+# The source sentence is long: it shows, with the rest of the fact, for the row clicked (ui/tables.py).
+ev = st.dataframe(table, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
+                  key=f"{P}table", column_config=widths(
+                      {"timestamp": 140, "subject": 80, "predicate": 130, "object": 220, "source": 210, "injected": 76},
+                      select=True,
+                      config={"timestamp": st.column_config.DatetimeColumn("as of", format="D MMM YYYY HH:mm")}))
+n = selected_row(ev)
+detail(None if n is None else {**table[n], "span": rows[n]["span"]}, "The fact clicked",
+       "Click a row to see the sentence its fact was read from.")
 
 st.subheader("Injected by the last query")
 if last and last.get("facts"):

@@ -20,6 +20,7 @@ from retrieval.judgments.store import JudgmentStoreError, check_grading
 from ui.cache import ensure_model, get_generator, get_reranker, workspace
 from ui.charts import snapshot_trend_figure
 from ui.grading import REFUSALS, case_qrels, current_rater, grade_widget, inspect_query_params, visible_case_names
+from ui.snapshot_tables import per_query_grid, snapshot_list
 from ui.state import CachedModels
 from ui.access import page_guard
 from ui.text import code, plain
@@ -178,7 +179,7 @@ def snapshots_section(case_name: str, qrels, k: int) -> tuple[str, str, dict]:
     names = metric_names(js.policy(case_name).k)
     st.plotly_chart(snapshot_trend_figure(table, names, highlight=(a_id, b_id)), key=f"{P}trend",
                     config={"displayModeBar": False})
-    st.dataframe(table, hide_index=True, width="stretch", key=f"{P}list")
+    snapshot_list(table, names, f"{P}list")
     if a_id == b_id:
         st.caption("Pick two different snapshots to diff them.")
         st.stop()
@@ -215,9 +216,7 @@ def diff_section(case_name: str, a_id: str, b_id: str, qrels, snaps: dict, k: in
                   "Inspect B": link(q, sb.config)} for q in diff.queries]
     st.markdown(f"**Per query** (worst first) · {sum(q.delta < 0 for q in diff.queries)} worse, "
                 f"{sum(q.delta > 0 for q in diff.queries)} better")
-    st.dataframe(per_query, hide_index=True, width="stretch", key=f"{P}perq", column_config={
-        "Inspect A": st.column_config.LinkColumn(display_text="open A"),
-        "Inspect B": st.column_config.LinkColumn(display_text="open B")})
+    per_query_grid(per_query, diff.metric, diff.k, f"{P}perq")
     st.download_button("Download the per-query table (CSV for spreadsheets)", spreadsheet_csv(per_query),
                        file_name=f"{case_name}-{a_id}-vs-{b_id}.csv", mime="text/csv", key=f"{P}perq_csv",
                        on_click="ignore",

@@ -276,8 +276,9 @@ def explanation_summary(ex, query: str, key: str, final_how: str = "") -> bool: 
 
 
 def explanation_details(ex, key: str, norms: dict[str, str] | None = None) -> None:
-    """The score trees, on demand: dense weight × value, BM25 per term, fusion (with how each convex list's score
-    was normalised, `norms`), blend, split, fact."""
+    """The score trees, on demand: dense weight × value, fusion (with how each convex list's score was normalised,
+    `norms`) and the blend side by side; BM25 per term (nine numbers a term), the split halves and the fact at
+    the whole width, where their tables fit at 1366 px (half of it hid them behind a sideways scroll, issue 35)."""
     c1, c2 = st.columns(2)
     with c1:
         if ex.dense_terms:
@@ -286,6 +287,7 @@ def explanation_details(ex, key: str, norms: dict[str, str] | None = None) -> No
                 st.plotly_chart(dense_terms_figure(ex.dense_terms), key=f"{key}_dense",
                                 config={"displayModeBar": False})
                 st.dataframe(view.dense_rows(ex.dense_terms), hide_index=True, width="stretch")
+    with c2:
         if ex.rrf:
             with st.expander(f"Fusion: {view.num(ex.rrf.get('score'), 5)} = the sum of each list's contribution"):
                 st.caption(view.fusion_title(ex.rrf))
@@ -300,30 +302,34 @@ def explanation_details(ex, key: str, norms: dict[str, str] | None = None) -> No
         if sentence:
             with st.expander("Rerank blend", expanded=True):
                 st.markdown(sentence)
-        if ex.split:
-            with st.expander("Split halves, both scores", expanded=bool(ex.split.get("replaced"))):
-                st.dataframe(view.split_rows(ex.split), hide_index=True, width="stretch",
-                             column_config={"content": st.column_config.TextColumn(width="large")})
-        if ex.fact:
-            f = ex.fact
-            triple = code(f"{f['subject']} {f['predicate']} {f['object']}")
-            sources = plain(", ".join(f["source_trace_ids"])) or "—"
-            st.markdown(f"**Fact** {triple} as of {plain(f['timestamp'][:10])}, from trace(s) {sources}: "
-                        f"“{plain(f['source_span'] or '—')}”")
-    with c2:
-        if ex.bm25_tree and any(r["score"] > 0 for r in ex.bm25_tree):
-            total = sum(r["score"] for r in ex.bm25_tree)
-            with st.expander(f"BM25 score {total:.4f} = Σ per query term ({view.bm25_params(ex.bm25_tree)})"):
-                st.plotly_chart(bm25_figure(ex.bm25_tree), key=f"{key}_bm25", config={"displayModeBar": False})
-                st.dataframe(view.bm25_rows(ex.bm25_tree), hide_index=True, width="stretch")
-                if ex.bm25_tree[0].get("backend") == "lancedb-fts":
-                    st.caption("Scored by LanceDB's full-text index, which reports only each term's score "
-                               "(searched alone); tf and idf are not exposed.")
-                else:
-                    st.caption("term score = in query × idf × tf·(k1+1) / (tf + k1·length norm); length norm = "
-                               "1 − b + b·doc len / avg len (Elasticsearch's explain).")
-        elif ex.bm25_tree is not None:
-            st.caption("BM25: no query term is in this trace, so its BM25 score is 0.")
+    bm25_details(ex, key)
+    if ex.split:
+        with st.expander("Split halves, both scores", expanded=bool(ex.split.get("replaced"))):
+            st.dataframe(view.split_rows(ex.split), hide_index=True, width="stretch",
+                         column_config={"content": st.column_config.TextColumn(width="large")})
+    if ex.fact:
+        f = ex.fact
+        triple = code(f"{f['subject']} {f['predicate']} {f['object']}")
+        sources = plain(", ".join(f["source_trace_ids"])) or "—"
+        st.markdown(f"**Fact** {triple} as of {plain(f['timestamp'][:10])}, from trace(s) {sources}: "
+                    f"“{plain(f['source_span'] or '—')}”")
+
+
+def bm25_details(ex, key: str) -> None:
+    """BM25 per query term (Elasticsearch's explain), or why it is 0."""
+    if ex.bm25_tree and any(r["score"] > 0 for r in ex.bm25_tree):
+        total = sum(r["score"] for r in ex.bm25_tree)
+        with st.expander(f"BM25 score {total:.4f} = Σ per query term ({view.bm25_params(ex.bm25_tree)})"):
+            st.plotly_chart(bm25_figure(ex.bm25_tree), key=f"{key}_bm25", config={"displayModeBar": False})
+            st.dataframe(view.bm25_rows(ex.bm25_tree), hide_index=True, width="stretch")
+            if ex.bm25_tree[0].get("backend") == "lancedb-fts":
+                st.caption("Scored by LanceDB's full-text index, which reports only each term's score "
+                           "(searched alone); tf and idf are not exposed.")
+            else:
+                st.caption("term score = in query × idf × tf·(k1+1) / (tf + k1·length norm); length norm = "
+                           "1 − b + b·doc len / avg len (Elasticsearch's explain).")
+    elif ex.bm25_tree is not None:
+        st.caption("BM25: no query term is in this trace, so its BM25 score is 0.")
 
 
 PAGES = (("app.py", "Home"), ("pages/1_Corpus.py", "Corpus"), ("pages/2_Inspect.py", "Inspect"),
