@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
 from ui.serve import ROOT, free_port, start_app
+from waits import painted, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.integration]
 
@@ -50,7 +50,7 @@ def explained(page) -> str:
 
 def shot(page, name: str) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
-    page.wait_for_timeout(1500)
+    painted(page)
     page.screenshot(path=str(SHOTS / name), full_page=True, timeout=120_000)
 
 
@@ -141,16 +141,15 @@ def test_make_run_builds_the_demo_index_and_serves_home(browser, tmp_path, artif
                             stdout=open(tmp_path / "make-run.log", "w"), stderr=subprocess.STDOUT)
     try:
         url = f"http://127.0.0.1:{port}"
-        deadline = time.time() + 240
-        while time.time() < deadline:
-            try:
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                    break
-            except OSError:
-                time.sleep(0.5)
+
+        def healthy() -> bool:
             assert proc.poll() is None, (tmp_path / "make-run.log").read_text()[-2000:]
-        else:
-            raise AssertionError("make run did not serve the app in 240 s")
+            try:
+                return urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok"
+            except OSError:
+                return False
+
+        wait_until(healthy, 240, "make run to serve the app (/_stcore/health)", interval=0.5)
         assert (db / "traces.lance").exists() and (db / "bm25.npz").exists()
         page = browser.new_page(viewport={"width": 1400, "height": 1200})
         page.goto(url)
