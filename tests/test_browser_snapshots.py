@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from ui.serve import start_app
 from waits import rerun_after, settled
 
@@ -102,10 +103,10 @@ def test_snapshots_in_a_real_browser(browser, tmp_path, artifacts):
                 page.wait_for_function("n => [...document.querySelectorAll('[data-testid=stButtonGroup]')]"
                                        ".filter(e => e.innerText.includes('○ ungraded')).length === n",
                                        arg=n0 - n - 1, timeout=LONG)
-            except Exception:
+            except PlaywrightTimeout as e:
                 page.screenshot(path=str(artifacts / "snapshots-fail.png"), full_page=True)
-                raise AssertionError((n0, n, ungraded.count(),
-                                      JudgmentStore(str(db)).grades(Scope("user", "maya"), query)["human"], before))
+                stored = JudgmentStore(str(db)).grades(Scope("user", "maya"), query)["human"]
+                raise AssertionError((n0, n, ungraded.count(), stored, before)) from e
         page.screenshot(path=str(artifacts / "snapshots.png"), full_page=True)
         after = JudgmentStore(str(db)).grades(Scope("user", "maya"), query)["human"]
         new = {t: g for t, g in after.items() if t not in before}

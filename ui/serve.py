@@ -69,7 +69,7 @@ def wait_healthy(url: str, proc: subprocess.Popen, timeout_s: float) -> bool:
             if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
                 return True
         except OSError:
-            time.sleep(0.05)
+            time.sleep(0.05)  # sleep-ok: the poll interval of a deadline wait
     return False
 
 
