@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from demostore import copy_demo
 from ui.serve import ROOT, free_port, start_app
 from waits import painted, wait_until
 
@@ -23,11 +24,9 @@ SPLIT_LINK = ("/Inspect?i_q=who+has+been+complaining+about+the+driver+app%3F&i_s
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory):
     """The demo index built with the hashing embedder (the model is not the point here), then served."""
-    from retrieval.ingest.demo import build_demo_index
-    from retrieval.models import HashingEmbedder
 
     db = tmp_path_factory.mktemp("browser") / "db"
-    build_demo_index(str(db), log=lambda m: None, embedder=HashingEmbedder(384))
+    copy_demo(str(db))
     proc, url = start_app(db, embedder="hashing")
     yield url
     proc.terminate()
@@ -78,6 +77,8 @@ def test_click_to_explain_links_escalations_and_split_columns(browser, app_url):
     page.wait_for_function("(id) => [...document.querySelectorAll(\"input[aria-label='Trace id to explain']\")]"
                            ".some(e => e.value === id)", arg=final[2])
     wait_text(page, "Rank 3 of 10")
+    # the address follows at the end of that run (at load 18 it came after the text)
+    page.wait_for_function("id => location.search.includes('i_id=' + encodeURIComponent(id))", arg=final[2])
     assert f"i_id={final[2]}" in page.url
 
     # Click a point in the rank flow: the first line is the dense #1.

@@ -6,11 +6,11 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from demostore import copy_demo
 from ui.serve import start_app
 from waits import rerun_after
 
 from retrieval.history import pin
-from retrieval.ingest.demo import build_demo_index
 from retrieval.models import HashingEmbedder
 from retrieval.types import MemoryTrace
 from retrieval.workspace import Workspace
@@ -27,7 +27,7 @@ def wait_text(page, text: str, timeout: int = LONG):
 
 def test_import_a_log_then_inspect_a_logged_query_as_of_its_time(browser, tmp_path, artifacts):
     db = tmp_path / "db"
-    build_demo_index(str(db), log=lambda m: None, embedder=HashingEmbedder(384))
+    copy_demo(str(db))
     ws = Workspace(str(db), embedder=HashingEmbedder(384))
     before = ws.store.version()
     then = pin(ws.store, before).timestamp + timedelta(microseconds=1)

@@ -6,12 +6,12 @@ import json
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from demostore import copy_demo
 from ui.serve import start_app
 from waits import rerun_after, settled
 
-from retrieval.ingest.demo import JUDGMENTS, build_demo_index
+from retrieval.ingest.demo import JUDGMENTS
 from retrieval.judgments import JudgmentStore
-from retrieval.models import HashingEmbedder
 from retrieval.types import Scope
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.integration]
@@ -50,7 +50,7 @@ def pick_case(page, name: str):
 
 def test_snapshots_in_a_real_browser(browser, tmp_path, artifacts):
     db = tmp_path / "db"
-    build_demo_index(str(db), log=lambda m: None, embedder=HashingEmbedder(384))
+    copy_demo(str(db))
     cases = tmp_path / "mini.jsonl"
     rows = [json.loads(line) for line in JUDGMENTS.read_text().splitlines()[:6]]
     for r in rows:  # texts unlike the demo case's: its grades (per scope, query, trace) stay apart

@@ -228,12 +228,11 @@ def test_home_with_present_1_switches_to_presenter_mode(demo_env, no_llm):
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     """The app on the demo store built with the real MiniLM embedder."""
-    from retrieval.ingest.demo import build_demo_index
-    from retrieval.models.registry import make_embedder
+    from demostore import copy_demo
     from ui.serve import start_app
 
     db = tmp_path_factory.mktemp("present-browser") / "db"
-    build_demo_index(str(db), log=lambda m: None, embedder=make_embedder("minilm"))
+    copy_demo(db, "minilm")
     proc, url = start_app(db)
     yield url
     proc.terminate()

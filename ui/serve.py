@@ -89,10 +89,12 @@ _IDLE = """() => {
     && !document.querySelector('[data-stale=true]');
 }"""
 _RAN_SINCE = "n => window.__rtRunsEnded > n && (" + _IDLE + ")()"
-# Every image decoded (or failed), every Plotly chart drawn, the web fonts loaded: what a screenshot shows.
+# Every image decoded (or failed), every Plotly chart on show drawn (one in a hidden tab draws when shown), the web
+# fonts loaded: what a screenshot shows.
 _PAINTED = """() => document.fonts.status === 'loaded'
   && [...document.images].every(i => i.complete)
-  && [...document.querySelectorAll('[data-testid=stPlotlyChart]')].every(c => c.querySelector('.main-svg'))"""
+  && [...document.querySelectorAll('[data-testid=stPlotlyChart]')].every(c => !c.checkVisibility()
+                                                                       || c.querySelector('.main-svg'))"""
 
 
 def runs_ended(page: Any) -> int:
