@@ -78,8 +78,10 @@ lint: $(VENV)/.installed-test
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 
+# Bytecode on even where the environment turns it off: pytest then keeps each test module's rewritten asserts in
+# __pycache__ (ignored) instead of rewriting all of them on every run (collection 6.5-9.5 s -> 4-5.3 s here).
 test: lint chromium nodejs install-ray
-	$(PY) -m pytest
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest
 
 # Regenerate the README's pictures (docs/screenshots/) from a running app; tests never write tracked files.
 screenshots: $(VENV)/.installed-test chromium

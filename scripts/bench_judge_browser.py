@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ui.serve import CHROMIUM, LAUNCH_ARGS, start_app
+from ui.serve import CHROMIUM, LAUNCH_ARGS, rerun_after, settled, start_app
 
 QUERIES = ("what is my dentist's name", "washing machine error")
 SECRET = "SECRETLABEL"  # in the snapshots' labels: must never be on the page while judging
@@ -53,14 +53,14 @@ def open_judge(browser, url: str, rater: str, k: int):
     page = browser.new_context(viewport={"width": 1500, "height": 2600}, accept_downloads=True).new_page()
     page.goto(f"{url}/Judge?rater={rater}")
     page.locator("[data-testid=stSelectbox]", has_text="Case").first.wait_for(timeout=LONG)
-    page.wait_for_timeout(1000)
+    settled(page, LONG)  # a pick during the first run is lost
     page.locator("[data-testid=stSelectbox]", has_text="Case").first.click()
     page.get_by_role("option", name="team").first.click()
     page.get_by_text(f"{SECRET}-hybrid").first.wait_for(timeout=LONG)
     box = page.locator('input[aria-label="k (pool depth per snapshot)"]')
-    box.fill(str(k))
-    box.press("Enter")
-    page.wait_for_timeout(800)
+    if box.input_value() != str(k):  # a changed k reruns the page; a click during that run is lost
+        box.fill(str(k))
+        rerun_after(page, lambda: box.press("Enter"), LONG)
     button(page, "Start judging").click()
     page.get_by_text("rated by").first.wait_for(timeout=LONG)
     page.get_by_text("Pool the top results of").first.wait_for(state="detached", timeout=LONG)

@@ -5,9 +5,8 @@ import os
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
+from demostore import copy_demo
 
-from retrieval.ingest.demo import build_demo_index
-from retrieval.models import HashingEmbedder
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -15,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def demo_app_env(tmp_path_factory, name: str):
     """Build the demo index under a temp folder and point the app at it (RETRIEVAL_DB, hashing embedder)."""
     db = str(tmp_path_factory.mktemp(name) / "db")
-    build_demo_index(db, log=lambda m: None, embedder=HashingEmbedder(384))
+    copy_demo(db)
     old = {k: os.environ.get(k) for k in ("RETRIEVAL_DB", "RETRIEVAL_EMBEDDER")}
     os.environ.update(RETRIEVAL_DB=db, RETRIEVAL_EMBEDDER="hashing")
     yield db
@@ -31,7 +30,7 @@ def served_demo(tmp_path_factory, name: str):
     from ui.serve import start_app
 
     db = tmp_path_factory.mktemp(name) / "db"
-    build_demo_index(str(db), log=lambda m: None, embedder=HashingEmbedder(384))
+    copy_demo(str(db))
     proc, url = start_app(db, embedder="hashing")
     yield url, db
     proc.terminate()

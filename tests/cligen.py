@@ -12,6 +12,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from demostore import copy_demo
 from retrieval.cli.gate import leaves
 from retrieval.cli.main import build_parser, main
 
@@ -62,7 +63,6 @@ class Files:
 
 def build_store(root: Path) -> tuple[Path, Files]:
     """The demo store (hashing embedder) with its `demo` case and one snapshot, and the input files."""
-    from retrieval.ingest.demo import build_demo_index
     from retrieval.judgments import JudgmentStore
     from retrieval.judgments.snapshots import run_snapshot
     from retrieval.models import HashingEmbedder
@@ -70,7 +70,7 @@ def build_store(root: Path) -> tuple[Path, Files]:
     from retrieval.workspace import Workspace
 
     db = root / "base"
-    build_demo_index(str(db), log=lambda m: None, embedder=HashingEmbedder(384))
+    copy_demo(str(db))
     traces = root / "traces.jsonl"
     traces.write_text(json.dumps({"id": "gate-1", "content": "a new note about kayaks", "scope": "user",
                                   "scope_id": "maya"}) + "\n")

@@ -43,7 +43,7 @@ class FakeServer:
                     self.end_headers()
                     return
                 if mode == "timeout":
-                    time.sleep(2.0)
+                    time.sleep(2.0)  # sleep-ok: a server slower than the client's timeout is the case
                 if mode == "429-once":
                     server.mode = "ok"
                     return self._send(429, {"message": "slow down"}, {"Retry-After": server.retry_after})

@@ -10,10 +10,10 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 
 import pytest
+from waits import wait_until
 
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "y", "AWS_REGION": "us-east-1"}
 
@@ -38,17 +38,19 @@ def moto_s3(bucket: str) -> Iterator[str]:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 30
-        while True:
+        def listening() -> bool:
+            if proc.poll() is not None:
+                skip_or_fail(f"moto server exited with code {proc.returncode}")
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
+                return True
             except OSError:
-                if proc.poll() is not None:
-                    skip_or_fail(f"moto server exited with code {proc.returncode}")
-                if time.time() > deadline:
-                    skip_or_fail("moto server did not listen within 30 s")
-                time.sleep(0.2)
+                return False
+
+        try:
+            wait_until(listening, 30, "the moto server to listen", interval=0.2)
+        except AssertionError:
+            skip_or_fail("moto server did not listen within 30 s")
         boto3.client("s3", endpoint_url=url, aws_access_key_id="x", aws_secret_access_key="y",
                      region_name="us-east-1").create_bucket(Bucket=bucket)
         yield url

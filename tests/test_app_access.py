@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from demostore import copy_demo
 from apphelpers import open_page, page_texts
 
 import ui.access
-from retrieval.ingest.demo import build_demo_index
 from retrieval.models import HashingEmbedder
 from retrieval.workspace.core import Workspace
 
@@ -34,7 +34,7 @@ write = true
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("access")
-    build_demo_index(str(root / "base"), log=lambda m: None, embedder=HashingEmbedder(384))
+    copy_demo(str(root / "base"))
     return root
 
 

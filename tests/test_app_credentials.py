@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from retrieval.ingest.demo import build_demo_index
-from retrieval.models import HashingEmbedder
 
+from demostore import copy_demo
 from fake_llm_server import FakeServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,7 +22,7 @@ KEY = "sk-operator-PAGE-SECRET-42424242"
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory):
     db = str(tmp_path_factory.mktemp("app_cred") / "db")
-    build_demo_index(db, log=lambda m: None, embedder=HashingEmbedder(384))
+    copy_demo(db)
     return db
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.ingest.demo import build_demo_index, load_examples
-from retrieval.models import HashingEmbedder
+from demostore import copy_demo
+from retrieval.ingest.demo import load_examples
 
 
 @pytest.mark.browser
@@ -15,7 +15,7 @@ def test_opening_an_example_link_logs_no_widget_state_warning(browser, tmp_path)
     from ui.serve import start_app
 
     db, log = tmp_path / "db", tmp_path / "streamlit.log"
-    build_demo_index(str(db), log=lambda m: None, embedder=HashingEmbedder(384))
+    copy_demo(str(db))
     split = next(ex for ex in load_examples() if ex["id"] == "split")
     proc, url = start_app(db, embedder="hashing", log=log)
     try:
@@ -26,7 +26,7 @@ def test_opening_an_example_link_logs_no_widget_state_warning(browser, tmp_path)
         assert page.locator("[data-testid=stException]").count() == 0
     finally:
         proc.terminate()
-        proc.wait(timeout=20)
+        proc.wait(timeout=120)  # a ceiling: at load 18 the server took over 20 s to stop
     text = log.read_text()
     assert "Uvicorn server started" in text or "You can now view" in text  # the log is the server's
     assert "Session State API" not in text, text[-3000:]

@@ -1,12 +1,12 @@
 """Retention: LanceDB's clean-up removes old versions; the project never cleans up a tagged version."""
 from __future__ import annotations
 
-import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from conftest import NOW, make_trace
+from waits import wait_until
 from retrieval.models import HashingEmbedder
 from retrieval.store.versions import create_tag, list_versions, optimize
 from retrieval.workspace import Workspace
@@ -21,7 +21,9 @@ def test_optimize_prunes_old_versions_but_keeps_a_tagged_one(tmp_path):
     ws.ingest([make_trace("a", "alpha note")])
     ws.ingest([make_trace("b", "beta note")])
     old = ws.store.version()
-    time.sleep(1.5)
+    # optimize's cut-off sits 1 s before the oldest tagged version: the next version must be over 1 s newer
+    old_at = dict(list_versions(ws.store.table()))[old]
+    wait_until(lambda: datetime.now(UTC) - old_at > timedelta(seconds=1.1), 10, "the clock to pass 1 s after `old`")
     ws.ingest([make_trace("c", "gamma note")])
     tagged = ws.store.version()
     ws.ingest([make_trace("d", "delta note")])

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
+from demostore import copy_demo
 from ui.serve import ROOT, free_port, start_app
+from waits import painted, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.integration]
 
@@ -23,11 +24,9 @@ SPLIT_LINK = ("/Inspect?i_q=who+has+been+complaining+about+the+driver+app%3F&i_s
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory):
     """The demo index built with the hashing embedder (the model is not the point here), then served."""
-    from retrieval.ingest.demo import build_demo_index
-    from retrieval.models import HashingEmbedder
 
     db = tmp_path_factory.mktemp("browser") / "db"
-    build_demo_index(str(db), log=lambda m: None, embedder=HashingEmbedder(384))
+    copy_demo(str(db))
     proc, url = start_app(db, embedder="hashing")
     yield url
     proc.terminate()
@@ -50,7 +49,7 @@ def explained(page) -> str:
 
 def shot(page, name: str) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
-    page.wait_for_timeout(1500)
+    painted(page)
     page.screenshot(path=str(SHOTS / name), full_page=True, timeout=120_000)
 
 
@@ -78,6 +77,8 @@ def test_click_to_explain_links_escalations_and_split_columns(browser, app_url):
     page.wait_for_function("(id) => [...document.querySelectorAll(\"input[aria-label='Trace id to explain']\")]"
                            ".some(e => e.value === id)", arg=final[2])
     wait_text(page, "Rank 3 of 10")
+    # the address follows at the end of that run (at load 18 it came after the text)
+    page.wait_for_function("id => location.search.includes('i_id=' + encodeURIComponent(id))", arg=final[2])
     assert f"i_id={final[2]}" in page.url
 
     # Click a point in the rank flow: the first line is the dense #1.
@@ -141,16 +142,15 @@ def test_make_run_builds_the_demo_index_and_serves_home(browser, tmp_path, artif
                             stdout=open(tmp_path / "make-run.log", "w"), stderr=subprocess.STDOUT)
     try:
         url = f"http://127.0.0.1:{port}"
-        deadline = time.time() + 240
-        while time.time() < deadline:
-            try:
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                    break
-            except OSError:
-                time.sleep(0.5)
+
+        def healthy() -> bool:
             assert proc.poll() is None, (tmp_path / "make-run.log").read_text()[-2000:]
-        else:
-            raise AssertionError("make run did not serve the app in 240 s")
+            try:
+                return urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok"
+            except OSError:
+                return False
+
+        wait_until(healthy, 240, "make run to serve the app (/_stcore/health)", interval=0.5)
         assert (db / "traces.lance").exists() and (db / "bm25.npz").exists()
         page = browser.new_page(viewport={"width": 1400, "height": 1200})
         page.goto(url)

@@ -8,6 +8,7 @@ from urllib.parse import urlencode
 
 import pytest
 
+from demostore import copy_demo
 from ui.serve import start_app
 
 HEADER = "X-Forwarded-Email"
@@ -19,12 +20,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.integration]
 
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory):
-    from retrieval.ingest.demo import build_demo_index
-    from retrieval.models import HashingEmbedder
 
     root = tmp_path_factory.mktemp("browser-access")
     db = root / "db"
-    build_demo_index(str(db), log=lambda m: None, embedder=HashingEmbedder(384))
+    copy_demo(str(db))
     (root / "access.toml").write_text(POLICY)
     proc, url = start_app(db, embedder="hashing", log=root / "streamlit.log",
                           env={"RETRIEVAL_AUTH": "proxy", "RETRIEVAL_POLICY": str(root / "access.toml"),
@@ -36,7 +35,9 @@ def app_url(tmp_path_factory):
 
 def as_user(browser, email: str | None):
     headers = {HEADER: email} if email else {}
-    return browser.new_context(extra_http_headers=headers, viewport={"width": 1600, "height": 2000}).new_page()
+    page = browser.new_context(extra_http_headers=headers, viewport={"width": 1600, "height": 2000}).new_page()
+    page.set_default_timeout(120_000)  # a ceiling, not a wait: at load 18 a click took over Playwright's 30 s
+    return page
 
 
 def wait_text(page, text: str, timeout: int = 60_000):
@@ -50,7 +51,7 @@ def scope_options(page, key: str) -> tuple[str, list[str]]:
     value = box.input_value()
     box.click()
     options = page.get_by_role("option")
-    options.first.wait_for(timeout=10_000)
+    options.first.wait_for()
     labels = [t.strip() for t in options.all_inner_texts()]
     page.keyboard.press("Escape")
     return value, labels

@@ -13,6 +13,7 @@ from urllib.parse import urlencode, urljoin, urlsplit
 import pytest
 
 from ui.serve import start_app
+from waits import painted, settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.integration]
 SHOTS = Path(__file__).resolve().parent / "artifacts"
@@ -107,13 +108,6 @@ def wait_text(page, text: str, timeout: int = 90_000):
     page.get_by_text(text).locator("visible=true").first.wait_for(timeout=timeout)
 
 
-def settle(page) -> None:
-    """Until the script run has finished (no "Running…" status widget), then a moment for images to load."""
-    page.wait_for_timeout(1500)
-    page.locator("[data-testid=stStatusWidget]").wait_for(state="detached", timeout=120_000)
-    page.wait_for_timeout(1500)
-
-
 def pointing_at_content(page, port: int) -> list[str]:
     """Every <img src>, <a href>, srcset and <source> in the page that points at a host the trace content names."""
     urls = page.evaluate("""() => [
@@ -155,15 +149,15 @@ def test_no_page_renders_trace_markup_as_an_image_or_a_link(browser, hostile_app
             wait_text(page, "trace(s) in")
             # the table's toolbar (drawn on hover): no unneutralised CSV download
             csv = page.locator("[data-testid=stElementToolbar] button[aria-label='Download as CSV']")
-            for _ in range(40):  # the Browse tab's table (another tab's is hidden), drawn once the rerun settles
+            settled(page)  # the Browse tab's table (another tab's is hidden) is drawn once the rerun ends
+            for _ in range(10):  # a hover before the grid is interactive draws no toolbar: hover again
                 page.mouse.move(0, 0)
                 try:
                     page.locator("[data-testid=stDataFrame] >> visible=true").first.hover(timeout=5_000)
+                    csv.first.wait_for(state="attached", timeout=5_000)
+                    break
                 except PlaywrightTimeout:
                     continue
-                page.wait_for_timeout(500)
-                if csv.count():
-                    break
             assert csv.count() >= 1 and not any(csv.nth(i).is_visible() for i in range(csv.count()))
         if name == "inspect":
             page.get_by_text("Grade the final list").first.click()  # the grade labels quote ids and content
@@ -176,12 +170,12 @@ def test_no_page_renders_trace_markup_as_an_image_or_a_link(browser, hostile_app
         if name == "snapshots":
             page.get_by_text("Grade B's top 10 for this query").first.click()
             wait_text(page, "graded. A grade counts")
-        settle(page)
+        painted(page)  # the run has ended and every <img> has loaded or failed: any fetch has reached the server
         shot(page, name)
         seen[name] = pointing_at_content(page, images.port)
         if name in ("inspect", "snapshots"):  # elsewhere it sits in canvas tables, charts and inputs
             assert QUERY in page.inner_text("body"), name  # the hostile text is on the page, as text
-    page.wait_for_timeout(2000)
+    painted(page)
     assert images.hits == [], images.hits  # no page made the browser fetch an image named by trace content
     assert {k: v for k, v in seen.items() if v} == {}
     page.close()

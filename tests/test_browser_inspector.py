@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from apphelpers import served_demo
+from waits import painted
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.integration]
 
@@ -67,7 +68,7 @@ def shot(page, name: str) -> None:
     width, height = page.viewport_size["width"], page.viewport_size["height"]
     tall = page.evaluate("() => Math.max(...[...document.querySelectorAll('section, div')].map(e => e.scrollHeight))")
     page.set_viewport_size({"width": width, "height": min(max(height, tall + 40), 6000)})
-    page.wait_for_timeout(1200)
+    painted(page)  # drawn at the new size: fonts, images and charts in, then a frame painted
     page.screenshot(path=str(SHOTS / name), full_page=True, timeout=120_000)
     page.set_viewport_size({"width": width, "height": height})
 

@@ -8,6 +8,7 @@ import json
 import pytest
 from apphelpers import load_script
 from ui.serve import start_app
+from waits import painted
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.integration]
 bench = load_script("bench_judge_browser")
@@ -34,11 +35,10 @@ def test_two_raters_judge_the_same_case_agreement_and_export(browser, tmp_path, 
         bob.screenshot(path=str(artifacts / "judge-page.png"), full_page=True)
         bench.button(bob, "Stop judging").click()  # the whole page reruns: agreement now counts bob's grades
         bob.get_by_text("alice × bob").first.wait_for(timeout=LONG)
-        bob.wait_for_timeout(1000)
+        painted(bob, LONG)  # that run has ended (a click during it is lost) and its charts are drawn
         bob.screenshot(path=str(artifacts / "judge-team-view.png"), full_page=True)
         text = bob.locator("[data-testid=stMain]").inner_text()
         assert "Cohen's kappa" in text and "Krippendorff's alpha" in text
-        bob.wait_for_timeout(1000)
         bob.locator("[data-testid=stExpander] summary", has_text="Export and import ratings").first.click()
         with bob.expect_download(timeout=LONG) as dl:
             bob.locator("[data-testid=stDownloadButton] button", has_text="JSONL").first.click()

@@ -6,10 +6,11 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from demostore import copy_demo
 from ui.serve import start_app
+from waits import rerun_after
 
 from retrieval.history import pin
-from retrieval.ingest.demo import build_demo_index
 from retrieval.models import HashingEmbedder
 from retrieval.types import MemoryTrace
 from retrieval.workspace import Workspace
@@ -26,7 +27,7 @@ def wait_text(page, text: str, timeout: int = LONG):
 
 def test_import_a_log_then_inspect_a_logged_query_as_of_its_time(browser, tmp_path, artifacts):
     db = tmp_path / "db"
-    build_demo_index(str(db), log=lambda m: None, embedder=HashingEmbedder(384))
+    copy_demo(str(db))
     ws = Workspace(str(db), embedder=HashingEmbedder(384))
     before = ws.store.version()
     then = pin(ws.store, before).timestamp + timedelta(microseconds=1)
@@ -41,8 +42,8 @@ def test_import_a_log_then_inspect_a_logged_query_as_of_its_time(browser, tmp_pa
     try:
         page.goto(f"{url}/Log")
         wait_text(page, "No logged queries yet")
-        page.locator("[data-testid=stFileUploader] input[type=file]").first.set_input_files(str(log))
-        page.wait_for_timeout(800)
+        upload = page.locator("[data-testid=stFileUploader] input[type=file]").first
+        rerun_after(page, lambda: upload.set_input_files(str(log)))  # an Import click during that run is lost
         page.locator("[data-testid=stButton] button", has_text="Import").first.click()
         wait_text(page, "1 logged query imported")
         wait_text(page, "line 2: not JSON")

@@ -35,7 +35,7 @@ def library_rank(db, dense: float) -> int:
     from retrieval.models.registry import make_embedder
     from retrieval.pipeline.assemble import reweight
     from retrieval.pipeline.config import PipelineConfig
-    from retrieval.pipeline.factory import run_config
+    from retrieval.workspace.retrievers import run_config
     from retrieval.types import Scope
     from retrieval.workspace import Workspace
 

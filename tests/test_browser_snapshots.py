@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from demostore import copy_demo
 from ui.serve import start_app
+from waits import rerun_after, settled
 
-from retrieval.ingest.demo import JUDGMENTS, build_demo_index
+from retrieval.ingest.demo import JUDGMENTS
 from retrieval.judgments import JudgmentStore
-from retrieval.models import HashingEmbedder
 from retrieval.types import Scope
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.integration]
@@ -28,17 +30,17 @@ def slider_to(page, label: str, key: str):
     thumb = page.locator(f'[data-testid=stSidebar] input[type=range][aria-label="{label}"]').first
     thumb.wait_for(state="attached", timeout=LONG)
     thumb.focus(timeout=LONG)
-    page.keyboard.press(key)
+    rerun_after(page, lambda: page.keyboard.press(key), LONG)  # the move reruns the page
     page.wait_for_function(f"document.querySelector('input[aria-label=\"{label}\"]').value == "
                            f"'{'1' if key == 'End' else '0'}'", timeout=LONG)
 
 
 def open_grading(page):
     """Open the grading expander once the page has settled (a click during a rerun is lost)."""
-    page.wait_for_timeout(2000)
+    settled(page, LONG)
     page.get_by_text("Grade B's top 10 for").first.click()
     page.locator("[data-testid=stButtonGroup]").first.wait_for(state="visible", timeout=LONG)
-    page.wait_for_timeout(1000)
+    settled(page, LONG)
 
 
 def pick_case(page, name: str):
@@ -48,7 +50,7 @@ def pick_case(page, name: str):
 
 def test_snapshots_in_a_real_browser(browser, tmp_path, artifacts):
     db = tmp_path / "db"
-    build_demo_index(str(db), log=lambda m: None, embedder=HashingEmbedder(384))
+    copy_demo(str(db))
     cases = tmp_path / "mini.jsonl"
     rows = [json.loads(line) for line in JUDGMENTS.read_text().splitlines()[:6]]
     for r in rows:  # texts unlike the demo case's: its grades (per scope, query, trace) stay apart
@@ -57,31 +59,28 @@ def test_snapshots_in_a_real_browser(browser, tmp_path, artifacts):
     proc, url = start_app(db, embedder="hashing")
     try:
         page = browser.new_page(viewport={"width": 1600, "height": 3200})
+        page.set_default_timeout(LONG)  # a ceiling on a loaded machine, not a wait
         page.goto(f"{url}/Snapshots")
         wait_text(page, "Import a case")
+        settled(page, LONG)  # an expander opened during the first run can be drawn closed again
         page.get_by_text("Import a case").first.click()
         page.locator("[data-testid=stFileUploader] input[type=file]").first.set_input_files(str(cases))
         name = page.locator('input[aria-label="Case name"]')
         name.fill("mini")
-        name.press("Enter")
-        page.wait_for_timeout(800)
+        rerun_after(page, lambda: name.press("Enter"), LONG)  # an Import click during that run is lost
         button(page, "Import").click()
         wait_text(page, "Case mini: 6 queries")
 
         label = page.locator('input[aria-label="Label for the next snapshot"]')
         label.fill("even")
-        label.press("Enter")
-        page.wait_for_timeout(800)
+        rerun_after(page, lambda: label.press("Enter"), LONG)
         button(page, "Run a snapshot of 6 queries").click()
         wait_text(page, "Snapshot s")
-        page.wait_for_timeout(2000)
+        settled(page, LONG)
         slider_to(page, "Dense weight", "End")
-        page.wait_for_timeout(1500)
         slider_to(page, "Sparse weight", "Home")
-        page.wait_for_timeout(1500)
         label.fill("dense-only")
-        label.press("Enter")
-        page.wait_for_timeout(800)
+        rerun_after(page, lambda: label.press("Enter"), LONG)
         button(page, "Run a snapshot of 6 queries").click()
         wait_text(page, "dense_weight 0.5 → 1")
         wait_text(page, "Judged traces that moved")
@@ -100,14 +99,14 @@ def test_snapshots_in_a_real_browser(browser, tmp_path, artifacts):
         assert n0 >= 3
         for n in range(3):  # grade three ungraded results 3, by mouse
             ungraded.first.get_by_role("radio", name="3", exact=True).click()
-            for _ in range(240):
-                if ungraded.count() == n0 - n - 1:
-                    break
-                page.wait_for_timeout(500)
-            else:
+            try:
+                page.wait_for_function("n => [...document.querySelectorAll('[data-testid=stButtonGroup]')]"
+                                       ".filter(e => e.innerText.includes('○ ungraded')).length === n",
+                                       arg=n0 - n - 1, timeout=LONG)
+            except PlaywrightTimeout as e:
                 page.screenshot(path=str(artifacts / "snapshots-fail.png"), full_page=True)
-                raise AssertionError((n0, n, ungraded.count(),
-                                      JudgmentStore(str(db)).grades(Scope("user", "maya"), query)["human"], before))
+                stored = JudgmentStore(str(db)).grades(Scope("user", "maya"), query)["human"]
+                raise AssertionError((n0, n, ungraded.count(), stored, before)) from e
         page.screenshot(path=str(artifacts / "snapshots.png"), full_page=True)
         after = JudgmentStore(str(db)).grades(Scope("user", "maya"), query)["human"]
         new = {t: g for t, g in after.items() if t not in before}
@@ -119,6 +118,7 @@ def test_snapshots_in_a_real_browser(browser, tmp_path, artifacts):
     proc, url = start_app(db, embedder="hashing")  # a restart: nothing in memory survives
     try:
         page = browser.new_page(viewport={"width": 1600, "height": 3200})
+        page.set_default_timeout(LONG)  # a ceiling on a loaded machine, not a wait
         page.goto(f"{url}/Snapshots")
         wait_text(page, "AgentOS (the seed)")  # the default case, demo, opens on the two snapshots build-demo ships
         pick_case(page, "mini")

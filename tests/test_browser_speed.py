@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from apphelpers import served_demo
+from waits import settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.integration]
 
@@ -34,7 +35,9 @@ def open_inspect(browser, url: str):
     page.locator("table.rt-stages tr[data-pick]").first.wait_for()
     page.locator(".explained").first.wait_for(state="attached")
     page.locator(TABLE_EVENTS).nth(1).wait_for(state="attached")
-    page.wait_for_timeout(1000)  # a click before the listener is mounted is lost (as before the fragments)
+    # a click before the table's listener is mounted is lost: ui.widgets marks the live listeners on <html>
+    page.wait_for_function("() => Number(document.documentElement.dataset.rtTableEvents || 0) > 0")
+    settled(page)
     return page
 
 
@@ -88,7 +91,7 @@ def test_a_grade_click_saves_and_the_panel_stays_open(browser, served):
     slider.focus()
     slider.press("ArrowLeft")
     page.get_by_text("Re-fused from cached stage lists").first.wait_for()
-    page.wait_for_timeout(500)
+    settled(page)  # the rest of that run (the panel below the table) has landed
     assert panel.locator("details").first.get_attribute("open") is not None
     assert groups.first.is_visible()
     from retrieval.judgments import JudgmentStore

@@ -35,7 +35,7 @@ class SlowExtractor(RuleFactExtractor):
     def extract(self, text, trace_id=None, timestamp=None):
         if mode == "facts" and trace_id == "t2-0":
             print("extracting", flush=True)
-            time.sleep(60)
+            time.sleep(60)  # sleep-ok: holds the child inside fact extraction until the kill -9
         return super().extract(text, trace_id=trace_id, timestamp=timestamp)
 
 ws = Workspace(uri, embedder=HashingEmbedder(64), fact_extractor=SlowExtractor())
@@ -59,7 +59,7 @@ def run_and_kill(uri: str, mode: str) -> list[int]:
                 committed.append(int(line.split()[1]))
             if (mode == "facts" and line.startswith("extracting")) or (mode == "anywhere" and len(committed) >= 4):
                 if mode == "anywhere":
-                    time.sleep(0.15)  # somewhere inside the next ingest
+                    time.sleep(0.15)  # sleep-ok: the kill -9 lands somewhere inside the next ingest
                 break
             assert time.monotonic() < deadline, "the child never reached the kill point"
     finally:

@@ -5,8 +5,9 @@ import importlib.util
 
 import pytest
 
+from demostore import copy_demo
 from retrieval.pipeline.config import PipelineConfig
-from retrieval.ingest.demo import build_demo_index, load_examples
+from retrieval.ingest.demo import load_examples
 from retrieval.workspace.retrievers import run_config
 from retrieval.types import Scope
 from ui.links import read_link
@@ -22,7 +23,7 @@ def ws(tmp_path_factory):
 
     emb = make_embedder("minilm")
     db = str(tmp_path_factory.mktemp("examples") / "db")
-    build_demo_index(db, log=lambda m: None, embedder=emb)
+    copy_demo(db, "minilm")
     return Workspace(db, embedder=emb)
 
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from retrieval.ingest.demo import build_demo_index
+from demostore import copy_demo
 from retrieval.models import HashingEmbedder
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
@@ -17,7 +17,7 @@ ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("cli_damaged")
-    build_demo_index(str(root / "base"), log=lambda m: None, embedder=HashingEmbedder(384))
+    copy_demo(str(root / "base"))
     return root
 
 

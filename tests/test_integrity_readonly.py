@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from demostore import copy_demo
 from apphelpers import open_page
-from retrieval.ingest.demo import build_demo_index
 from retrieval.models import HashingEmbedder
 from retrieval.workspace import Workspace
 
@@ -25,7 +25,7 @@ def tree_hash(root: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("readonly")
-    build_demo_index(str(root / "base"), log=lambda m: None, embedder=HashingEmbedder(384))
+    copy_demo(str(root / "base"))
     return root
 
 

@@ -10,11 +10,11 @@ import shutil
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from demostore import copy_demo
 from apphelpers import open_page, page_texts
 from conftest import U1, U2
 
 import ui.access
-from retrieval.ingest.demo import build_demo_index
 from retrieval.judgments import JudgmentStore
 from retrieval.models import HashingEmbedder
 from retrieval.pipeline.explain import explain
@@ -36,7 +36,7 @@ write = true
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("ui_access")
-    build_demo_index(str(root / "base"), log=lambda m: None, embedder=HashingEmbedder(384))
+    copy_demo(str(root / "base"))
     return root
 
 

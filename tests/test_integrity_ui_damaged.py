@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from demostore import copy_demo
 from apphelpers import open_page, page_texts
 
-from retrieval.ingest.demo import build_demo_index
 from retrieval.models import HashingEmbedder
 
 TIMEOUT = 90
@@ -19,7 +19,7 @@ TIMEOUT = 90
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("damaged")
-    build_demo_index(str(root / "base"), log=lambda m: None, embedder=HashingEmbedder(384))
+    copy_demo(str(root / "base"))
     return root
 
 

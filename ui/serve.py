@@ -1,6 +1,13 @@
 """Driving the app from outside: start `streamlit run app.py` on a free port and wait until it is
 healthy, and the flags Debian's headless Chromium needs here. Shared by the browser tests, the
-browser benchmarks and the screenshot script (no Streamlit import: this runs in the driver process).
+browser benchmarks and the screenshot script (no Streamlit import: this runs in the driver process); and
+waiting in a Playwright page for the app's own state, never for a fixed time.
+
+The app marks its root `[data-testid=stApp]` with `data-test-script-state` (`running`, `notRunning`, …) and each
+element left over from the previous run with `data-stale="true"` until the run ends. A click, key or upload
+starts a run a moment later (the widget message goes to the server first), so "is it idle?" right after an
+action can still see the old idle state: `rerun_after` counts the runs that ended (a MutationObserver on that
+attribute) and waits for one more than before the action.
 """
 from __future__ import annotations
 
@@ -10,7 +17,9 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -18,6 +27,7 @@ CHROMIUM = "/usr/bin/chromium"
 LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
                "--disable-quic"]
+LONG_MS = 120_000  # a ceiling for a failure, not a wait: the page waits below return as soon as their state holds
 
 
 def free_port() -> int:
@@ -59,5 +69,55 @@ def wait_healthy(url: str, proc: subprocess.Popen, timeout_s: float) -> bool:
             if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
                 return True
         except OSError:
-            time.sleep(0.05)
+            time.sleep(0.05)  # sleep-ok: the poll interval of a deadline wait
     return False
+
+
+# ---------------------------------------------------------------- waiting in a Playwright page
+_COUNT_RUNS = """() => {
+  if (window.__rtRunsEnded === undefined) {
+    window.__rtRunsEnded = 0;
+    new MutationObserver(ms => { for (const m of ms) if (m.oldValue === 'running') window.__rtRunsEnded++; })
+      .observe(document, {subtree: true, attributes: true, attributeOldValue: true,
+                          attributeFilter: ['data-test-script-state']});
+  }
+  return window.__rtRunsEnded;
+}"""
+_IDLE = """() => {
+  const app = document.querySelector('[data-testid=stApp]');
+  return !!app && app.getAttribute('data-test-script-state') === 'notRunning'
+    && !document.querySelector('[data-stale=true]');
+}"""
+_RAN_SINCE = "n => window.__rtRunsEnded > n && (" + _IDLE + ")()"
+# Every image decoded (or failed), every Plotly chart on show drawn (one in a hidden tab draws when shown), the web
+# fonts loaded: what a screenshot shows.
+_PAINTED = """() => document.fonts.status === 'loaded'
+  && [...document.images].every(i => i.complete)
+  && [...document.querySelectorAll('[data-testid=stPlotlyChart]')].every(c => !c.checkVisibility()
+                                                                       || c.querySelector('.main-svg'))"""
+
+
+def runs_ended(page: Any) -> int:
+    """How many script runs this page has seen end (starts counting on the first call)."""
+    return int(page.evaluate(_COUNT_RUNS))
+
+
+def settled(page: Any, timeout: int = LONG_MS) -> None:
+    """Until no script run is under way and no element of a previous run is left (use after waiting for
+    something that run drew, so that the run is known to have started)."""
+    page.wait_for_function(_IDLE, timeout=timeout)
+
+
+def rerun_after(page: Any, action: Callable[[], object], timeout: int = LONG_MS) -> None:
+    """Do `action` (a click, a key press, an upload: something that reruns the script) and wait until a run
+    that ended after it leaves the page idle."""
+    before = runs_ended(page)
+    action()
+    page.wait_for_function(_RAN_SINCE, arg=before, timeout=timeout)
+
+
+def painted(page: Any, timeout: int = LONG_MS) -> None:
+    """Settled, then drawn: fonts, images and charts are in (before a screenshot), and one more frame painted."""
+    settled(page, timeout)
+    page.wait_for_function(_PAINTED, timeout=timeout)
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")

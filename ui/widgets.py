@@ -69,7 +69,12 @@ export default function(component) {
   };
   document.addEventListener('click', onClick);
   document.addEventListener('keydown', onKey);
-  return () => { document.removeEventListener('click', onClick); document.removeEventListener('keydown', onKey); };
+  const marks = document.documentElement.dataset;  // for tests: how many of these listeners are live
+  marks.rtTableEvents = String(Number(marks.rtTableEvents || 0) + 1);
+  return () => {
+    document.removeEventListener('click', onClick); document.removeEventListener('keydown', onKey);
+    marks.rtTableEvents = String(Number(marks.rtTableEvents || 1) - 1);
+  };
 }
 """
 

@@ -53,7 +53,8 @@ def search_case(ws, case: Case, cfg, models=None, access=None, held: Held | None
                 progress: Callable[[int, int], object] | None = None) -> dict[str, Any]:
     """{qid: (cache key, result) or "an error sentence"} for every query of `case` under `cfg`: searched once, or
     re-fused from `held` when only fusion knobs changed (`factory.run_config`). One bad query loses no other."""
-    from retrieval.pipeline.factory import cache_key, run_config
+    from retrieval.pipeline.factory import cache_key
+    from retrieval.workspace.retrievers import run_config
 
     held = held or {}
     out: dict[str, Any] = {}

@@ -1,0 +1,25 @@
+"""Waiting for a state, never for a fixed time (issue 34 item 7): a polled predicate with a deadline that fails
+naming what it waited for; the browser tests' waits on Streamlit's own script-run state live beside the app
+driver (`ui.serve`, shared with the browser benchmarks) and are re-exported here."""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from ui.serve import LONG_MS, painted, rerun_after, runs_ended, settled
+
+__all__ = ["LONG_MS", "painted", "rerun_after", "runs_ended", "settled", "wait_until"]
+T = TypeVar("T")
+
+
+def wait_until(predicate: Callable[[], T], timeout: float, what: str, interval: float = 0.05) -> T:
+    """The predicate's first truthy value, polled until `timeout` seconds; else AssertionError naming `what`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(interval)  # sleep-ok: the poll interval of a deadline wait
