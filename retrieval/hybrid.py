@@ -177,7 +177,9 @@ class HybridRetriever:
                         multi_query_n=n_variants)
         result = assemble(record, settings)
         timings = frozen({**result.diagnostics.timings_ms, "total": round((time.perf_counter() - t0) * 1000.0, 3)})
-        return replace(result, diagnostics=replace(result.diagnostics, timings_ms=timings))
+        # SPEC §6: `explain(id)` answers for any id the caller names, read at the BM25 version this search read
+        return replace(result, diagnostics=replace(result.diagnostics, timings_ms=timings,
+                                                   lookup=StoreLookup(self.memory_store, reader)))
 
     def lookup(self, scope: Scope | None = None) -> StoreLookup:
         """The read-only look-ups `diagnostics.explain(id, lookup)` makes for an id the query never touched: this

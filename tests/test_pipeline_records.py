@@ -149,14 +149,18 @@ def _reachable_kinds(obj) -> set[str]:
 
 
 def test_a_result_is_plain_data_that_holds_no_store_handle(retriever, tmp_path):
-    """A result pickles and deep-copies without its store, and explains every id it touched from itself alone."""
+    """A result pickles and deep-copies without its store, and explains every id it touched from itself alone; the
+    live result keeps a look-up so that an id the caller names is explained too (SPEC §6), its copies do not."""
     import pickle
 
     res = retriever.retrieve(QUERY, scope=U1)
-    live = [k for k in _reachable_kinds(res) if k.startswith(("retrieval.store", "retrieval.bm25", "retrieval.sparse",
-                                                                "lancedb", "_thread", "threading"))]
-    assert live == []
     again, copied = pickle.loads(pickle.dumps(res)), copy.deepcopy(res)
+    for plain in (again, copied):
+        live = [k for k in _reachable_kinds(plain) if k.startswith((
+            "retrieval.store", "retrieval.bm25", "retrieval.sparse", "lancedb", "_thread", "threading"))]
+        assert live == [] and plain.diagnostics.lookup is None
+    assert res.diagnostics.explain("no-such-id").reason.startswith("No trace with id 'no-such-id' exists")
+    assert "not read" in again.diagnostics.explain("no-such-id").reason
     assert again.ids == copied.ids == res.ids and res.ids[:2] == ["inv", "billing"]
     tree = again.diagnostics.explain("inv").bm25_tree
     assert tree == res.diagnostics.explain("inv").bm25_tree == retriever.bm25.explain_terms(QUERY, "inv")

@@ -150,6 +150,16 @@ class Diagnostics:
     pool: FrozenDict = field(default_factory=FrozenDict)  # id -> trace as it stands after rerank/split
     # With `settings.adaptive`: the weights fusion used and why ({"dense_weight", "sparse_weight", "reasons", …}).
     adaptive: FrozenDict | None = None
+    # The store look-up a live result of `HybridRetriever.retrieve` carries so that `explain(id)` answers for an id
+    # the caller names but the query never touched (SPEC §6). Not data: never compared, dropped when the result is
+    # pickled or copied (a copy explains such an id only with a `lookup` passed in).
+    lookup: Any = field(default=None, compare=False, repr=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "lookup": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
 
     @property
     def facts(self) -> list[Any]:
@@ -171,9 +181,9 @@ class Diagnostics:
         """Why `trace_id` is where it is (or why it is not in the final list). See `retrieval.pipeline.explain`.
 
         An id the query touched is explained from this value alone. For an id it never touched, `lookup` (a
-        `retrieval.pipeline.search.StoreLookup`, e.g. `HybridRetriever.lookup(scope)`) reads its stored row: the
-        result itself holds no store handle (it pickles and copies as plain data)."""
-        return explain(self, trace_id, lookup, sees)
+        `retrieval.pipeline.search.StoreLookup`, e.g. `HybridRetriever.lookup(scope)`) reads its stored row; a live
+        result of `HybridRetriever.retrieve` brings its own (its pickled or copied form is plain data)."""
+        return explain(self, trace_id, lookup if lookup is not None else self.lookup, sees)
 
 
 @dataclass(frozen=True)
