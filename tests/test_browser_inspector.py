@@ -9,6 +9,7 @@ Screenshots go to tests/artifacts/screenshots (`make screenshots` points RETRIEV
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -168,7 +169,8 @@ def test_config_export_then_import_in_a_fresh_session_applies_the_weights(browse
         page.locator("[data-testid=stDownloadButton] button", has_text="Export config").click()
     path = tmp_path / "retrieval-config.json"
     dl.value.save_as(path)
-    assert '"dense_weight": 1.0' in path.read_text()
+    exported = json.loads(path.read_text())  # the knobs travel as the settings' canonical string (SPEC §19)
+    assert "fusion=convex(dense_weight=1.0,sparse_weight=0.0," in exported["settings"]
     page.close()
 
     fresh = open_inspect(browser, url, SIZES[0])
