@@ -170,7 +170,7 @@ def test_config_export_then_import_in_a_fresh_session_applies_the_weights(browse
     path = tmp_path / "retrieval-config.json"
     dl.value.save_as(path)
     exported = json.loads(path.read_text())  # the knobs travel as the settings' canonical string (SPEC §19)
-    assert "fusion=convex(dense_weight=1.0,sparse_weight=0.0," in exported["settings"]
+    assert "fusion=convex(dense_weight=1.0," in exported["settings"]
     page.close()
 
     fresh = open_inspect(browser, url, SIZES[0])
