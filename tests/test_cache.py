@@ -22,7 +22,7 @@ def test_a_bounded_cache_drops_the_least_recently_used_and_builds_once():
 
     def slow() -> int:
         builds.append("d")
-        time.sleep(0.05)  # not a wait: it holds the build open while the other threads ask for the same key
+        time.sleep(0.05)  # sleep-ok: the subject: it holds the build open while the other threads ask for the same key
         return 4
 
     threads = [threading.Thread(target=cache.get_or_build, args=("d", slow)) for _ in range(4)]
