@@ -54,4 +54,5 @@ def test_the_marked_sleeps_left_are_the_known_ones():
                     for p in checked_files() for line in p.read_text().splitlines()
                     if SLEEP.search(line) and MARK.search(line))
     assert [f for f, _ in marked] == ["tests/fake_llm_server.py", "tests/many_writers_worker.py",
-                                      "tests/test_crash.py", "tests/test_crash.py", "tests/waits.py", "ui/serve.py"]
+                                      "tests/test_cache.py", "tests/test_crash.py", "tests/test_crash.py",
+                                      "tests/waits.py", "ui/serve.py"]
