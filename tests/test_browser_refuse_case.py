@@ -81,7 +81,8 @@ def test_a_drag_moves_the_case_mean_in_the_browser_and_release_saves(browser, se
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "inspect-live-case-dragging-1366.png"))
     page.mouse.up()
-    page.wait_for_function("() => ['0', '0.0'].includes(new URLSearchParams(location.search).get('i_dense_weight'))")
+    page.wait_for_function("() => (new URLSearchParams(location.search).get('i_settings') || '')"
+                           ".includes('dense_weight=0.0,')")  # links carry the settings' canonical string
     page.locator(".rf-status", has_text="The saved setting.").wait_for()
     page.locator(CASE_LINE, has_text="(±0.000 vs saved)").wait_for()  # the saved setting is now dense weight 0
     assert abs(shown(page, "data-ndcg") - want["ndcg"]) <= 1e-9
