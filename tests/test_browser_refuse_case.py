@@ -13,7 +13,7 @@ from dataclasses import replace
 import pytest
 
 from apphelpers import served_demo
-from test_browser_refuse import ERRORS, SHOTS, open_inspect
+from test_browser_refuse import ERRORS, SHOTS, open_inspect, press_and_drag_dense_to_zero
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.integration]
 CASE_LINE = ".rf-case-metrics"
@@ -60,13 +60,7 @@ def test_a_drag_moves_the_case_mean_in_the_browser_and_release_saves(browser, se
     assert "45 graded of 45 queries" in page.locator(".rf-mode[data-mode=case]").inner_text()
     want = library_case(db, dense_weight=0.0)
     assert abs(want["ndcg"] - saved["ndcg"]) > 1e-3  # the drag must move the mean for this test to mean anything
-    slider = page.locator("input[aria-label='Live dense weight']")
-    box = slider.bounding_box()
-    y = box["y"] + box["height"] / 2
-    page.mouse.move(box["x"] + box["width"] * 0.45, y)  # on the thumb (0.5 of a 0..1 range)
-    page.mouse.down()
-    sent_at_press = len(frames)
-    page.mouse.move(box["x"] + 1, y, steps=8)  # to the left end: dense weight 0
+    sent_at_press = press_and_drag_dense_to_zero(page, frames)
     page.wait_for_function("want => [...document.querySelectorAll('*')].filter(e => e.shadowRoot).some(h => {"
                            "const e = h.shadowRoot.querySelector('.rf-case-metrics [data-ndcg]');"
                            "return e && Math.abs(Number(e.dataset.ndcg) - want) <= 1e-9; })", arg=want["ndcg"])
