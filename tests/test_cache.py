@@ -57,9 +57,44 @@ def test_the_workspace_owns_its_as_of_versions_bounded_and_forgotten_on_request(
     assert ws.retriever(as_of=versions[-1]).memory_store is not kept  # invalidated: read afresh
 
 
+# A module-level container a module fills as it runs (a dict, OrderedDict, list or set bound at import time), or a
+# functools cache not marked as holding a constant: a cache with no owner and no bound.
+_HAND_ROLLED = re.compile(r"^_?[A-Za-z]\w*\s*(:[^=]+)?=\s*"
+                          r"(\{\}|dict\(\)|OrderedDict\(|\[\]|set\(\)|defaultdict\()", re.M)
+_FUNC_CACHE = re.compile(r"^@(functools\.)?(lru_cache|cache)\b(?!.*a constant)", re.M)
+
+
+def hand_rolled_caches(text: str) -> list[str]:
+    return [m.group(0) for m in (*_HAND_ROLLED.finditer(text), *_FUNC_CACHE.finditer(text))]
+
+
+def test_the_rule_finds_the_module_caches_the_code_had():
+    """The four process-wide dicts the models, the Gemma servers, the store locks and the Ray workers kept."""
+    old = ("_MODEL_CACHE: dict[tuple[str, str], object] = {}\n", "_GEMMA_SERVERS: dict[str, object] = {}\n",
+           "_LOCKS: dict[tuple[str, str], FileLock] = {}\n", "_EMBEDDERS: dict[tuple[str | None, int], Any] = {}\n",
+           "@functools.cache\ndef _table_events():\n", "_SEEN = OrderedDict()\n")
+    assert all(hand_rolled_caches(t) for t in old)
+    assert not hand_rolled_caches("@functools.cache  # built once (a constant, not a cache of data)\n")
+    assert not hand_rolled_caches("    seen = {}\n")  # a local inside a function
+
+
 def test_no_module_keeps_a_hand_rolled_cache():
-    """The as-of versions and a BM25 version's scoped views are `BoundedCache`s owned by an object."""
-    for path in ("retrieval/history/view.py", "retrieval/bm25/snapshot.py"):
-        text = (ROOT / path).read_text()
-        assert "OrderedDict" not in text, path
-        assert not re.search(r"^_\w+\s*(:[^=]+)?=\s*(\{\}|dict\(\))", text, re.M), path
+    """Every module of the library and the shared UI: caches are `BoundedCache`s owned by an object, or a named
+    `ProcessCache` for what lives as long as the process (a model, a model server, a store's lock)."""
+    found = {str(p.relative_to(ROOT)): hand_rolled_caches(p.read_text())
+             for d in ("retrieval", "ui") for p in sorted((ROOT / d).rglob("*.py"))}
+    assert len(found) > 100  # the scan read the tree
+    assert {p: f for p, f in found.items() if f} == {}
+
+
+def test_a_process_cache_builds_once_and_never_drops():
+    from retrieval.cache import ProcessCache
+    from retrieval.store.lock import LOCKS, lock_for
+
+    cache: ProcessCache[str, object] = ProcessCache("test values")
+    made = [cache.get_or_build("a", object) for _ in range(3)]
+    assert made[0] is made[1] is made[2] and "1 held" in repr(cache)
+    with pytest.raises(TypeError, match="nothing is dropped"):
+        cache.invalidate()
+    assert lock_for(("local", "/nowhere/x"), None) is lock_for(("local", "/nowhere/x"), None)
+    assert ("local", "/nowhere/x") in LOCKS

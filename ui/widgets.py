@@ -79,7 +79,7 @@ export default function(component) {
 """
 
 
-@functools.cache
+@functools.cache  # declared once per process (a constant, not a cache of data)
 def _table_events():
     return st.components.v2.component("inspect_stage_table", js=_TABLE_JS)
 

@@ -11,12 +11,13 @@ from typing import Any, cast
 
 import numpy as np
 
+from retrieval.cache import ProcessCache
 from retrieval.store.identity import StoreIdentity, embedder_for
 from retrieval.store.rows import to_row
 from retrieval.store.writes import check_vectors
 from retrieval.types import MemoryTrace, indexed_text
 
-_EMBEDDERS: dict[tuple[str | None, int], Any] = {}  # per worker process: loaded once, reused by every batch
+EMBEDDERS: ProcessCache[tuple[str | None, int], Any] = ProcessCache("this worker's embedders by (name, dim)")
 
 
 @dataclass(frozen=True)
@@ -25,13 +26,15 @@ class _Ref:
 
 
 def worker_embedder(name: str | None, dim: int) -> Any:
-    key = (name, dim)
-    if key not in _EMBEDDERS:
-        emb = embedder_for(StoreIdentity(name, dim))
-        if int(emb.dim) != dim:
-            raise ValueError(f"embedder {name!r} on this worker makes {emb.dim}-d vectors, the store holds {dim}-d")
-        _EMBEDDERS[key] = emb
-    return _EMBEDDERS[key]
+    """The store's embedder in this worker process: loaded once, reused by every batch."""
+    return EMBEDDERS.get_or_build((name, dim), lambda: _checked_embedder(name, dim))
+
+
+def _checked_embedder(name: str | None, dim: int) -> Any:
+    emb = embedder_for(StoreIdentity(name, dim))
+    if int(emb.dim) != dim:
+        raise ValueError(f"embedder {name!r} on this worker makes {emb.dim}-d vectors, the store holds {dim}-d")
+    return emb
 
 
 def vector_array(texts: list[str], ids: list[str], name: str | None, dim: int) -> Any:

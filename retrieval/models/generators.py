@@ -5,9 +5,10 @@ import os
 import threading
 from functools import cached_property
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 from collections.abc import Mapping
 
+from retrieval.cache import ProcessCache
 from retrieval.models.credentials import OPENAI, operator_credential, parse_base_url
 from retrieval.models.errors import BackendError
 from retrieval.models.http import JsonEndpoint, v1_path
@@ -87,9 +88,8 @@ class OpenAICompatibleGenerator:
                                f"({type(exc).__name__}); is this an OpenAI-compatible endpoint?") from None
 
 
-_GEMMA_LOCK = threading.Lock()
 _GEN_LOCK = threading.Lock()
-_GEMMA_SERVERS: dict[str, object] = {}
+SERVERS: ProcessCache[str, Any] = ProcessCache("local Gemma servers by cache directory")
 
 
 def gemma_cache_dir() -> Path:
@@ -124,21 +124,20 @@ class LocalGemmaGenerator:
 
     @property
     def server(self):
-        with _GEMMA_LOCK:
-            key = str(self.cache_dir)
-            if key not in _GEMMA_SERVERS:
-                try:
-                    import xllamacpp
-                except ImportError as exc:
-                    raise BackendError("xllamacpp is not installed: pip install xllamacpp==2026.10.11549") from exc
-                params = xllamacpp.CommonParams()
-                params.model.path = str(self.model_path())
-                params.n_ctx = self.n_ctx
-                params.cpuparams.n_threads = self.threads
-                params.warmup = False
-                params.verbosity = -1  # llama.cpp's per-token server log is noise in a terminal or CI log
-                _GEMMA_SERVERS[key] = xllamacpp.Server(params)
-            return _GEMMA_SERVERS[key]
+        return SERVERS.get_or_build(str(self.cache_dir), self._start_server)
+
+    def _start_server(self) -> Any:
+        try:
+            import xllamacpp
+        except ImportError as exc:
+            raise BackendError("xllamacpp is not installed: pip install xllamacpp==2026.10.11549") from exc
+        params = xllamacpp.CommonParams()
+        params.model.path = str(self.model_path())
+        params.n_ctx = self.n_ctx
+        params.cpuparams.n_threads = self.threads
+        params.warmup = False
+        params.verbosity = -1  # llama.cpp's per-token server log is noise in a terminal or CI log
+        return xllamacpp.Server(params)
 
     def generate(self, system: str, prompt: str) -> str:
         text = f"{system.strip()}\n\n{prompt}" if system else prompt

@@ -8,6 +8,8 @@ import threading
 from typing import BinaryIO
 from pathlib import Path
 
+from retrieval.cache import ProcessCache
+
 log = logging.getLogger(__name__)
 
 
@@ -42,11 +44,9 @@ class FileLock:
         self._lock.release()
 
 
-_LOCKS: dict[tuple[str, str], FileLock] = {}
-_LOCKS_GUARD = threading.Lock()
+LOCKS: ProcessCache[tuple[str, str], FileLock] = ProcessCache("each store's one lock by (backend, location)")
 
 
 def lock_for(key: tuple[str, str], path: Path | None) -> FileLock:
     """The one lock of a store (`key`), shared by every MemoryStore on it in this process."""
-    with _LOCKS_GUARD:
-        return _LOCKS.setdefault(key, FileLock(path))
+    return LOCKS.get_or_build(key, lambda: FileLock(path))
