@@ -9,6 +9,7 @@ from ui.cache import db_uri, workspace
 from ui.access import page_guard
 from ui.text import code, plain
 from ui.calibration import caption as calibration_caption
+from ui.charts import scopes_figure
 from ui.widgets import nav
 
 if st.query_params.get("present") == "1":  # presenter mode: the Home examples as a guided story
@@ -90,3 +91,10 @@ for n, ex in enumerate(examples):
         st.caption(ex["look_for"])
         st.page_link("pages/2_Inspect.py", label="Open in Inspect", icon=":material/play_arrow:",
                      query_params={k: str(v) for k, v in ex["params"].items()})
+
+if status["scopes"]:
+    # Last on the page, under the examples: the corpus at a glance. Its chart is also what makes Inspect open fast
+    # from here: the browser loads and runs the chart code while the visitor reads this page (measured: Home's
+    # example → Inspect's live rows ~3.7 s → under 2 s; docs/BENCHMARKS.md, live tuning).
+    st.subheader("Traces per scope")
+    st.plotly_chart(scopes_figure(status["scopes"]), key="home_scopes", config={"displayModeBar": False})
