@@ -14,12 +14,18 @@ Server-side path, the same run (scripts/bench_browser.py's steps): the sidebar's
 stage table's Final column repainted; a stage-table row click → the server's explanation; Home → the page ready.
 
 Run: .venv/bin/python scripts/bench_refuse.py [--embedder minilm] [--n 20] [--out docs/bench_refuse.json]
+Loaded (the issue's second measurement): `--burn 5 --min-load 4 --out docs/bench_refuse-loaded.json` starts 5 CPU
+burners (busy Python loops) and measures once the 1-minute load average reaches 4 (two burners cannot lift an
+otherwise idle 2-core machine's average to 4: each holds at most one run-queue slot); the load is recorded beside
+every step and the burners are stopped at the end.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -228,6 +234,25 @@ def measure(db: Path, embedder: str, n: int, n_home: int) -> dict:
     return {"live": live, "drag": drag, "server_side": before}
 
 
+@contextlib.contextmanager
+def burners(n: int, min_load: float, wait_s: float = 600):
+    """`n` busy processes for the length of the block, entered once the 1-minute load average reaches `min_load`;
+    yields what to record (the burners, the load when measuring began)."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        deadline = time.monotonic() + wait_s
+        while n and os.getloadavg()[0] < min_load:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the load average stayed below {min_load} with {n} burners for {wait_s:.0f} s; "
+                                   "start more (--burn)")
+            time.sleep(5)  # the kernel's load average moves every 5 s
+        yield {"burners": n, "min_load": min_load, "load_at_start": round(os.getloadavg()[0], 2)}
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--db", help="a built store (default: data/lancedb when it exists, else the demo corpus)")
@@ -236,12 +261,17 @@ def main() -> int:
     ap.add_argument("--n-home", type=int, default=None, help="runs of the two Home steps (default --n; each is a "
                     "fresh session, the slowest step by far on a loaded machine)")
     ap.add_argument("--out", default="docs/bench_refuse.json")
+    ap.add_argument("--burn", type=int, default=0, help="CPU burners to run while measuring (the loaded run)")
+    ap.add_argument("--min-load", type=float, default=0.0, help="with --burn: measure once the 1-minute load "
+                    "average reaches this")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(args.db) if args.db else Path("data/lancedb")
         if args.db is None and not (db / "traces.lance").exists():
             db = server.demo_store(tmp, args.embedder)
-        out = measure(db, args.embedder, args.n, args.n_home or args.n)
+        with burners(args.burn, args.min_load) as load:
+            out = measure(db, args.embedder, args.n, args.n_home or args.n)
+        out["load"] = {**load, "load_at_end": round(os.getloadavg()[0], 2)}
     out.update(targets_ms=TARGETS, viewport=server.VIEWPORT, embedder=args.embedder, cores=os.cpu_count(),
                load_avg_1m=round(os.getloadavg()[0], 2), when=time.strftime("%Y-%m-%d %H:%M"))
     Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
