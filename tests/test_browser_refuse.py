@@ -28,8 +28,9 @@ def served(tmp_path_factory):
     yield from served_demo(tmp_path_factory, "refuse")
 
 
-def library_final(db, **knobs) -> list[str]:
-    """The library's final list for the query under the default settings with `knobs` re-fused."""
+def library_final(db, scores: bool = False, **knobs) -> list:
+    """The library's final list for the query under the default settings with `knobs` re-fused (with `scores`:
+    (id, score) pairs)."""
     from retrieval.models import HashingEmbedder
     from retrieval.pipeline.assemble import reweight
     from retrieval.pipeline.config import PipelineConfig
@@ -39,11 +40,21 @@ def library_final(db, **knobs) -> list[str]:
 
     ws = Workspace(str(db), embedder=HashingEmbedder(384))
     result, _ = run_config(ws, PipelineConfig(), QUERY, Scope.parse(SCOPE))
-    return reweight(result, **knobs).ids if knobs else result.ids
+    result = reweight(result, **knobs) if knobs else result
+    return [(t.id, t.retrieval_score) for t in result.traces] if scores else result.ids
 
 
 def final_ids(page) -> list[str]:
     return page.locator(ROWS).evaluate_all("rows => rows.map(r => r.dataset.id)")
+
+
+def final_scored(page) -> list[tuple[str, float]]:
+    return [(i, float(s)) for i, s in page.locator(ROWS).evaluate_all("rows => rows.map(r => [r.dataset.id, "
+                                                                      "r.dataset.score])")]
+
+
+def same_scored(a: list, b: list) -> bool:
+    return [i for i, _ in a] == [i for i, _ in b] and all(abs(x - y) <= 1e-9 for (_, x), (_, y) in zip(a, b))
 
 
 def open_inspect(browser, url: str, width: int = 1366):
@@ -134,4 +145,31 @@ def test_the_panel_is_readable_at_1920_and_arrow_keys_move_a_slider(browser, ser
     assert top_k.evaluate("e => e.matches(':focus-visible')")  # after a key, the focus ring shows
     page.wait_for_function("() => (new URLSearchParams(location.search).get('i_settings') || '')"
                            ".includes(' recall_top_k=9 ')")
+    page.close()
+
+
+def test_adaptive_weights_refuse_live_as_the_library_adapts(browser, served):
+    """Under `adaptive` each query's rules move the weights; the panel adapts whatever weights are set (the record
+    carries the query's shift), so it stays live: its list equals the library's adaptive re-fusion at once."""
+    url, db = served
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    page.set_default_timeout(90_000)
+    page.goto(url + LINK + "&i_settings=adaptive%3Dtrue")
+    page.locator(ROWS).first.wait_for()
+    page.locator(".rf-status", has_text="The saved setting.").wait_for()  # it reproduced the server's adapted list
+    assert same_scored(final_scored(page), library_final(db, True, adaptive=True))
+    want = library_final(db, True, adaptive=True, dense_weight=0.3)
+    assert not same_scored(want, library_final(db, True, dense_weight=0.3))  # the rules move this query's weights
+    dense = page.locator("input[aria-label='Live dense weight']")
+    dense.focus()
+    for _ in range(4):  # 0.5 → 0.3, each key re-fuses at once
+        page.keyboard.press("ArrowLeft")
+    assert same_scored(final_scored(page), want)
+    row = page.locator(ROWS).first
+    row.locator(".rf-text").click()
+    assert "this query's rules moved the weights" in page.locator(".rf-explain").inner_text()
+    page.wait_for_function("() => (new URLSearchParams(location.search).get('i_settings') || '')"
+                           ".includes('dense_weight=0.3,')")
+    page.locator(".rf-status", has_text="The saved setting.").wait_for()
+    assert same_scored(final_scored(page), want) and page.locator(ERRORS).count() == 0
     page.close()

@@ -2,9 +2,11 @@
 
 For each strategy, 1,200 random search records — ties, an empty side, one candidate, identical scores, huge and
 tiny values, duplicates inside a list, ids named like Object's own properties ("toString", "__proto__"), facts, a
-reranker with and without split-on-ambiguous, both presets — are assembled by Python and, from `refuse_payload`, by
-the JS twin; the final lists must have the same order and scores within 1e-9, for every registered strategy (DBSF:
-retrieval/fusion/dbsf.py, μ ± 3σ per side, clipped).
+reranker with and without split-on-ambiguous, both presets, adaptive weights (queries with identifiers, short and
+long, rare and common terms, the shipped and learned rule strengths) — are assembled by Python and, from
+`refuse_payload`, by the JS twin, half of them at knobs other than the search's (a slider moved); the final lists
+must have the same order and scores within 1e-9, for every registered strategy (DBSF: retrieval/fusion/dbsf.py,
+μ ± 3σ per side, clipped).
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import pytest
 
 from retrieval.fusion import FUSIONS, convex_fusion
 from retrieval.pipeline.assemble import assemble
+from retrieval.pipeline.adaptive import Strengths
 from retrieval.pipeline.browser import refuse_payload, strategies
 from retrieval.pipeline.records import RerankRecord, SearchRecord, frozen
 from retrieval.pipeline.settings import resolve_settings
@@ -83,10 +86,15 @@ def random_record(rng: random.Random, names: tuple[str, ...] = ()) -> SearchReco
         split = {i: (rng.random(), rng.random()) for i in cands}
         rerank = RerankRecord(pool_ids=tuple(pool), scores=frozen(rs), split_candidate_ids=tuple(cands),
                               split_halves=frozen({i: ("a", "b") for i in cands}), split_scores=frozen(split))
-    return SearchRecord(query="q", search_queries=("q",) * variants if rng.random() > 0.02 else (), scope=None,
+    query = rng.choice(["q", "status of ticket FX-209847", "where do I live now", "BRCA1",
+                        "what did we decide about the quarterly budget review meeting with the finance team last week",
+                        "user_id v2.3 2023-05-01"])
+    idf = {w: rng.choice([0.1, 1.0, 2.5, 7.0]) for w in query.split() if rng.random() < 0.7}
+    return SearchRecord(query=query, search_queries=(query,) * variants if rng.random() > 0.02 else (), scope=None,
                         mood=None, qvec=None, dense_lists=tuple(dense), sparse_lists=tuple(sparse),
                         sparse_hydrated=frozen(hydrated), dense_bm25=frozen(bm25), fact_traces=facts, facts=(),
-                        rerank=rerank, escalations=(), timings_ms=frozen(), over_fetch_top_k=10_000)
+                        rerank=rerank, escalations=(), timings_ms=frozen(), over_fetch_top_k=10_000,
+                        query_idf=frozen(idf), bm25_docs=rng.choice([0, 1, 2, 50, 5000]))
 
 
 def random_settings(rng: random.Random, fusion: str):
@@ -96,8 +104,12 @@ def random_settings(rng: random.Random, fusion: str):
     over = {"dense_weight": dw, "sparse_weight": sw, "rrf_k": rng.randint(1, 200),
             "rerank_weight": rng.randint(0, 20) * 0.05,
             "fusion": fusion, "normalization": rng.choice(["minmax", "theoretical", "zscore"])}
-    return resolve_settings(preset, overrides=over, recall_top_k=rng.randint(1, 25),
-                            split_threshold=rng.choice([None, 0.5]))
+    s = resolve_settings(preset, overrides=over, recall_top_k=rng.randint(1, 25),
+                         split_threshold=rng.choice([None, 0.5]))
+    if rng.random() < 0.35:  # adaptive weights: the shipped rules, or learned strengths
+        learned = Strengths(*(rng.randint(-4, 4) * 0.05 for _ in range(4))) if rng.random() < 0.5 else None
+        s = s.with_(adaptive=True, adaptive_strengths=learned)
+    return s
 
 
 def run_node(cases: list[dict]) -> list[list[list]]:
@@ -114,8 +126,15 @@ def check(fusion: str, seed: int) -> None:
         s = random_settings(rng, fusion)
         result = assemble(rec, s)
         payload = refuse_payload(result.diagnostics)
-        setting = dict(payload["setting"], fusion=fusion)
-        cases.append({"payload": payload, "setting": setting})
+        if rng.random() < 0.5:  # a slider moved: the browser re-fuses the same payload under other knobs
+            dw = rng.randint(0, 20) * 0.05
+            s = s.with_(dense_weight=dw, sparse_weight=rng.randint(1 if dw == 0 else 0, 20) * 0.05,
+                        rrf_k=rng.randint(1, 200), rerank_weight=rng.randint(0, 20) * 0.05,
+                        recall_top_k=rng.randint(1, 25))
+            result = assemble(rec, s)
+        setting = {k: getattr(s, k) for k in ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight",
+                                              "recall_top_k", "normalization")}
+        cases.append({"payload": payload, "setting": {**setting, "fusion": fusion}})
         expected.append([(t.id, t.retrieval_score) for t in result.traces])
     got = run_node(cases)
     for n, (want, have) in enumerate(zip(expected, got, strict=True)):

@@ -2,8 +2,9 @@
 iframe, two-way) that holds the fusion controls, the final list, a rank flow and explanations, and re-fuses in the
 browser on every slider step from the record sent once per search (`retrieval.pipeline.browser.refuse_payload`).
 
-The server hears a committed setting (a slider let go, a key pressed, a choice made: trigger `commit`) and an
-explained row (trigger `explain`). Their callbacks run before the next script run, so they set the sidebar's widget
+The server hears a committed setting (a slider let go, a key pressed, a choice made: state `commit`, each one a new
+value, so a row click right after it cannot replace it as a newer trigger would) and an explained row (trigger
+`explain`). Their callbacks run before the next script run, so they set the sidebar's widget
 state and the explained id: the link, grades, snapshots and the server's table below follow. If the component cannot
 be built the page says so, and the server-side table and rank flow still work.
 """

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from retrieval.fusion import catalogue
+from retrieval.pipeline.adaptive import RULE_STRENGTHS, features, shift_of
 from retrieval.pipeline.assemble import best_dense, complete_lists, deep_enough
 from retrieval.pipeline.explain import dense_terms, list_names
 from retrieval.pipeline.settings import KNOBS
@@ -116,12 +117,22 @@ def _explain_part(diag, rec) -> dict[str, Any]:
     return {"texts": texts, "dense_terms": dense, "bm25_terms": bm25}
 
 
+def adaptive_shift(rec, s) -> float | None:
+    """Under `adaptive`, how far this query's rules move the dense share (`retrieval.pipeline.adaptive.shift_of`: a
+    function of the record alone, whatever the weights), so the browser adapts any weights it is given as `adapt`
+    does; None when adaptive is off."""
+    if not s.adaptive:
+        return None
+    return shift_of(features(rec).signals(), s.adaptive_strengths or RULE_STRENGTHS)
+
+
 def fusion_payload(diag) -> dict[str, Any]:
     """What re-fusing one search needs and nothing more: the record's lists and numbers, the setting it was assembled
     under and the server's own final list (the browser checks itself against it). A case's queries travel so
     (`retrieval.judgments.live`)."""
     rec, s = diag.record, diag.settings
     return {"v": 1, **_record_part(rec, s), "setting": _setting(s), "adaptive": bool(s.adaptive),
+            "adaptive_shift": adaptive_shift(rec, s),
             "preset": s.preset.name, "fusions": list(s.preset.fusions),
             "max_top_k": max(1, rec.over_fetch_top_k // max(1, rec.over_fetch_multiplier)),
             "deep_enough": deep_enough(rec, s.recall_top_k),

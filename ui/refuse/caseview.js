@@ -15,9 +15,8 @@ function caseSaved(c) {
 }
 
 function caseCheck(c) {
-  // Why the browser cannot re-fuse this case (null: it can): adaptive weights, or a list or metric it would not
-  // reproduce for the saved setting.
-  if (c.adaptive) return "Adaptive weights are on: each query's weights are set on the server.";
+  // Why the browser cannot re-fuse this case (null: it can): a list or metric it would not reproduce for the saved
+  // setting (under adaptive weights each query's record carries its own shift).
   const savedFinals = new Map();
   for (const q of c.queries) {
     if (!q.record) { savedFinals.set(q.qid, []); continue; }

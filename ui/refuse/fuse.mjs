@@ -161,14 +161,43 @@ export const STRATEGIES = {
   dbsf: (lists, weights) => convex(lists, weights, "zscore", lists.map(() => 0.0)),
 };
 
+// retrieval.pipeline.adaptive's constants and weight rule (the shift itself comes from the server: it reads the query).
+const ADAPT_STEP = 0.05, SHARE_RANGE = [0.1, 0.9];
+
+function roundHalfEven(x) {
+  // Python's round(x): halves to the even neighbour (JS Math.round sends them up).
+  const r = Math.round(x);
+  return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
+}
+
+export function adaptedShare(share, shift) {
+  // adaptive.adapted_share: unchanged below half a step, else on the step grid within SHARE_RANGE (widened to the
+  // share as set).
+  if (Math.abs(shift) < ADAPT_STEP / 2 || share === 0 || share === 1) return share;
+  const lo = Math.min(SHARE_RANGE[0], share), hi = Math.max(SHARE_RANGE[1], share);
+  const v = Number((roundHalfEven((share + shift) / ADAPT_STEP) * ADAPT_STEP).toFixed(6));
+  return Math.min(hi, Math.max(lo, v));
+}
+
+export function adaptWeights(dw, sw, shift) {
+  // adaptive.adapt's weights for a query whose rules shift the dense share by `shift` (null: adaptive off).
+  if (shift === null || shift === undefined) return [dw, sw];
+  const total = dw + sw, share = total > 0 ? dw / total : 0.5, next = adaptedShare(share, shift);
+  if (next === share) return [dw, sw];
+  const scale = Math.max(total * next, total * (1 - next), 1.0);
+  return [Number((total * next / scale).toPrecision(6)), Number((total * (1 - next) / scale).toPrecision(6))];
+}
+
 export function fuseLists(p, s) {
-  // assemble.fuse: the record's lists (rank-completed on the first pair under the hybrid preset), one weight a side.
+  // assemble.fuse: the record's lists (rank-completed on the first pair under the hybrid preset), one weight a side
+  // (this query's adapted weights under `adaptive`).
   const dense = p.dense.map((l) => l.slice()), sparse = p.sparse.map((l) => l.slice());
   if (p.complete_ranks) {
     dense[0] = dense[0].concat(p.completion.dense);
     sparse[0] = sparse[0].concat(p.completion.sparse);
   }
-  const weights = dense.map(() => s.dense_weight).concat(sparse.map(() => s.sparse_weight));
+  const [dw, sw] = adaptWeights(s.dense_weight, s.sparse_weight, p.adaptive_shift);
+  const weights = dense.map(() => dw).concat(sparse.map(() => sw));
   const fuse = STRATEGIES[s.fusion];
   if (!fuse) throw new Error(`fusion=${s.fusion} has no browser twin`);
   return fuse(dense.concat(sparse), weights, s);
@@ -184,7 +213,7 @@ function denseOnly(p, s) {
 }
 
 export function assemble(p, s) {
-  // assemble(record, settings) without the adaptive weights: {final, merged, pool, dropped}; each entry
+  // assemble(record, settings): {final, merged, pool, dropped, weights}; each entry
   // {id, score, fused?, blend?, split?} with the numbers an explanation shows.
   const facts = p.facts.map(([id, score]) => ({ id, score, fact: true }));
   if (p.empty) return { final: [], merged: [], pool: [], dropped: Object.create(null) };
@@ -219,7 +248,8 @@ export function assemble(p, s) {
       }).sort(byScore);
     }
   }
-  return { final: order.slice(0, s.recall_top_k), merged: fused, pool: order, dropped };
+  const weights = adaptWeights(s.dense_weight, s.sparse_weight, p.adaptive_shift); // what each side was fused with
+  return { final: order.slice(0, s.recall_top_k), merged: fused, pool: order, dropped, weights };
 }
 
 export function ndcgAt(ranked, grades, k = 10) {

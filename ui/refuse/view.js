@@ -141,7 +141,7 @@ function drawTable(P, out) {
   const savedRank = new Map(P.savedIds.map((id, i) => [id, i + 1]));
   const body = el("tbody");
   out.final.forEach((t, i) => {
-    const tr = el("tr", { tabindex: "0", "data-id": t.id, "aria-label": `Explain ${t.id}` });
+    const tr = el("tr", { tabindex: "0", "data-id": t.id, "data-score": String(t.score), "aria-label": `Explain ${t.id}` });
     if (t.id === P.selected) tr.classList.add("rf-sel");
     const was = savedRank.get(t.id);
     const move = was === undefined ? "new" : was === i + 1 ? "" : was > i + 1 ? `↑${was - i - 1}` : `↓${i + 1 - was}`;
@@ -211,8 +211,12 @@ function explainLines(P, id, out) {
     const names = d.list_names, mi = out.merged.indexOf(f) + 1;
     const how = s.fusion === "rrf" ? `RRF, k ${s.rrf_k}` : s.fusion === "convex" ? `convex, ${s.normalization}` : "DBSF (μ ± 3σ)";
     lines.push(["Fusion", `${how}: fused ${g(f.score, 6)} (merged #${mi})`]);
+    if (out.weights && (out.weights[0] !== s.dense_weight || out.weights[1] !== s.sparse_weight)) {
+      lines.push(["Adaptive", `this query's rules moved the weights: dense ${g(out.weights[0], 3)}, sparse `
+        + `${g(out.weights[1], 3)} (set: ${g(s.dense_weight, 3)} / ${g(s.sparse_weight, 3)})`]);
+    }
     f.ranks.forEach((r, i) => {
-      const w = i < d.dense.length ? s.dense_weight : s.sparse_weight;
+      const w = (out.weights || [s.dense_weight, s.sparse_weight])[i < d.dense.length ? 0 : 1];
       if (r === null) { lines.push([names[i], "absent: adds 0"]); return; }
       const term = s.fusion === "rrf" ? `${g(w, 2)} / (${s.rrf_k} + ${r})` : `${g(w, 2)} × normalised ${g(f.norms[i], 5)}`;
       lines.push([names[i], `rank ${r}: ${term} = ${g(f.contributions[i], 6)}`]);
@@ -294,9 +298,8 @@ function receive(P, data) {
   if (fresh) P.pending = null;
   if (fresh || (!P.dragging && !P.pending)) P.setting = { ...data.setting };
   if (fresh || !P.selected || targetMoved) P.selected = data.target || P.savedIds[0] || null;
-  P.live = !data.adaptive;
-  P.why = data.adaptive ? "Adaptive weights are on: each query's weights are set on the server, so the list "
-    + "follows when you let go." : "";
+  P.live = true; // adaptive weights too: the record's shift adapts whatever weights are set (fuse.mjs adaptWeights)
+  P.why = "";
   if (P.live) {
     const mine = assemble(data, data.setting).final;
     const same = mine.length === data.server_final.length && mine.every((t, i) => t.id === data.server_final[i][0]
@@ -355,23 +358,27 @@ function build(parent, P) {
 }
 
 export default function (component) {
-  const { data, parentElement, setTriggerValue } = component;
+  const { data, parentElement, setTriggerValue, setStateValue } = component;
   if (data && data.mode === "present") { mountPresent(component); return; } // presenter mode's live step
   let P = PANELS.get(parentElement);
   if (!P) {
-    P = { dragging: false, pending: null, mode: "query", case: null };
+    P = { dragging: false, pending: null, mode: "query", case: null, commits: 0 };
     P.render = () => render(P);
     P.commit = () => {
       const s = P.setting;
       if (s.dense_weight === 0 && s.sparse_weight === 0) return;
       if (sameSetting(s, P.data.setting)) return;
       P.pending = { ...s };
-      P.later("commit", { ...s });
+      // A state value, not a trigger: Streamlit keeps one trigger list per component and a newer request's list
+      // replaces a queued one, so a commit followed at once by a row click was lost. State merges: the newest holds
+      // every key. `at` makes each commit a change (its callback runs on a change only).
+      P.keepLater("commit", { ...s, at: `${Date.now()}-${++P.commits}` });
     };
     build(parentElement, P);
     PANELS.set(parentElement, P);
   }
   P.send = (event, value) => setTriggerValue(event, value);
   P.later = (event, value) => requestAnimationFrame(() => setTimeout(() => P.send(event, value), 0));
+  P.keepLater = (name, value) => requestAnimationFrame(() => setTimeout(() => setStateValue(name, value), 0));
   if (data) receive(P, data);
 }
