@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_browser as server  # the server-side steps, measured beside the live ones
 
-from ui.serve import CHROMIUM, LAUNCH_ARGS, start_app
+from ui.serve import CHROMIUM, LAUNCH_ARGS, settled, start_app
 
 ROWS = "table.rf-final tr[data-id]"
 TARGETS = {"live_slider": 50, "live_case_slider": 50, "live_row_click": 100, "live_row_click_playwright": 100,
@@ -122,6 +122,14 @@ CLICK_JS = """async (id) => {
 }"""
 
 
+def server_caught_up(page, tid: str) -> None:
+    """The server's rerun for the explained id has drawn it (its "Trace id to explain" box names it) and the page is
+    idle: the next click starts from a settled page, as a person's would."""
+    page.wait_for_function("id => [...document.querySelectorAll(\"input[aria-label='Trace id to explain']\")]"
+                           ".some(e => e.value === id)", arg=tid, polling="raf")
+    settled(page)
+
+
 def live_row_click_in_page(page):
     """A click event on a row's text → the frame after the explanation is drawn, timed inside the page."""
     def step(i: int) -> float:
@@ -131,7 +139,7 @@ def live_row_click_in_page(page):
         out = page.evaluate(CLICK_JS, tid)
         if not out["ok"]:
             raise RuntimeError(f"the live panel did not explain {tid}")
-        page.wait_for_timeout(600)  # the server's rerun for the explained id lands before the next click
+        server_caught_up(page, tid)
         return out["ms"]
     return step
 
@@ -149,7 +157,7 @@ def live_row_click(page):
                                "e.shadowRoot.querySelector(`.rf-explain[data-explained=\"${id}\"]`))", arg=tid,
                                polling="raf")
         ms = (time.perf_counter() - t0) * 1000
-        page.wait_for_timeout(600)  # the server's rerun for the explained id lands before the next click
+        server_caught_up(page, tid)
         return ms
     return step
 
