@@ -10,7 +10,7 @@ import pytest
 
 from demostore import copy_demo
 from ui.serve import ROOT, free_port, start_app
-from waits import painted, wait_until
+from waits import painted, stage_table_listening, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.integration]
 
@@ -72,7 +72,9 @@ def test_click_to_explain_links_escalations_and_split_columns(browser, app_url):
     wait_text(page, "vs whole")
     shot(page, "inspect.png")
 
-    # Click the final #3's row of the stage table: that trace is explained and put in the link.
+    # Click the final #3's row of the stage table: that trace is explained and put in the link (once the table's
+    # listener is mounted: it mounts when the table comes into view, and a click that scrolled it there was lost).
+    stage_table_listening(page)
     page.locator(f"table.rt-stages tr[data-pick='{final[2]}'] .rt-text").click()
     page.wait_for_function("(id) => [...document.querySelectorAll(\"input[aria-label='Trace id to explain']\")]"
                            ".some(e => e.value === id)", arg=final[2])

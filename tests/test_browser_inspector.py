@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from apphelpers import served_demo
-from waits import painted
+from waits import painted, stage_table_listening
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.integration]
 
@@ -141,6 +141,7 @@ def test_a_weight_change_marks_what_moved_and_a_click_explains_without_claiming_
     # A row click explains that row; the marks stay, the re-fusion caption does not.
     row = page.locator("table.rt-stages tbody tr[data-pick]").nth(2)
     tid = row.get_attribute("data-pick")
+    stage_table_listening(page)
     row.locator(".rt-text").click()
     page.wait_for_function("([sel, id]) => [...document.querySelectorAll(sel)].some(e => e.value === id)",
                            arg=[EXPLAINED, tid])

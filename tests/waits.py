@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from ui.serve import LONG_MS, painted, rerun_after, runs_ended, settled
 
-__all__ = ["LONG_MS", "painted", "rerun_after", "runs_ended", "settled", "wait_until"]
+__all__ = ["LONG_MS", "painted", "rerun_after", "runs_ended", "settled", "stage_table_listening", "wait_until"]
 T = TypeVar("T")
 
 
@@ -23,3 +23,11 @@ def wait_until(predicate: Callable[[], T], timeout: float, what: str, interval: 
         if time.monotonic() >= deadline:
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
         time.sleep(interval)  # sleep-ok: the poll interval of a deadline wait
+
+
+def stage_table_listening(page) -> None:
+    """Inspect's stage table takes clicks: its listener (a component, `ui.widgets.stage_table`) is mounted only
+    once it is in view, so a click that scrolls a row into view can land before it and be lost. Scroll the table
+    into view and wait for the listener's mark on <html>."""
+    page.locator("table.rt-stages").first.scroll_into_view_if_needed()
+    page.wait_for_function("() => Number(document.documentElement.dataset.rtTableEvents || 0) > 0")
