@@ -137,7 +137,7 @@ def test_adaptive_off_is_todays_result(demo_ws):
         res = r.retrieve(q.query, scope=q.scope)
         d = res.diagnostics
         assert d.settings.adaptive is False and d.adaptive is None
-        assert d.fusion_weights == (d.settings.dense_weight, d.settings.sparse_weight)
+        assert d.fusion_weights == (d.settings["dense_weight"], d.settings["sparse_weight"])
         # the record's query features change nothing when adaptive is off
         bare = replace(d.record, query_idf=frozen(), bm25_docs=0)
         _same(res, assemble(bare, d.settings))
@@ -150,7 +150,7 @@ def test_an_identifier_query_gets_sparse_weight_and_the_explanation_adds_up(demo
         res = r.retrieve(TICKET, scope=PRIYA)
         d = res.diagnostics
         a = d.adaptive
-        assert a["dense_weight"] < d.settings.dense_weight and a["sparse_weight"] > d.settings.sparse_weight
+        assert a["dense_weight"] < d.settings["dense_weight"] and a["sparse_weight"] > d.settings["sparse_weight"]
         assert "FX-209847" in a["reasons"][0] and a["summary"].startswith("sparse ")
         with pytest.raises(TypeError):  # frozen, as the rest of the diagnostics
             a["rules"][0]["shift"] = 0.0
@@ -166,7 +166,7 @@ def test_an_identifier_query_gets_sparse_weight_and_the_explanation_adds_up(demo
             for name, c in ex.rrf["contributions"].items():
                 rank, w = ex.rrf["ranks"][name], ex.rrf["weights"]["dense" if name.startswith("dense") else "sparse"]
                 if fusion == "rrf":
-                    assert c == pytest.approx(0.0 if rank is None else w / (d.settings.rrf_k + rank))
+                    assert c == pytest.approx(0.0 if rank is None else w / (d.settings["rrf_k"] + rank))
                 else:
                     assert (c == 0.0) if rank is None else (0.0 <= c <= w + 1e-12)
 

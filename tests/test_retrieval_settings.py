@@ -83,10 +83,18 @@ def test_hybrid_retriever_takes_the_value_and_the_seed_keywords_build_the_same_o
     assert "RRF(k=30, weights=(0.6, 0.4))" in repr(by_value)
     a, b = by_value.retrieve("order 5512", scope=U1), by_kw.retrieve("order 5512", scope=U1, recall_top_k=2)
     assert a.ids == b.ids and len(a.ids) == 2 and a.diagnostics.settings == b.diagnostics.settings
-    from retrieval.pipeline.assemble import assemble
+    from retrieval.pipeline.assemble import assemble, reweight
 
     again = assemble(a.diagnostics.record, dataclasses.replace(value, fusion=RRF(k=5, weights=(0.6, 0.4))))
-    assert again.diagnostics.settings.rrf_k == 5 and again.diagnostics.record is a.diagnostics.record
+    assert again.diagnostics.settings["rrf_k"] == 5 and again.diagnostics.record is a.diagnostics.record
+    # the value travels as it is: into the result, through `reweight(result, settings=…)`, to the fused scores
+    assert a.diagnostics.settings == value
+    moved = dataclasses.replace(value, fusion=RRF(k=5, weights=(1.0, 0.0)))
+    by_settings = reweight(a, settings=moved)
+    assert by_settings.diagnostics.settings is moved
+    assert by_settings.ids == reweight(a, rrf_k=5, dense_weight=1.0, sparse_weight=0.0).ids
+    assert dict(by_settings.diagnostics.stage_scores["merged"]) == {
+        f.id: f.score for f in moved.strategy.fuse(*_lists(a.diagnostics, moved.strategy))}
     with pytest.raises(ValueError, match="must be a RetrievalSettings"):
         HybridRetriever(store, settings="preset=hybrid")
     with pytest.raises(ValueError, match="give either settings= or default_rrf_k, preset, not both"):
@@ -101,7 +109,8 @@ def test_the_config_parser_uses_the_value():
     with pytest.raises(ValueError, match="both 0"):
         PipelineConfig.from_json('{"dense_weight": 0, "sparse_weight": 0}')
     s = RetrievalSettings(fusion=Convex(normalization="zscore", weights=(0.6, 0.4)))
-    assert s.to_settings().strategy == s.fusion and s.to_settings().normalization == "zscore"
+    assert s.strategy == s.fusion and s["normalization"] == "zscore" and s.with_(dense_weight=0.9).strategy == \
+        Convex(normalization="zscore", weights=(0.9, 0.4))
 
 
 def test_a_config_file_holds_the_knobs_as_the_canonical_string_and_old_files_still_read():
@@ -141,3 +150,11 @@ def test_a_preset_holds_its_fusion_defaults_as_strategy_values():
     assert RetrievalSettings.parse("fusion=rrf").fusion == HYBRID_PRESET.strategies[1]  # a switch finds its defaults
     with pytest.raises(ValueError, match="must be fusion strategies among its fusions"):
         dataclasses.replace(AGENTOS_PRESET, strategies=(Convex(weights=(0.5, 0.5)),))
+
+
+def _lists(d, strategy):
+    """The (id, score) lists and per-list weights `assemble` hands `strategy` (agentos: no rank completion)."""
+    lists = [[(t.id, t.retrieval_score) for t in lst] for lst in d.record.dense_lists] + [
+        list(lst) for lst in d.record.sparse_lists]
+    w = strategy.weights
+    return lists, [w[0]] * len(d.record.dense_lists) + [w[1]] * len(d.record.sparse_lists)

@@ -11,7 +11,8 @@ from retrieval.pipeline.assemble import assemble, reweight
 from retrieval.pipeline.config import PipelineConfig
 from retrieval.pipeline.factory import cache_key
 from retrieval.workspace.retrievers import run_config
-from retrieval.pipeline.settings import Settings, resolve_settings
+from retrieval.fusion import RRF
+from retrieval.pipeline.settings import RetrievalSettings, resolve_settings
 
 from conftest import U1, make_trace
 
@@ -48,7 +49,8 @@ def test_reweight_refuses_both_weights_zero(retriever):
     with pytest.raises(ValueError, match=BOTH_ZERO):
         retriever.reweight(res, dense_weight=0.0, sparse_weight=0.0)
     # one weight at 0 is a real choice (dense only, BM25 only) and keeps working
-    assert reweight(res, dense_weight=0).diagnostics.settings.sparse_weight == res.diagnostics.settings.sparse_weight
+    kept = reweight(res, dense_weight=0).diagnostics.settings
+    assert kept["sparse_weight"] == res.diagnostics.settings["sparse_weight"]
     assert reweight(res, dense_weight=1.0, sparse_weight=0).ids
 
 
@@ -60,8 +62,7 @@ def test_retrieve_and_settings_refuse_both_weights_zero_the_same_way(retriever, 
     with pytest.raises(ValueError, match=BOTH_ZERO):
         HybridRetriever(store, default_dense_weight=0, default_sparse_weight=0)
     with pytest.raises(ValueError, match=BOTH_ZERO):
-        Settings(preset=resolve_settings("hybrid").preset, dense_weight=0.0, sparse_weight=0.0, rrf_k=60,
-                 rerank_weight=0.3, recall_top_k=10)
+        RetrievalSettings(fusion=RRF(k=60, weights=(0.0, 0.0)))
 
 
 # -- 2. a recall deeper than the search ----------------------------------------------------------------------------
@@ -133,7 +134,7 @@ def test_run_config_still_refuses_a_record_searched_deep_enough(deep):
     moved = replace(cfg, dense_weight=0.9, sparse_weight=0.1)
     res, refused = run_config(ws, moved, QUERY, U1, cached=(cache_key(QUERY, U1, cfg), searched))
     assert refused and ws.searches == 1 and len(res.traces) == 5
-    assert res.diagnostics.settings.dense_weight == 0.9 and "refusion" in res.diagnostics.timings_ms
+    assert res.diagnostics.settings["dense_weight"] == 0.9 and "refusion" in res.diagnostics.timings_ms
     # a cached record searched deeper than the config asks is re-fused down to the config's depth
     narrow = replace(cfg, **{TOP_K: 2})
     res, refused = run_config(ws, narrow, QUERY, U1, cached=(cache_key(QUERY, U1, narrow), searched))

@@ -183,7 +183,7 @@ def search_fusions(runs: Sequence[QueryRun], candidates: Sequence[Candidate], me
     """
     if not runs:
         raise ValueError("the fusion lab needs at least one labelled query; load judgments first")
-    preset = runs[0].result.diagnostics.settings.preset
+    preset = runs[0].result.diagnostics.settings.rules
     candidates = [c for c in candidates if c.fusion in preset.fusions]
     if not candidates:
         allowed = (f"is always {preset.fusions[0].upper()}" if len(preset.fusions) == 1
@@ -194,8 +194,8 @@ def search_fusions(runs: Sequence[QueryRun], candidates: Sequence[Candidate], me
 
     def summary(c: Candidate | None, vals: list[float]) -> CandidateScore:
         pick = lambda h: [v for v, x in zip(vals, half) if x == h]
-        s = runs[0].result.diagnostics.settings
-        cand = c or Candidate.of(s.fusion, s.dense_weight, s.rrf_k, s.normalization)
+        k = runs[0].result.diagnostics.settings.fusion_defaults()
+        cand = c or Candidate.of(k["fusion"], k["dense_weight"], k["rrf_k"], k["normalization"])
         return CandidateScore(cand, mean(pick("tune")), mean(pick("held-out")), mean(vals))
 
     scores, per_candidate = [], []

@@ -177,7 +177,7 @@ def _settings_fields(data: dict[str, Any]) -> dict[str, Any]:
         s = RetrievalSettings.parse(text)
     except ValueError as exc:
         raise ValueError(f"config field 'settings': {exc}") from None
-    base = PipelineConfig.for_preset(s.preset)
+    base = PipelineConfig.for_preset(s.preset_name)
     knobs = {k: getattr(base, k) for k in FUSION_FIELDS}  # e.g. RRF's k under convex: the preset's
     return {**data, **knobs, **s.config_fields()}
 
