@@ -283,11 +283,11 @@ def test_cli_query_takes_the_calibrated_defaults_unless_a_fusion_flag_is_given()
 
     cal = {"fusion": "rrf", "normalization": "minmax", "dense_weight": 0.3, "sparse_weight": 0.7, "rrf_k": 20.0}
     args = build_parser().parse_args(["query", "x"])
-    assert (config_from_args(args, cal).fusion, config_from_args(args, cal).rrf_k) == ("rrf", 20)
-    assert config_from_args(args).fusion == "convex"
+    assert config_from_args(args, cal).settings.strategy == RRF(k=20, weights=(0.3, 0.7))
+    assert config_from_args(args).settings["fusion"] == "convex"
     args = build_parser().parse_args(["query", "x", "--dense-weight", "0.8"])
     cfg = config_from_args(args, cal)
-    assert (cfg.dense_weight, cfg.fusion, cfg.sparse_weight) == (0.8, "convex", 0.5)
+    assert cfg.settings.strategy == Convex(normalization="theoretical", weights=(0.8, 0.5))
 
 
 # ---------------------------------------------------------------- Tune's button

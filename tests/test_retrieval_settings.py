@@ -130,7 +130,7 @@ def test_a_config_file_holds_the_knobs_as_the_canonical_string_and_old_files_sti
            "top_k": 10}  # a file (or a snapshot row) in the old shape
     assert PipelineConfig.from_json(json.dumps(old)) == cfg
     # a knob left out of the string is the preset's; a knob given twice or a bad string is named
-    assert PipelineConfig.from_json('{"settings": "fusion=rrf"}').rrf_k == 10
+    assert PipelineConfig.from_json('{"settings": "fusion=rrf"}').settings["rrf_k"] == 10
     with pytest.raises(ValueError, match=r"config field\(s\) dense_weight beside 'settings'"):
         PipelineConfig.from_json('{"settings": "fusion=rrf", "dense_weight": 0.2}')
     with pytest.raises(ValueError, match="config field 'settings': rrf_k=0.0 must be"):
@@ -158,3 +158,18 @@ def _lists(d, strategy):
         list(lst) for lst in d.record.sparse_lists]
     w = strategy.weights
     return lists, [w[0]] * len(d.record.dense_lists) + [w[1]] * len(d.record.sparse_lists)
+
+
+def test_a_config_holds_the_value_and_with_routes_a_knob_into_it():
+    cfg = PipelineConfig.for_preset("agentos", reranker="embedding")
+    assert cfg.settings == RetrievalSettings(preset="agentos") and cfg.reranker == "embedding"
+    moved = cfg.with_(dense_weight=0.9, facts=False)  # a knob by its name, beside a component
+    assert moved.settings.strategy == RRF(k=60, weights=(0.9, 0.3)) and moved.facts is False
+    assert moved.search_key() != cfg.search_key()  # facts changed: a new search
+    assert cfg.with_(dense_weight=0.9).search_key() == cfg.search_key()  # a weight only: a re-fusion
+    assert cfg.with_(dense_weight=0.9).fusion_knobs()["fusion"] == RRF(k=60, weights=(0.9, 0.3))
+    assert cfg.with_(split_threshold=0.5).with_(split_threshold=0).settings.split_threshold is None  # 0 = off
+    with pytest.raises(ValueError, match="unknown config field"):
+        cfg.with_(zoom=2)
+    with pytest.raises(ValueError, match="config field 'fusion': fusion='convex': the agentos preset is always RRF"):
+        cfg.with_(fusion="convex")

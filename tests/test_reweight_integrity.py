@@ -2,7 +2,6 @@
 and the app's `run_config` searches again instead of re-fusing a record searched too shallow."""
 from __future__ import annotations
 
-from dataclasses import fields, replace
 
 import pytest
 
@@ -19,8 +18,7 @@ from conftest import U1, make_trace
 QUERY = "refund invoice payment"
 BOTH_ZERO = "dense_weight and sparse_weight are both 0"
 TOO_SHALLOW = "shorter than asked"
-# PipelineConfig's recall depth field (`top_k`, being renamed `recall_top_k`): the test reads whichever exists.
-TOP_K = next(n for n in ("recall_top_k", "top_k") if n in {f.name for f in fields(PipelineConfig)})
+TOP_K = "recall_top_k"  # a knob of the config's settings value (`PipelineConfig.with_` routes it)
 
 
 def corpus():
@@ -118,7 +116,7 @@ class _Workspace:
 def test_run_config_searches_again_when_the_cached_record_is_too_shallow(deep):
     ws = _Workspace(deep)
     cfg = PipelineConfig.for_preset("hybrid", facts=False, over_fetch_multiplier=3, **{TOP_K: 20})
-    shallow, refused = run_config(ws, replace(cfg, **{TOP_K: 3}), QUERY, U1)
+    shallow, refused = run_config(ws, cfg.with_(**{TOP_K: 3}), QUERY, U1)
     assert not refused and len(shallow.traces) == 3 and ws.searches == 1
     # A cached result whose key matches (only re-fusion knobs differ) but that was searched for 3 × 3 candidates.
     res, refused = run_config(ws, cfg, QUERY, U1, cached=(cache_key(QUERY, U1, cfg), shallow))
@@ -131,12 +129,12 @@ def test_run_config_still_refuses_a_record_searched_deep_enough(deep):
     ws = _Workspace(deep)
     cfg = PipelineConfig.for_preset("hybrid", facts=False, over_fetch_multiplier=3, **{TOP_K: 5})
     searched, _ = run_config(ws, cfg, QUERY, U1)
-    moved = replace(cfg, dense_weight=0.9, sparse_weight=0.1)
+    moved = cfg.with_(dense_weight=0.9, sparse_weight=0.1)
     res, refused = run_config(ws, moved, QUERY, U1, cached=(cache_key(QUERY, U1, cfg), searched))
     assert refused and ws.searches == 1 and len(res.traces) == 5
     assert res.diagnostics.settings["dense_weight"] == 0.9 and "refusion" in res.diagnostics.timings_ms
     # a cached record searched deeper than the config asks is re-fused down to the config's depth
-    narrow = replace(cfg, **{TOP_K: 2})
+    narrow = cfg.with_(**{TOP_K: 2})
     res, refused = run_config(ws, narrow, QUERY, U1, cached=(cache_key(QUERY, U1, narrow), searched))
     assert refused and ws.searches == 1 and len(res.traces) == 2
 

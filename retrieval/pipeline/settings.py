@@ -195,6 +195,11 @@ class RetrievalSettings:
         another fusion starts from: the browser twin's controls, the fusion lab's baseline)."""
         return {**self.rules.defaults(), **self.strategy.knobs()}
 
+    def controls(self) -> dict[str, Any]:
+        """The value as the settings panel's controls show it: every fusion knob (another strategy's at the preset's
+        value, so a switch finds it), the rest as `config_fields`."""
+        return {**self.fusion_defaults(), **self.config_fields()}
+
     def config_fields(self) -> dict[str, Any]:
         """The knobs as a config file and the panel spell them (a split threshold of None is 0, off)."""
         return {**self.knobs(), "split_threshold": self.split_threshold or 0.0}
