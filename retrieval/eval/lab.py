@@ -162,8 +162,11 @@ def runs_clock(runs: Sequence[QueryRun]) -> dict[str, Any] | None:
     return {"instants": nows} if nows else None
 
 
-def _score(run: QueryRun, knobs: dict[str, Any] | None, metric: str, scorer) -> float:
-    res = run.result if knobs is None else reweight(run.result, **knobs)
+def _score(run: QueryRun, c: Candidate | None, metric: str, scorer) -> float:
+    """`run` re-fused with the candidate's strategy (fixed weights, never adaptive), as the run's settings value
+    with that strategy in it; None scores the run as searched."""
+    res = run.result if c is None else reweight(
+        run.result, settings=run.result.diagnostics.settings.with_(fusion=c.strategy, adaptive=False))
     return scorer(credited_ids(res, "final"), run.q)[metric]
 
 
@@ -200,7 +203,7 @@ def search_fusions(runs: Sequence[QueryRun], candidates: Sequence[Candidate], me
 
     scores, per_candidate = [], []
     for n, c in enumerate(candidates):
-        vals = [_score(r, c.knobs(), metric, scorer) for r in runs]
+        vals = [_score(r, c, metric, scorer) for r in runs]
         scores.append(summary(c, vals))
         per_candidate.append(vals)
         if progress:
