@@ -173,3 +173,15 @@ def test_a_config_holds_the_value_and_with_routes_a_knob_into_it():
         cfg.with_(zoom=2)
     with pytest.raises(ValueError, match="config field 'fusion': fusion='convex': the agentos preset is always RRF"):
         cfg.with_(fusion="convex")
+
+
+def test_with_takes_a_strategy_as_it_is_or_routes_a_knob_into_the_one_in_the_value():
+    s = RetrievalSettings(preset="agentos")
+    assert s.with_(fusion=RRF(k=5, weights=(0.2, 0.8)), recall_top_k=3) == RetrievalSettings(
+        preset="agentos", fusion=RRF(k=5, weights=(0.2, 0.8)), recall_top_k=3)
+    assert s.with_(fusion=RRF(k=5, weights=(0.2, 0.8)), dense_weight=0.6).strategy == RRF(k=5, weights=(0.6, 0.8))
+    assert s.with_(rrf_k=30).strategy == RRF(k=30, weights=(0.7, 0.3)) and s.with_() is s
+    with pytest.raises(ValueError, match="rrf_k=0 must be"):
+        RetrievalSettings().with_(rrf_k=0)  # checked even though convex does not use it
+    with pytest.raises(ValueError, match="unknown setting"):
+        s.with_(zoom=1)

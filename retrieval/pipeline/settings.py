@@ -211,8 +211,9 @@ class RetrievalSettings:
         given = {k: v for k, v in changes.items() if v is not None}
         if not given:
             return self
-        if isinstance(given.get("fusion"), FusionStrategy):
-            return replace(self, **given)
+        if isinstance(given.get("fusion"), FusionStrategy):  # a strategy as it is; any loose knob then goes into it
+            own = {k: given.pop(k) for k in list(given) if k in ("preset", "fusion", *_VALUE_KNOBS)}
+            return replace(self, **own).with_(**given)
         return self.from_knobs({**self.knobs(), "preset": self.preset, **given})
 
     @classmethod
