@@ -63,13 +63,13 @@ def render_lists(res_a, res_b, qrels: dict | None) -> list:
     grade = (lambda t: UNRATED if t in unrated else "—" if not qrels or t not in qrels else compare_grade(qrels[t]))
     # Half the main column each (440 px at 1366 px): rank, id, mark and grade fit; the texts are listed below.
     with left:
-        st.markdown(f"**A** · {cfg_a.preset}")
+        st.markdown(f"**A** · {cfg_a.settings.preset_name}")
         ev_a = st.dataframe([{"rank": i + 1, "id": t, "left": "✗" if t in cmp.left else "", "grade": grade(t)}
                              for i, t in enumerate(cmp.a)], hide_index=True, width="stretch",
                             column_config=widths({"rank": 44, "id": 200, "left": 52, "grade": 104}, HALF_PX, True),
                             on_select="rerun", selection_mode="single-row", key=f"{P}list_a")
     with right:
-        st.markdown(f"**B** · {cfg_b.preset}")
+        st.markdown(f"**B** · {cfg_b.settings.preset_name}")
         ev_b = st.dataframe([{"rank": d.rank_b, "id": d.id, "Δ rank": d.label, "grade": grade(d.id)}
                              for d in cmp.deltas], hide_index=True, width="stretch",
                             column_config=widths({"rank": 44, "id": 200, "Δ rank": 52, "grade": 104}, HALF_PX, True),
@@ -82,6 +82,11 @@ def render_lists(res_a, res_b, qrels: dict | None) -> list:
                " · click a row to explain it in Inspect with that side's settings")
     return [(cfg_a, cmp.a[n]) for n in [selected_row(ev_a)] if n is not None] + \
         [(cfg_b, cmp.deltas[n].id) for n in [selected_row(ev_b)] if n is not None]
+
+
+def short(cfg) -> str:
+    """A side's preset and fusion, as the status line names it."""
+    return f"{cfg.settings.preset_name}, {cfg.settings.strategy.name}"
 
 
 def compare_grade(g: float) -> str:
@@ -107,13 +112,14 @@ try:
             cfg_b, notes_b = usable_config(cfg_b, get_reranker, get_generator)
             for which, note in [("A", n) for n in notes_a] + [("B", n) for n in notes_b]:
                 st.warning(f"{which}: {note}")
-            with st.status(f"Running A ({cfg_a.preset}, {cfg_a.fusion}) and B ({cfg_b.preset}, {cfg_b.fusion})…",
+            what = f"A ({short(cfg_a)}) and B ({short(cfg_b)})"
+            with st.status(f"Running {what}…",
                            expanded=False) as status:
                 res_a, _ = run_config(ws, cfg_a, query, scope, get_reranker, get_generator,
                                       st.session_state.get(f"{P}ra"))
                 res_b, _ = run_config(ws, cfg_b, query, scope, get_reranker, get_generator,
                                       st.session_state.get(f"{P}rb"))
-                status.update(label=f"Ran A ({cfg_a.preset}, {cfg_a.fusion}) and B ({cfg_b.preset}, {cfg_b.fusion})",
+                status.update(label=f"Ran {what}",
                               state="complete")
             st.session_state[f"{P}ra"] = (cache_key(query, scope, cfg_a), res_a)
             st.session_state[f"{P}rb"] = (cache_key(query, scope, cfg_b), res_b)
@@ -137,7 +143,8 @@ try:
             st.warning("None of the judged traces are in this store: load the demo corpus first.")
             st.stop()
         if st.button(f"Run A and B on {len(queries)} labelled queries", key=f"{P}run", type="primary"):
-            side_a, side_b = (side(ws, usable_config(cfg, get_reranker, get_generator)[0], f"{name} ({cfg.preset})",
+            side_a, side_b = (side(ws, usable_config(cfg, get_reranker, get_generator)[0],
+                                   f"{name} ({cfg.settings.preset_name})",
                                    get_reranker, get_generator) for name, cfg in (("A", cfg_a), ("B", cfg_b)))
             bar = st.progress(0.0, text=f"Running A and B on {len(queries)} queries…")
             st.session_state[f"{P}set"] = compare_sets(side_a, side_b, queries,

@@ -119,7 +119,7 @@ def evaluate(cfg: PipelineConfig) -> None:
     cfg, notes = usable_config(cfg, get_reranker, get_generator)
     for note in notes:
         st.warning(note)
-    bar = st.progress(0.0, text=f"Evaluating the configuration ({cfg.preset}) on {len(queries)} queries…")
+    bar = st.progress(0.0, text=f"Evaluating the configuration ({cfg.settings.preset_name}) on {len(queries)} queries…")
     models = (get_reranker, get_generator)
     out = tune(side(ws, cfg, "configuration", *models),
                side(ws, PipelineConfig.for_preset("agentos"), "agentos baseline", *models), queries,

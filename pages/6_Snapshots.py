@@ -160,8 +160,10 @@ def snapshots_section(case_name: str, qrels, k: int) -> tuple[str, str, dict]:
     table = []
     for r in rows:
         c = PipelineConfig.from_json(r["config"])
-        table.append({"snapshot": r["id"], "label": r["label"], "preset": c.preset, "fusion": c.fusion,
-                      "dense": c.dense_weight, "sparse": c.sparse_weight, "rrf_k": c.rrf_k, "reranker": c.reranker,
+        f = c.settings.fusion_defaults()  # a knob the strategy does not use: the preset's
+        table.append({"snapshot": r["id"], "label": r["label"], "preset": c.settings.preset_name, "fusion": f["fusion"],
+                      "dense": f["dense_weight"], "sparse": f["sparse_weight"], "rrf_k": f["rrf_k"],
+                      "reranker": c.reranker,
                       **{m: round(v, 4) for m, v in snaps[r["id"]].metrics.items()}})
     st.subheader("Snapshots of this case")
     st.caption(f"Every score on this page — the trend, this table and the diff below — is each snapshot's final lists "

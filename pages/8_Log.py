@@ -57,10 +57,10 @@ def run(source, q):
 
 
 with st.spinner(f"Replaying {len(picked)} logged quer{'y' if len(picked) == 1 else 'ies'} now and as of then…"):
-    rows = rp.replay_all(ws, picked, run, run_cfg.recall_top_k)
+    rows = rp.replay_all(ws, picked, run, run_cfg.settings.recall_top_k)
 if order == "drift":
     rows = rp.most_drifted(rows, n)
-st.caption(f"{len(rows)} of {len(queries)} matching logged queries · k = {run_cfg.recall_top_k} · "
+st.caption(f"{len(rows)} of {len(queries)} matching logged queries · k = {run_cfg.settings.recall_top_k} · "
            "overlap@k and RBO (p = 0.9) compare each list with what the agent got.")
 rp.show(rows)
 st.divider()

@@ -4,7 +4,7 @@
     reweight(result, …)   = assemble(result's cached record, new settings)
 
 `retrieval.pipeline.search` does the I/O once and returns a frozen `SearchRecord`; `retrieval.pipeline.assemble` is a
-pure function of that record and a `Settings`; `retrieval.pipeline.explain` reads the resulting diagnostics.
+pure function of that record and a `RetrievalSettings`; `retrieval.pipeline.explain` reads the resulting diagnostics.
 The defaults and validation of every knob live in `retrieval.pipeline.settings`.
 """
 from __future__ import annotations
@@ -24,6 +24,7 @@ from retrieval.pipeline.presets import AGENTOS, HYBRID, PRESETS, Preset, get_pre
 from retrieval.pipeline.records import (ESC_EMPTY, ESC_FACTS, ESC_HYDE, ESC_MULTI, ESC_RERANK, ESC_SPARSE_EMPTY,  # noqa: F401
                       ESC_SPLIT, ESC_TRUNCATED, STAGES, Explanation, RetrievalResult, frozen)
 from retrieval.pipeline.search import Hyde, Reranker, Services, StoreLookup, bm25_reader, search
+from retrieval.pipeline.adaptive import Strengths
 from retrieval.pipeline.settings import RetrievalSettings, check_knob, resolve_settings
 from retrieval.pipeline.split import validate_threshold
 from retrieval.types import MemoryTrace, Mood, Scope
@@ -55,14 +56,12 @@ class HybridRetriever:
         `writer` (a Workspace) makes `index`/`delete` go through its one write path. `bm25_statistics`
         (`store` | `scope`, None = the index's setting) is what a scoped query's BM25 is scored with;
         `scope` reads N, df and avgdl of the queried scope only (a visitor limited by a policy gets it)."""
-        if settings is not None:  # the one settings value; the seed's keyword arguments are a thin adapter onto it
-            (preset, split_ambiguous_threshold, default_dense_weight, default_sparse_weight, default_rrf_k,
-             rerank_weight, fusion, normalization, adaptive) = _seed_knobs(settings, dict(
-                 preset=None if preset == HYBRID else preset, split_ambiguous_threshold=split_ambiguous_threshold,
-                 default_dense_weight=default_dense_weight, default_sparse_weight=default_sparse_weight,
-                 default_rrf_k=default_rrf_k, rerank_weight=rerank_weight, fusion=fusion,
-                 normalization=normalization, adaptive=adaptive))
-        self.top_k = (10, 3) if settings is None else (settings.recall_top_k, settings.over_fetch_multiplier)
+        seed = dict(split_ambiguous_threshold=split_ambiguous_threshold, default_dense_weight=default_dense_weight,
+                    default_sparse_weight=default_sparse_weight, default_rrf_k=default_rrf_k,
+                    rerank_weight=rerank_weight, fusion=fusion, normalization=normalization, adaptive=adaptive)
+        if settings is not None:  # the one settings value, as it is; the seed's keywords are a thin adapter onto it
+            _check_one_source(settings, {**seed, "preset": None if preset == HYBRID else preset})
+            preset = settings.rules
         self.preset = get_preset(preset)
         self.memory_store = memory_store
         self.bm25 = bm25 if bm25 is not None else BM25Index()
@@ -70,41 +69,45 @@ class HybridRetriever:
         self.hyde = hyde
         self.fact_store = fact_store
         self.fact_classifier = fact_classifier
-        self.split_ambiguous_threshold = validate_threshold(split_ambiguous_threshold)
         self.multi_query_llm = multi_query_llm
         self.multi_query_n = _count_knob("multi_query_n", multi_query_n)
         self.writer = writer
         self.bm25_statistics = None if bm25_statistics is None else check_statistics(bm25_statistics)
-        self._overrides = {"dense_weight": default_dense_weight, "sparse_weight": default_sparse_weight,
-                           "rrf_k": default_rrf_k, "rerank_weight": rerank_weight, "fusion": fusion,
-                           "normalization": normalization, "adaptive": adaptive,
-                           "adaptive_strengths": adaptive_strengths}
-        self.defaults = resolve_settings(self.preset, overrides=self._overrides,
-                                         split_threshold=self.split_ambiguous_threshold)
+        # The store's learned adaptive rule strengths: its record, not a knob, so beside the settings value.
+        self.strengths = None if adaptive_strengths is None else Strengths(*adaptive_strengths)
+        if settings is not None:
+            self.split_ambiguous_threshold = settings.split_threshold
+            self._overrides = {k: v for k, v in settings.knobs().items() if k in _FUSION_OVERRIDES}
+            self.defaults = settings
+        else:
+            self.split_ambiguous_threshold = validate_threshold(split_ambiguous_threshold)
+            self._overrides = {"dense_weight": default_dense_weight, "sparse_weight": default_sparse_weight,
+                               "rrf_k": default_rrf_k, "rerank_weight": rerank_weight, "fusion": fusion,
+                               "normalization": normalization, "adaptive": adaptive}
+            self.defaults = resolve_settings(self.preset, overrides=self._overrides,
+                                             split_threshold=self.split_ambiguous_threshold)
+        self.top_k = (self.defaults.recall_top_k, self.defaults.over_fetch_multiplier)
 
     @property
     def retrieval_settings(self) -> RetrievalSettings:
         """This retriever's defaults as the one settings value (`HybridRetriever(store, settings=…)` round-trips)."""
-        d = self.defaults
-        return RetrievalSettings(preset=self.preset.name, fusion=d.strategy, rerank_weight=d.rerank_weight,
-                                 recall_top_k=self.top_k[0], over_fetch_multiplier=self.top_k[1],
-                                 split_threshold=d.split_threshold, adaptive=d.adaptive)
+        return self.defaults
 
     @property
-    def default_dense_weight(self) -> float:
-        return self.defaults.dense_weight
+    def default_dense_weight(self) -> float:  # the seed's attribute names (SPEC §6), read from the one value
+        return self.defaults.strategy.weights[0]
 
     @property
     def default_sparse_weight(self) -> float:
-        return self.defaults.sparse_weight
+        return self.defaults.strategy.weights[1]
 
     @property
     def default_rrf_k(self) -> float:
-        return self.defaults.rrf_k
+        return float(self.defaults.fusion_defaults()["rrf_k"])
 
     @property
     def rerank_weight(self) -> float:
-        return self.defaults.rerank_weight
+        return float(self.defaults.rerank_weight or 0.0)
 
     def __repr__(self) -> str:
         d = self.defaults
@@ -162,10 +165,11 @@ class HybridRetriever:
                 multi_query_n=multi_query_n, preset=preset, fusion=fusion, normalization=normalization,
                 adaptive=adaptive)
         t0 = time.perf_counter()
-        settings = self.settings(preset=preset, recall_top_k=recall_top_k, dense_weight=dense_weight,
-                                 sparse_weight=sparse_weight, rrf_k=rrf_k, rerank_weight=rerank_weight,
-                                 fusion=fusion, normalization=normalization, adaptive=adaptive)
-        over_fetch = _count_knob("over_fetch_multiplier", over_fetch_multiplier)
+        settings = self.settings(preset=preset, recall_top_k=recall_top_k, over_fetch_multiplier=over_fetch_multiplier,
+                                 dense_weight=dense_weight, sparse_weight=sparse_weight, rrf_k=rrf_k,
+                                 rerank_weight=rerank_weight, fusion=fusion, normalization=normalization,
+                                 adaptive=adaptive)
+        over_fetch = settings.over_fetch_multiplier
         n_variants = self.multi_query_n if multi_query_n is None else _count_knob("multi_query_n", multi_query_n)
         if scope is not None and not isinstance(scope, Scope):
             raise ValueError(f"scope must be a Scope or None, got {scope!r}")
@@ -175,7 +179,7 @@ class HybridRetriever:
                        self.multi_query_llm)
         record = search(svc, query, mood, scope, settings, over_fetch_multiplier=over_fetch,
                         multi_query_n=n_variants)
-        result = assemble(record, settings)
+        result = assemble(record, settings, self.strengths)
         timings = frozen({**result.diagnostics.timings_ms, "total": round((time.perf_counter() - t0) * 1000.0, 3)})
         # SPEC §6: `explain(id)` answers for any id the caller names, read at the BM25 version this search read
         return replace(result, diagnostics=replace(result.diagnostics, timings_ms=timings,
@@ -215,37 +219,41 @@ class HybridRetriever:
         other.as_of_state = view
         return other
 
-    def settings(self, *, preset=None, recall_top_k: int = 10, **knobs):
-        """The validated `Settings` a call with these arguments would use (None = this retriever's default)."""
-        p = self.preset if preset is None else get_preset(preset)
+    def settings(self, *, preset=None, recall_top_k: int | None = None, over_fetch_multiplier: int | None = None,
+                 **knobs) -> RetrievalSettings:
+        """The settings value a call with these seed keywords would use (None = this retriever's own)."""
+        depth = {"recall_top_k": self.top_k[0] if recall_top_k is None else recall_top_k,
+                 "over_fetch_multiplier": self.top_k[1] if over_fetch_multiplier is None else over_fetch_multiplier}
+        given = {k: v for k, v in knobs.items() if v is not None}
+        if preset is None and "fusion" not in given:
+            return self.defaults.with_(**given, **depth)  # the value as set, with a knob changed
+        # another preset or fusion: the retriever's own knobs, then this call's, over that preset's defaults
         overrides = {k: v for k, v in self._overrides.items() if v is not None}
-        overrides.update({k: v for k, v in knobs.items() if v is not None})
-        return resolve_settings(p, overrides=overrides, recall_top_k=recall_top_k,
-                                split_threshold=self.split_ambiguous_threshold)
+        return resolve_settings(self.preset if preset is None else get_preset(preset),
+                                overrides={**overrides, **given}, split_threshold=self.split_ambiguous_threshold,
+                                **depth)
 
-    def reweight(self, result: RetrievalResult, *, dense_weight: float | None = None,
-                 sparse_weight: float | None = None, rrf_k: float | None = None,
+    def reweight(self, result: RetrievalResult, settings: RetrievalSettings | None = None, *,
+                 dense_weight: float | None = None, sparse_weight: float | None = None, rrf_k: float | None = None,
                  rerank_weight: float | None = None, recall_top_k: int | None = None,
                  fusion: str | None = None, normalization: str | None = None,
                  adaptive: bool | None = None) -> RetrievalResult:
-        """Re-fuse a previous result's cached lists with new knobs. No embedding, search or model call.
-
-        A knob left as None keeps the value the result was made with.
-        """
-        return _reweight(result, dense_weight=dense_weight, sparse_weight=sparse_weight, rrf_k=rrf_k,
+        """Re-fuse a previous result's cached lists under `settings` (or its own settings with the seed's keywords
+        changed; None keeps the value the result was made with). No embedding, search or model call."""
+        return _reweight(result, settings, dense_weight=dense_weight, sparse_weight=sparse_weight, rrf_k=rrf_k,
                          rerank_weight=rerank_weight, recall_top_k=recall_top_k, fusion=fusion,
                          normalization=normalization, adaptive=adaptive)
 
 
-def _seed_knobs(settings: RetrievalSettings, given: dict[str, Any]) -> tuple[Any, ...]:
-    """The seed's keyword arguments (SPEC §6) a `RetrievalSettings` stands for, in `HybridRetriever`'s order; a
-    keyword given beside it is a ValueError (one source for each knob)."""
+# The fusion knobs a retriever built from a settings value keeps for a call that switches preset or fusion.
+_FUSION_OVERRIDES = ("dense_weight", "sparse_weight", "rrf_k", "normalization", "rerank_weight", "adaptive")
+
+
+def _check_one_source(settings: RetrievalSettings, given: dict[str, Any]) -> None:
+    """ValueError unless `settings` is a `RetrievalSettings` given without any seed keyword beside it (one source
+    for each knob)."""
     if not isinstance(settings, RetrievalSettings):
         raise ValueError(f"settings={settings!r} must be a RetrievalSettings (RetrievalSettings.parse reads a string)")
     both = sorted(k for k, v in given.items() if v is not None)
     if both:
         raise ValueError(f"give either settings= or {', '.join(both)}, not both: the settings value holds every knob")
-    k = settings.knobs()
-    return (k["preset"], settings.split_threshold, k["dense_weight"], k["sparse_weight"], k.get("rrf_k"),
-            settings.rerank_weight, k["fusion"], k.get("normalization"), settings.adaptive)
-

@@ -137,7 +137,7 @@ def test_adaptive_off_is_todays_result(demo_ws):
         res = r.retrieve(q.query, scope=q.scope)
         d = res.diagnostics
         assert d.settings.adaptive is False and d.adaptive is None
-        assert d.fusion_weights == (d.settings.dense_weight, d.settings.sparse_weight)
+        assert d.fusion_weights == (d.settings["dense_weight"], d.settings["sparse_weight"])
         # the record's query features change nothing when adaptive is off
         bare = replace(d.record, query_idf=frozen(), bm25_docs=0)
         _same(res, assemble(bare, d.settings))
@@ -150,7 +150,7 @@ def test_an_identifier_query_gets_sparse_weight_and_the_explanation_adds_up(demo
         res = r.retrieve(TICKET, scope=PRIYA)
         d = res.diagnostics
         a = d.adaptive
-        assert a["dense_weight"] < d.settings.dense_weight and a["sparse_weight"] > d.settings.sparse_weight
+        assert a["dense_weight"] < d.settings["dense_weight"] and a["sparse_weight"] > d.settings["sparse_weight"]
         assert "FX-209847" in a["reasons"][0] and a["summary"].startswith("sparse ")
         with pytest.raises(TypeError):  # frozen, as the rest of the diagnostics
             a["rules"][0]["shift"] = 0.0
@@ -166,7 +166,7 @@ def test_an_identifier_query_gets_sparse_weight_and_the_explanation_adds_up(demo
             for name, c in ex.rrf["contributions"].items():
                 rank, w = ex.rrf["ranks"][name], ex.rrf["weights"]["dense" if name.startswith("dense") else "sparse"]
                 if fusion == "rrf":
-                    assert c == pytest.approx(0.0 if rank is None else w / (d.settings.rrf_k + rank))
+                    assert c == pytest.approx(0.0 if rank is None else w / (d.settings["rrf_k"] + rank))
                 else:
                     assert (c == 0.0) if rank is None else (0.0 <= c <= w + 1e-12)
 
@@ -192,10 +192,10 @@ def test_settings_and_config_take_only_a_bool():
     assert resolve_settings("hybrid", overrides={"adaptive": True}).adaptive is True
     with pytest.raises(ValueError, match="adaptive"):
         resolve_settings("hybrid", overrides={"adaptive": "yes"})
-    cfg = PipelineConfig(adaptive=True)
+    cfg = PipelineConfig().with_(adaptive=True)
     assert PipelineConfig.from_json(cfg.to_json()) == cfg
     old = {"preset": "hybrid", "fusion": "convex", "dense_weight": 0.5}  # a file exported before the switch existed
-    assert PipelineConfig.from_json(json.dumps(old)).adaptive is False
+    assert PipelineConfig.from_json(json.dumps(old)).settings.adaptive is False
     with pytest.raises(ValueError, match="adaptive"):
         PipelineConfig.from_json(json.dumps({**old, "adaptive": "false"}))
     with pytest.raises(ValueError, match="adaptive='maybe' must be true or false"):  # the current shape
@@ -204,7 +204,7 @@ def test_settings_and_config_take_only_a_bool():
 
 
 def test_a_link_round_trips_adaptive_and_an_old_link_leaves_it_off():
-    params = write_link("i_", PipelineConfig(adaptive=True), "q", None)
+    params = write_link("i_", PipelineConfig().with_(adaptive=True), "q", None)
     assert params["i_settings"].endswith(" adaptive=true")
     link = read_link(params, "i_", [])
     assert link.config["adaptive"] is True and not link.ignored
@@ -267,7 +267,7 @@ def test_learned_strengths_are_recorded_used_and_undone(tmp_path):
     assert RULE_NAMES == RULES and MAX_STRENGTH == MAX_STEP  # the store's copy of the pipeline's rules
     ws = Workspace(str(tmp_path / "db"), embedder=HashingEmbedder(64), fact_extractor=None)
     ws.ingest(load_demo_traces())
-    cfg = PipelineConfig(adaptive=True, facts=False)
+    cfg = PipelineConfig().with_(adaptive=True, facts=False)
     shipped = build_retriever(ws, cfg).retrieve(TICKET, scope=PRIYA).diagnostics.adaptive
     assert read_adaptive(ws.store) is None and shipped["learned"] is False
     strengths = {"identifier": 0.2, "length": 0.0, "rarity": 0.0, "confidence": 0.0}  # an identifier leans dense
@@ -279,7 +279,7 @@ def test_learned_strengths_are_recorded_used_and_undone(tmp_path):
     a = res.diagnostics.adaptive
     assert a["learned"] is True and a["strengths"] == strengths and a["dense_weight"] > 0.5
     assert "Rule strengths learned" in __import__("ui.derive", fromlist=["x"]).adaptive_sentence(a)
-    off = build_retriever(ws, replace(cfg, adaptive=False)).retrieve(TICKET, scope=PRIYA)
+    off = build_retriever(ws, cfg.with_(adaptive=False)).retrieve(TICKET, scope=PRIYA)
     assert off.diagnostics.adaptive is None  # recorded strengths change nothing while adaptive is off …
     assert reweight(off, adaptive=True).diagnostics.adaptive == a  # … and are the ones a re-fusion switches on
     assert undo_adaptive(ws.store) is None and read_adaptive(ws.store) is None

@@ -40,7 +40,7 @@ def test_the_toggle_is_off_by_default_and_switching_it_shows_the_reason(demo_env
     assert "for this query (set: dense 0.5 / sparse 0.5)" in line[0]
     a = at.session_state["i_result"][1].diagnostics.settings  # the weights as set …
     table = next(h.value for h in at.get("html") if "class='rt-stages'" in h.value)
-    assert f"convex, {a.normalization}, adaptive 0." in table  # … and the query's own under the Merged heading
+    assert f"convex, {a['normalization']}, adaptive 0." in table  # … and the query's own under the Merged heading
     flow = next(c for c in at.get("plotly_chart") if "Rank flow" in c.proto.spec)
     assert "Adaptive weights: sparse 0." in flow.proto.spec and "FX-209847" in flow.proto.spec
 

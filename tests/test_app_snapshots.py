@@ -64,7 +64,7 @@ def test_import_a_case_run_two_snapshots_diff_and_open_inspect(demo_env):
     assert "Snapshot s" in texts(at)
 
     snaps = JudgmentStore(demo_env).snapshots("mini")
-    assert [(s.label, s.config.dense_weight) for s in snaps] == [("even", 0.5), ("dense-heavy", 0.9)]
+    assert [(s.label, s.config.settings["dense_weight"]) for s in snaps] == [("even", 0.5), ("dense-heavy", 0.9)]
     assert (at.selectbox(key="s_a").value, at.selectbox(key="s_b").value) == (snaps[0].id, snaps[1].id)
     assert at.selectbox(key="s_b").options[:2] == [f"even · {snaps[0].id}", f"dense-heavy · {snaps[1].id}"]
     listing = frame(at, "label")  # the whole configuration shows for the row clicked (ui/snapshot_tables.py)

@@ -85,7 +85,7 @@ def test_snapshots_in_a_real_browser(browser, tmp_path, artifacts):
         wait_text(page, "dense_weight 0.5 → 1")
         wait_text(page, "Judged traces that moved")
         snaps = JudgmentStore(str(db)).snapshots("mini")
-        assert [(s.label, s.config.dense_weight, s.config.sparse_weight) for s in snaps] == [
+        assert [(s.label, *s.config.settings.strategy.weights) for s in snaps] == [
             ("even", 0.5, 0.5), ("dense-only", 1.0, 0.0)]
 
         open_grading(page)

@@ -177,11 +177,12 @@ def test_record_undo_round_trip_and_the_retriever_uses_it(calibrated):
     assert read_calibration(ws.store) == first and read_previous(ws.store) is None
     assert ws.store.identity() == ident  # the analyser and embedder beside it are untouched
     r = ws.retriever()
-    assert (r.defaults.fusion, r.defaults.dense_weight) == (first.fusion.name, first.fusion.weights[0])
+    assert (r.defaults["fusion"], r.defaults["dense_weight"]) == (first.fusion.name, first.fusion.weights[0])
     explicit = ws.retriever(default_dense_weight=0.9, default_sparse_weight=0.1)
-    assert explicit.defaults.dense_weight == 0.9 and explicit.defaults.fusion == "convex"  # explicit wins, unmixed
-    assert explicit.defaults.normalization == "theoretical"
-    assert ws.retriever(preset="agentos").defaults.fusion == "rrf"  # agentos stays exact
+    # explicit wins, unmixed
+    assert explicit.defaults["dense_weight"] == 0.9 and explicit.defaults["fusion"] == "convex"
+    assert explicit.defaults["normalization"] == "theoretical"
+    assert ws.retriever(preset="agentos").defaults["fusion"] == "rrf"  # agentos stays exact
     second = CalibrationRecord(**{**first.__dict__, "label": "RRF k=10, dense 0.3",
                                   "fusion": "rrf(dense_weight=0.3,sparse_weight=0.7,rrf_k=10.0)"})
     assert second.fusion == RRF(k=10, weights=(0.3, 0.7))
@@ -191,7 +192,7 @@ def test_record_undo_round_trip_and_the_retriever_uses_it(calibrated):
     assert undo_calibration(ws.store) is None and read_calibration(ws.store) is None
     with pytest.raises(ValueError, match="no calibration to undo"):
         undo_calibration(ws.store)
-    assert ws.retriever().defaults.fusion == "convex" and ws.retriever().defaults.dense_weight == 0.5
+    assert ws.retriever().defaults["fusion"] == "convex" and ws.retriever().defaults["dense_weight"] == 0.5
 
 
 @pytest.mark.parametrize("value", ["{not json", json.dumps({"fusion": "magic"}), json.dumps([1, 2]),
@@ -203,7 +204,7 @@ def test_a_tampered_record_is_ignored_not_applied(calibrated, value):
     ws.store.table().update_field_metadata({"path": "vector", "metadata": {KEY_CALIBRATION: bad}})
     try:
         assert read_calibration(ws.store) is None and calibrated_knobs(ws.store) == {}
-        assert ws.retriever().defaults.dense_weight == 0.5
+        assert ws.retriever().defaults["dense_weight"] == 0.5
     finally:
         ws.store.table().update_field_metadata({"path": "vector", "metadata": {KEY_CALIBRATION: None}})
 
@@ -239,13 +240,13 @@ def test_a_record_written_in_the_old_shape_is_read_into_the_one_value(calibrated
     assert rec.knobs() == {"fusion": "convex", "dense_weight": 0.4, "sparse_weight": 0.6,
                            "normalization": "theoretical"}
     assert (rec.label, rec.interval["lo"], rec.sample) == (OLD_SHAPE["label"], 0.02, OLD_SHAPE["sample"])
-    with pytest.raises(ValueError, match="dense_weight=7.0 must be"):
+    with pytest.raises(ValueError, match="dense_weight=7 must be"):  # the value as written
         CalibrationRecord.from_json(json.dumps({**OLD_SHAPE, "dense_weight": 7}))
     ws.store.table().update_field_metadata({"path": "vector", "metadata": {KEY_CALIBRATION: json.dumps(OLD_SHAPE)}})
     try:  # an old store's record still applies
         assert read_calibration(ws.store) == rec
         r = ws.retriever()
-        assert (r.defaults.fusion, r.defaults.dense_weight, r.defaults.rrf_k) == ("convex", 0.4, 10)
+        assert (r.defaults["fusion"], r.defaults["dense_weight"], r.default_rrf_k) == ("convex", 0.4, 10)
     finally:
         ws.store.table().update_field_metadata({"path": "vector", "metadata": {KEY_CALIBRATION: None}})
 
@@ -282,11 +283,11 @@ def test_cli_query_takes_the_calibrated_defaults_unless_a_fusion_flag_is_given()
 
     cal = {"fusion": "rrf", "normalization": "minmax", "dense_weight": 0.3, "sparse_weight": 0.7, "rrf_k": 20.0}
     args = build_parser().parse_args(["query", "x"])
-    assert (config_from_args(args, cal).fusion, config_from_args(args, cal).rrf_k) == ("rrf", 20)
-    assert config_from_args(args).fusion == "convex"
+    assert config_from_args(args, cal).settings.strategy == RRF(k=20, weights=(0.3, 0.7))
+    assert config_from_args(args).settings["fusion"] == "convex"
     args = build_parser().parse_args(["query", "x", "--dense-weight", "0.8"])
     cfg = config_from_args(args, cal)
-    assert (cfg.dense_weight, cfg.fusion, cfg.sparse_weight) == (0.8, "convex", 0.5)
+    assert cfg.settings.strategy == Convex(normalization="theoretical", weights=(0.8, 0.5))
 
 
 # ---------------------------------------------------------------- Tune's button

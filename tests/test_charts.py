@@ -165,7 +165,7 @@ def test_link_round_trip_writes_every_field_including_defaults():
     assert link.ignored == ()
     assert (link.query, link.scope, link.target, link.depth, link.version) == ("where do I live?", "user:maya",
                                                                                "maya-intro", 20, 7)
-    assert PipelineConfig(**{**{"openai_base_url": cfg.openai_base_url}, **link.config}) == cfg
+    assert PipelineConfig(openai_base_url=cfg.openai_base_url).with_(**link.config) == cfg
 
 
 def test_invalid_parameters_are_named_not_dropped_silently():

@@ -136,7 +136,7 @@ def test_build_demo_ships_two_snapshots_of_the_demo_case_once(tmp_path):
     build_demo_index(uri, log=lambda m: None, embedder=HashingEmbedder(384))
     snaps = JudgmentStore(uri).snapshots("demo")
     assert sorted(s.label for s in snaps) == sorted(label for _, label in DEMO_SNAPSHOTS)
-    assert {s.config.preset for s in snaps} == {"agentos", "hybrid"}
+    assert {s.config.settings.preset_name for s in snaps} == {"agentos", "hybrid"}
     assert all(len(s.queries) >= 40 and "ndcg@10" in s.metrics for s in snaps)
     build_demo_index(uri, log=lambda m: None, embedder=HashingEmbedder(384))  # reused: none added
     assert len(JudgmentStore(uri).snapshots("demo")) == 2

@@ -49,9 +49,9 @@ def test_every_explanation_agrees_with_the_stage_lists(demo_ws, preset, rerank, 
                 assert ex.stages["merged"][1] == pytest.approx(sum(ex.rrf["contributions"].values()))
                 for name, c in ex.rrf["contributions"].items():
                     rank = ex.rrf["ranks"][name]
-                    w = s.dense_weight if name.startswith("dense") else s.sparse_weight
-                    if s.fusion == "rrf":
-                        assert c == pytest.approx(0.0 if rank is None else w / (s.rrf_k + rank))
+                    w = s["dense_weight"] if name.startswith("dense") else s["sparse_weight"]
+                    if s["fusion"] == "rrf":
+                        assert c == pytest.approx(0.0 if rank is None else w / (s["rrf_k"] + rank))
                     else:  # convex: weight × a normalised score in [0, 1]; absent from the list → 0
                         assert (c == 0.0) if rank is None else (0.0 <= c <= w + 1e-12)
             if ex.blend is not None:  # blended = (1 - w) * base + w * rerank; the reranked score adds the split gain

@@ -20,9 +20,9 @@ def test_a_stored_case_policy_round_trips_and_a_wrong_type_is_refused_by_name():
 
 
 def test_a_config_file_field_of_the_wrong_type_is_refused_not_truncated():
-    cfg = PipelineConfig(hyde=True, dense_weight=0.4, sparse_weight=0.6)
+    cfg = PipelineConfig(hyde=True).with_(dense_weight=0.4, sparse_weight=0.6)
     assert PipelineConfig.from_json(cfg.to_json()) == cfg
-    assert PipelineConfig.from_json('{"top_k": 5}').recall_top_k == 5  # an older file's name
+    assert PipelineConfig.from_json('{"top_k": 5}').settings.recall_top_k == 5  # an older file's name
     with pytest.raises(ValueError, match=r"^config field 'rrf_k' must be a int, got 2.5$"):
         PipelineConfig.from_json('{"rrf_k": 2.5}')  # int(2.5) once made it 2
     with pytest.raises(ValueError, match=r"^config field 'hyde' must be true or false, got 'false'$"):

@@ -110,7 +110,7 @@ def test_the_pipeline_and_the_lab_use_it_with_no_other_edit(tmp_path):
     r = HybridRetriever(store, bm25=BM25Index())
     r.index([make_trace(f"t{i}", t) for i, t in enumerate(list(texts)[1:])])
     res = r.retrieve("order 5512", scope=U1, fusion="dbsf", dense_weight=0.6, sparse_weight=0.4)
-    assert res.diagnostics.settings.fusion == "dbsf" and res.traces
+    assert res.diagnostics.settings["fusion"] == "dbsf" and res.traces
     ex = res.diagnostics.explain(res.traces[0].id)
     assert ex.rrf["fusion"] == "dbsf" and ex.rrf["strategy"] == "DBSF(weights=(0.6, 0.4))"
     assert sum(ex.rrf["contributions"].values()) == pytest.approx(ex.rrf["score"])

@@ -149,7 +149,7 @@ def test_reweight_recomputes_without_searching_or_reranking(id_world):
     assert (res.ids, [t.retrieval_score for t in res.traces], {k: list(v) for k,
                                                                v in res.diagnostics.stage_ids.items()},
             dict(res.diagnostics.stage_scores["merged"]), res.diagnostics.settings) == before
-    assert moved.diagnostics.settings.dense_weight == 1.0 and before[4].dense_weight == 0.5
+    assert moved.diagnostics.settings["dense_weight"] == 1.0 and before[4]["dense_weight"] == 0.5
 
 
 def test_rerank_blend_golden_in_both_presets(id_world):

@@ -82,7 +82,9 @@ def test_split_summary_escapes_the_replaced_ids():
 
 WIDGETS = f"""
 from types import SimpleNamespace
+from retrieval.fusion import RRF
 from retrieval.pipeline.explain import Explanation
+from retrieval.pipeline.settings import RetrievalSettings
 from ui.widgets import escalation_view, explanation_details, explanation_summary, stage_table
 
 HID, CONTENT = {HOSTILE_ID!r}, {CONTENT!r}
@@ -100,7 +102,7 @@ for n, ex in enumerate((found, dropped, hidden)):
 escalation_view(["reranker:error: TimeoutError quoting " + HID,
                  "odd `code` ![e](http://127.0.0.1:9/e.png): " + CONTENT])
 split = SimpleNamespace(replaced=True, chosen="a", half_scores=(0.6, 0.4), whole=0.3)
-settings = SimpleNamespace(fusion="rrf", normalization="minmax", preset=SimpleNamespace(blend_base="fused"))
+settings = RetrievalSettings(fusion=RRF(k=10, weights=(0.5, 0.5)))  # hybrid: the blend base is the fused score
 diag = SimpleNamespace(stage_ids={{"dense": [HID], "sparse": [], "final": [HID]}},
                        stage_scores={{"dense": {{HID: 0.5}}, "final": {{HID: 0.9}}}}, fact_ids=[],
                        splits={{HID: split}}, pool={{HID: SimpleNamespace(content="half a " + CONTENT)}},

@@ -256,7 +256,8 @@ QRELS_DIFF = {"q1": {"a": 2, "b": 1, "c": 0}, "q2": {"y": 1}, "q3": {"v": 3}}
 SNAP_A = snap("A", [sq("q1", "abxc", dense="abx", sparse="bc"), sq("q2", "yz", reranked="yz"),
                     sq("q3", ["fx", "w"], dense="vw", credit={"fx": "v"})])
 SNAP_B = snap("B", [sq("q1", "bacx", dense="abx", sparse="bc"), sq("q2", "zy", merged="yz", reranked="zy"),
-                    sq("q3", "wv", dense="vw"), sq("q4", "a")], PipelineConfig(dense_weight=0.9, sparse_weight=0.1))
+                    sq("q3", "wv", dense="vw"), sq("q4", "a")],
+              PipelineConfig().with_(dense_weight=0.9, sparse_weight=0.1))
 
 
 def test_diff_finds_the_stage_where_each_judged_trace_moved():

@@ -24,11 +24,11 @@ def test_a_link_holds_the_knobs_in_one_settings_field_and_reads_back():
     assert {f"i_{n}" for n in set(FIELDS) - knob_fields} <= set(params) and params["i_reranker"] == "embedding"
     link = read_link(params, "i_", SCOPES)
     assert link.ignored == () and link.settings == RetrievalSettings.parse(params["i_settings"])
-    assert PipelineConfig(**link.config) == cfg
+    assert PipelineConfig().with_(**link.config) == cfg
 
 
 def test_slider_noise_is_not_written_into_the_link():
-    params = write_link("i_", PipelineConfig(dense_weight=0.1 + 0.2), "q", None)
+    params = write_link("i_", PipelineConfig().with_(dense_weight=0.1 + 0.2), "q", None)
     assert "dense_weight=0.3," in params["i_settings"]
 
 
@@ -86,4 +86,4 @@ def test_any_string_in_the_settings_field_is_a_value_or_a_named_error(text):
     else:
         assert link.settings == RetrievalSettings.parse(text) == RetrievalSettings.parse(str(link.settings))
         assert all(i.param == "i_settings" for i in link.ignored)
-        PipelineConfig(**link.config).validate()  # what reaches the panel is a valid config
+        PipelineConfig().with_(**link.config)  # what reaches the panel is a valid config

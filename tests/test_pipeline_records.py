@@ -9,7 +9,8 @@ from retrieval import AGENTOS, HybridRetriever
 from retrieval.pipeline.assemble import assemble, reweight
 from retrieval.pipeline.records import FrozenDict
 from retrieval.pipeline.search import Services, search
-from retrieval.pipeline.settings import KNOBS, Settings, check_knob, resolve_settings
+from retrieval.fusion import Convex
+from retrieval.pipeline.settings import KNOBS, RetrievalSettings, check_knob, resolve_settings
 
 from conftest import ROOT, U1, U2, StubReranker
 
@@ -48,7 +49,7 @@ def test_results_carry_data_not_the_retriever(retriever):
     fields = {f.name for f in dataclasses.fields(res.diagnostics)}
     assert "retriever" not in fields and not any(n.startswith("_") for n in fields)
     moved = reweight(res, dense_weight=1.0, sparse_weight=0.0)  # a module function: no retriever needed
-    assert moved.diagnostics.settings.dense_weight == 1.0 and res.diagnostics.settings.dense_weight == 0.5
+    assert moved.diagnostics.settings["dense_weight"] == 1.0 and res.diagnostics.settings["dense_weight"] == 0.5
     assert set(moved.diagnostics.timings_ms) >= {"refusion", "embed", "sparse"}  # search timings kept
 
 
@@ -75,10 +76,9 @@ def test_knob_table_matches_the_messages():
 
 
 def test_agentos_is_always_rrf(retriever):
-    assert resolve_settings(AGENTOS, overrides={"fusion": "convex"}).fusion == "rrf"
+    assert resolve_settings(AGENTOS, overrides={"fusion": "convex"})["fusion"] == "rrf"
     with pytest.raises(ValueError, match="always RRF"):
-        Settings(preset=resolve_settings(AGENTOS).preset, dense_weight=0.7, sparse_weight=0.3, rrf_k=60,
-                 rerank_weight=0.3, recall_top_k=10, fusion="convex")
+        RetrievalSettings(preset=AGENTOS, fusion=Convex(weights=(0.7, 0.3)))
     res = retriever.retrieve(QUERY, scope=U1, preset=AGENTOS)
     with pytest.raises(ValueError, match="always RRF"):
         reweight(res, fusion="convex")

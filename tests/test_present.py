@@ -64,10 +64,11 @@ def test_an_example_without_a_story_uses_its_own_title():
 def test_step_config_reads_the_example_link_like_inspect():
     assert present.step_config(BY_ID["identifier"], ["user:priya"]) == PipelineConfig()
     split = present.step_config(BY_ID["split"], ["user:maya"])
-    assert (split.reranker, split.split_threshold, split.rerank_weight) == ("embedding", 1.0, 0.6)
+    assert (split.reranker, split.settings.split_threshold, split.settings.rerank_weight) == ("embedding", 1.0, 0.6)
     assert present.step_config(BY_ID["hyde"], ["user:maya"]).hyde is True
-    base = PipelineConfig(recall_top_k=7)
-    assert present.step_config(BY_ID["mood"], ["user:maya"], base).recall_top_k == 7  # on top of the page's start
+    base = PipelineConfig().with_(recall_top_k=7)
+    # on top of the page's start
+    assert present.step_config(BY_ID["mood"], ["user:maya"], base).settings.recall_top_k == 7
     assert present.step_config(BY_ID["mood"], ["user:maya"]).valence == 0.9
     words = present.setup_words(present.step_config(BY_ID["split"], ["user:maya"]))
     assert any("second look" in w for w in words) and any("splits long notes" in w for w in words)

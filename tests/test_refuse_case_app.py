@@ -28,7 +28,7 @@ def test_the_saved_case_metric_is_the_snapshots(demo_env):
     from retrieval.workspace import Workspace
 
     ws, js = Workspace(demo_env, embedder=HashingEmbedder(384)), JudgmentStore(demo_env)
-    case, cfg = js.case("demo"), PipelineConfig(dense_weight=0.3, sparse_weight=0.7)
+    case, cfg = js.case("demo"), PipelineConfig().with_(dense_weight=0.3, sparse_weight=0.7)
     searched = search_case(ws, case, cfg)
     payload = case_payload(case, searched, js.qrels(case))
     snap = run_snapshot(ws, case, cfg, js, save=False)

@@ -60,9 +60,10 @@ def check(fusion: str, seed: int) -> None:
         finals = {qid: list(got[1].diagnostics.stage_ids["final"]) for qid, got in searched.items()
                   if isinstance(got, tuple)}
         expected.append(case_scores(finals, qrels, credit))
-        setting = {"fusion": fusion, "normalization": s.normalization, "dense_weight": s.dense_weight,
-                   "sparse_weight": s.sparse_weight, "rrf_k": s.rrf_k, "rerank_weight": s.rerank_weight,
-                   "recall_top_k": s.recall_top_k}  # the one setting every query was assembled under
+        k = s.fusion_defaults()  # the one setting every query was assembled under
+        setting = {"fusion": fusion, "normalization": k["normalization"], "dense_weight": k["dense_weight"],
+                   "sparse_weight": k["sparse_weight"], "rrf_k": k["rrf_k"], "rerank_weight": s.rerank_weight,
+                   "recall_top_k": s.recall_top_k}
         cases.append({"queries": payload["queries"], "setting": setting, "k": 10})
     out = subprocess.run([NODE, str(ROOT / "tests" / "js" / "refuse_case_parity.mjs")], input=json.dumps(cases),
                          capture_output=True, text=True, timeout=300, check=True)

@@ -106,10 +106,11 @@ def random_settings(rng: random.Random, fusion: str):
             "fusion": fusion, "normalization": rng.choice(["minmax", "theoretical", "zscore"])}
     s = resolve_settings(preset, overrides=over, recall_top_k=rng.randint(1, 25),
                          split_threshold=rng.choice([None, 0.5]))
-    if rng.random() < 0.35:  # adaptive weights: the shipped rules, or learned strengths
+    learned = None
+    if rng.random() < 0.35:  # adaptive weights: the shipped rules, or a store's learned strengths
         learned = Strengths(*(rng.randint(-4, 4) * 0.05 for _ in range(4))) if rng.random() < 0.5 else None
-        s = s.with_(adaptive=True, adaptive_strengths=learned)
-    return s
+        s = s.with_(adaptive=True)
+    return s, learned
 
 
 def run_node(cases: list[dict]) -> list[list[list]]:
@@ -123,17 +124,17 @@ def check(fusion: str, seed: int) -> None:
     cases, expected = [], []
     for _ in range(CASES):
         rec = random_record(rng, ("toString", "constructor", "__proto__") if rng.random() < 0.1 else ())
-        s = random_settings(rng, fusion)
-        result = assemble(rec, s)
+        s, learned = random_settings(rng, fusion)
+        result = assemble(rec, s, learned)
         payload = refuse_payload(result.diagnostics)
         if rng.random() < 0.5:  # a slider moved: the browser re-fuses the same payload under other knobs
             dw = rng.randint(0, 20) * 0.05
-            s = s.with_(dense_weight=dw, sparse_weight=rng.randint(1 if dw == 0 else 0, 20) * 0.05,
-                        rrf_k=rng.randint(1, 200), rerank_weight=rng.randint(0, 20) * 0.05,
-                        recall_top_k=rng.randint(1, 25))
-            result = assemble(rec, s)
-        setting = {k: getattr(s, k) for k in ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight",
-                                              "recall_top_k", "normalization")}
+            moved = {"dense_weight": dw, "sparse_weight": rng.randint(1 if dw == 0 else 0, 20) * 0.05,
+                     "rerank_weight": rng.randint(0, 20) * 0.05, "recall_top_k": rng.randint(1, 25)}
+            if fusion == "rrf":
+                moved["rrf_k"] = rng.randint(1, 200)
+            result = assemble(rec, s.with_(**moved), learned)
+        setting = refuse_payload(result.diagnostics)["setting"]  # the knobs as the panel holds them
         cases.append({"payload": payload, "setting": {**setting, "fusion": fusion}})
         expected.append([(t.id, t.retrieval_score) for t in result.traces])
     got = run_node(cases)

@@ -83,10 +83,18 @@ def test_hybrid_retriever_takes_the_value_and_the_seed_keywords_build_the_same_o
     assert "RRF(k=30, weights=(0.6, 0.4))" in repr(by_value)
     a, b = by_value.retrieve("order 5512", scope=U1), by_kw.retrieve("order 5512", scope=U1, recall_top_k=2)
     assert a.ids == b.ids and len(a.ids) == 2 and a.diagnostics.settings == b.diagnostics.settings
-    from retrieval.pipeline.assemble import assemble
+    from retrieval.pipeline.assemble import assemble, reweight
 
     again = assemble(a.diagnostics.record, dataclasses.replace(value, fusion=RRF(k=5, weights=(0.6, 0.4))))
-    assert again.diagnostics.settings.rrf_k == 5 and again.diagnostics.record is a.diagnostics.record
+    assert again.diagnostics.settings["rrf_k"] == 5 and again.diagnostics.record is a.diagnostics.record
+    # the value travels as it is: into the result, through `reweight(result, settings=…)`, to the fused scores
+    assert a.diagnostics.settings == value
+    moved = dataclasses.replace(value, fusion=RRF(k=5, weights=(1.0, 0.0)))
+    by_settings = reweight(a, settings=moved)
+    assert by_settings.diagnostics.settings is moved
+    assert by_settings.ids == reweight(a, rrf_k=5, dense_weight=1.0, sparse_weight=0.0).ids
+    assert dict(by_settings.diagnostics.stage_scores["merged"]) == {
+        f.id: f.score for f in moved.strategy.fuse(*_lists(a.diagnostics, moved.strategy))}
     with pytest.raises(ValueError, match="must be a RetrievalSettings"):
         HybridRetriever(store, settings="preset=hybrid")
     with pytest.raises(ValueError, match="give either settings= or default_rrf_k, preset, not both"):
@@ -101,7 +109,8 @@ def test_the_config_parser_uses_the_value():
     with pytest.raises(ValueError, match="both 0"):
         PipelineConfig.from_json('{"dense_weight": 0, "sparse_weight": 0}')
     s = RetrievalSettings(fusion=Convex(normalization="zscore", weights=(0.6, 0.4)))
-    assert s.to_settings().strategy == s.fusion and s.to_settings().normalization == "zscore"
+    assert s.strategy == s.fusion and s["normalization"] == "zscore" and s.with_(dense_weight=0.9).strategy == \
+        Convex(normalization="zscore", weights=(0.9, 0.4))
 
 
 def test_a_config_file_holds_the_knobs_as_the_canonical_string_and_old_files_still_read():
@@ -121,7 +130,7 @@ def test_a_config_file_holds_the_knobs_as_the_canonical_string_and_old_files_sti
            "top_k": 10}  # a file (or a snapshot row) in the old shape
     assert PipelineConfig.from_json(json.dumps(old)) == cfg
     # a knob left out of the string is the preset's; a knob given twice or a bad string is named
-    assert PipelineConfig.from_json('{"settings": "fusion=rrf"}').rrf_k == 10
+    assert PipelineConfig.from_json('{"settings": "fusion=rrf"}').settings["rrf_k"] == 10
     with pytest.raises(ValueError, match=r"config field\(s\) dense_weight beside 'settings'"):
         PipelineConfig.from_json('{"settings": "fusion=rrf", "dense_weight": 0.2}')
     with pytest.raises(ValueError, match="config field 'settings': rrf_k=0.0 must be"):
@@ -141,3 +150,38 @@ def test_a_preset_holds_its_fusion_defaults_as_strategy_values():
     assert RetrievalSettings.parse("fusion=rrf").fusion == HYBRID_PRESET.strategies[1]  # a switch finds its defaults
     with pytest.raises(ValueError, match="must be fusion strategies among its fusions"):
         dataclasses.replace(AGENTOS_PRESET, strategies=(Convex(weights=(0.5, 0.5)),))
+
+
+def _lists(d, strategy):
+    """The (id, score) lists and per-list weights `assemble` hands `strategy` (agentos: no rank completion)."""
+    lists = [[(t.id, t.retrieval_score) for t in lst] for lst in d.record.dense_lists] + [
+        list(lst) for lst in d.record.sparse_lists]
+    w = strategy.weights
+    return lists, [w[0]] * len(d.record.dense_lists) + [w[1]] * len(d.record.sparse_lists)
+
+
+def test_a_config_holds_the_value_and_with_routes_a_knob_into_it():
+    cfg = PipelineConfig.for_preset("agentos", reranker="embedding")
+    assert cfg.settings == RetrievalSettings(preset="agentos") and cfg.reranker == "embedding"
+    moved = cfg.with_(dense_weight=0.9, facts=False)  # a knob by its name, beside a component
+    assert moved.settings.strategy == RRF(k=60, weights=(0.9, 0.3)) and moved.facts is False
+    assert moved.search_key() != cfg.search_key()  # facts changed: a new search
+    assert cfg.with_(dense_weight=0.9).search_key() == cfg.search_key()  # a weight only: a re-fusion
+    assert cfg.with_(dense_weight=0.9).fusion_knobs()["fusion"] == RRF(k=60, weights=(0.9, 0.3))
+    assert cfg.with_(split_threshold=0.5).with_(split_threshold=0).settings.split_threshold is None  # 0 = off
+    with pytest.raises(ValueError, match="unknown config field"):
+        cfg.with_(zoom=2)
+    with pytest.raises(ValueError, match="config field 'fusion': fusion='convex': the agentos preset is always RRF"):
+        cfg.with_(fusion="convex")
+
+
+def test_with_takes_a_strategy_as_it_is_or_routes_a_knob_into_the_one_in_the_value():
+    s = RetrievalSettings(preset="agentos")
+    assert s.with_(fusion=RRF(k=5, weights=(0.2, 0.8)), recall_top_k=3) == RetrievalSettings(
+        preset="agentos", fusion=RRF(k=5, weights=(0.2, 0.8)), recall_top_k=3)
+    assert s.with_(fusion=RRF(k=5, weights=(0.2, 0.8)), dense_weight=0.6).strategy == RRF(k=5, weights=(0.6, 0.8))
+    assert s.with_(rrf_k=30).strategy == RRF(k=30, weights=(0.7, 0.3)) and s.with_() is s
+    with pytest.raises(ValueError, match="rrf_k=0 must be"):
+        RetrievalSettings().with_(rrf_k=0)  # checked even though convex does not use it
+    with pytest.raises(ValueError, match="unknown setting"):
+        s.with_(zoom=1)

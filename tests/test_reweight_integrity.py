@@ -2,7 +2,6 @@
 and the app's `run_config` searches again instead of re-fusing a record searched too shallow."""
 from __future__ import annotations
 
-from dataclasses import fields, replace
 
 import pytest
 
@@ -11,15 +10,15 @@ from retrieval.pipeline.assemble import assemble, reweight
 from retrieval.pipeline.config import PipelineConfig
 from retrieval.pipeline.factory import cache_key
 from retrieval.workspace.retrievers import run_config
-from retrieval.pipeline.settings import Settings, resolve_settings
+from retrieval.fusion import RRF
+from retrieval.pipeline.settings import RetrievalSettings, resolve_settings
 
 from conftest import U1, make_trace
 
 QUERY = "refund invoice payment"
 BOTH_ZERO = "dense_weight and sparse_weight are both 0"
 TOO_SHALLOW = "shorter than asked"
-# PipelineConfig's recall depth field (`top_k`, being renamed `recall_top_k`): the test reads whichever exists.
-TOP_K = next(n for n in ("recall_top_k", "top_k") if n in {f.name for f in fields(PipelineConfig)})
+TOP_K = "recall_top_k"  # a knob of the config's settings value (`PipelineConfig.with_` routes it)
 
 
 def corpus():
@@ -48,7 +47,8 @@ def test_reweight_refuses_both_weights_zero(retriever):
     with pytest.raises(ValueError, match=BOTH_ZERO):
         retriever.reweight(res, dense_weight=0.0, sparse_weight=0.0)
     # one weight at 0 is a real choice (dense only, BM25 only) and keeps working
-    assert reweight(res, dense_weight=0).diagnostics.settings.sparse_weight == res.diagnostics.settings.sparse_weight
+    kept = reweight(res, dense_weight=0).diagnostics.settings
+    assert kept["sparse_weight"] == res.diagnostics.settings["sparse_weight"]
     assert reweight(res, dense_weight=1.0, sparse_weight=0).ids
 
 
@@ -60,8 +60,7 @@ def test_retrieve_and_settings_refuse_both_weights_zero_the_same_way(retriever, 
     with pytest.raises(ValueError, match=BOTH_ZERO):
         HybridRetriever(store, default_dense_weight=0, default_sparse_weight=0)
     with pytest.raises(ValueError, match=BOTH_ZERO):
-        Settings(preset=resolve_settings("hybrid").preset, dense_weight=0.0, sparse_weight=0.0, rrf_k=60,
-                 rerank_weight=0.3, recall_top_k=10)
+        RetrievalSettings(fusion=RRF(k=60, weights=(0.0, 0.0)))
 
 
 # -- 2. a recall deeper than the search ----------------------------------------------------------------------------
@@ -117,7 +116,7 @@ class _Workspace:
 def test_run_config_searches_again_when_the_cached_record_is_too_shallow(deep):
     ws = _Workspace(deep)
     cfg = PipelineConfig.for_preset("hybrid", facts=False, over_fetch_multiplier=3, **{TOP_K: 20})
-    shallow, refused = run_config(ws, replace(cfg, **{TOP_K: 3}), QUERY, U1)
+    shallow, refused = run_config(ws, cfg.with_(**{TOP_K: 3}), QUERY, U1)
     assert not refused and len(shallow.traces) == 3 and ws.searches == 1
     # A cached result whose key matches (only re-fusion knobs differ) but that was searched for 3 × 3 candidates.
     res, refused = run_config(ws, cfg, QUERY, U1, cached=(cache_key(QUERY, U1, cfg), shallow))
@@ -130,12 +129,12 @@ def test_run_config_still_refuses_a_record_searched_deep_enough(deep):
     ws = _Workspace(deep)
     cfg = PipelineConfig.for_preset("hybrid", facts=False, over_fetch_multiplier=3, **{TOP_K: 5})
     searched, _ = run_config(ws, cfg, QUERY, U1)
-    moved = replace(cfg, dense_weight=0.9, sparse_weight=0.1)
+    moved = cfg.with_(dense_weight=0.9, sparse_weight=0.1)
     res, refused = run_config(ws, moved, QUERY, U1, cached=(cache_key(QUERY, U1, cfg), searched))
     assert refused and ws.searches == 1 and len(res.traces) == 5
-    assert res.diagnostics.settings.dense_weight == 0.9 and "refusion" in res.diagnostics.timings_ms
+    assert res.diagnostics.settings["dense_weight"] == 0.9 and "refusion" in res.diagnostics.timings_ms
     # a cached record searched deeper than the config asks is re-fused down to the config's depth
-    narrow = replace(cfg, **{TOP_K: 2})
+    narrow = cfg.with_(**{TOP_K: 2})
     res, refused = run_config(ws, narrow, QUERY, U1, cached=(cache_key(QUERY, U1, narrow), searched))
     assert refused and ws.searches == 1 and len(res.traces) == 2
 

@@ -146,7 +146,7 @@ def test_each_normalised_score_is_what_fusion_used(retriever, fusion, norm):
     d = retriever.retrieve(QUERY, scope=U1, fusion=fusion, normalization=norm).diagnostics
     assert d.fused
     lists = derive.fusion_lists(d)
-    weights = [d.settings.dense_weight if n.startswith("dense") else d.settings.sparse_weight
+    weights = [d.settings["dense_weight"] if n.startswith("dense") else d.settings["sparse_weight"]
                for n in list_names(d.record)]
     for tid, f in d.fused.items():
         for lst, w, c, rank in zip(lists, weights, f.contributions, f.ranks):

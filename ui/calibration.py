@@ -49,7 +49,7 @@ def store_defaults(ws) -> PipelineConfig:
     if rec is None:
         return PipelineConfig()
     # the recorded strategy's knobs; the ones it does not use stay the preset's
-    return PipelineConfig.for_preset("hybrid", **{k: int(v) if k == "rrf_k" else v for k, v in rec.knobs().items()})
+    return PipelineConfig.for_preset("hybrid", **rec.knobs())
 
 
 def calibration_line(ws, who: bool = True) -> str:
@@ -114,15 +114,15 @@ def _result(ws, res, refusal: str | None, who: str) -> None:
 def _record(ws, res, who: str) -> None:
     rec = res.record(by=who)
     write_calibration(ws.store, rec)
-    set_sliders({**PipelineConfig().fusion_knobs(), **rec.knobs()}, preset="hybrid")
+    set_sliders({**PipelineConfig().settings.controls(), **rec.knobs()}, preset="hybrid")
     st.session_state.pop(f"{P}result", None)
     st.session_state[f"{P}note"] = f"Recorded: this store's hybrid defaults are now {rec.describe()}."
 
 
 def _undo(ws) -> None:
     now = undo_calibration(ws.store)
-    knobs = now.knobs() if now else PipelineConfig().fusion_knobs()
-    set_sliders({**PipelineConfig().fusion_knobs(), **knobs}, preset="hybrid")
+    knobs = now.knobs() if now else PipelineConfig().settings.controls()
+    set_sliders({**PipelineConfig().settings.controls(), **knobs}, preset="hybrid")
     st.session_state[f"{P}note"] = ("Undone: the store's defaults are now " +
                                     (f"the calibration {now.describe()}." if now else "the hybrid preset's."))
 

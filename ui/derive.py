@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from retrieval.fusion import Convex, strategy_for
+from retrieval.fusion import Convex
 from retrieval.pipeline.assemble import complete_lists
 from retrieval.pipeline.explain import list_names
 
@@ -28,7 +28,7 @@ def fusion_lists(diag) -> list[list[tuple[str, float]]]:
     rec, s = diag.record, diag.settings
     dense = [[(t.id, t.retrieval_score) for t in lst] for lst in rec.dense_lists]
     sparse = [list(lst) for lst in rec.sparse_lists]
-    if s.preset.complete_ranks and dense and sparse:
+    if s.rules.complete_ranks and dense and sparse:
         dense[0], sparse[0], _ = complete_lists(rec, dense[0], sparse[0])
     out = []
     for lst in dense + sparse:
@@ -46,7 +46,7 @@ def normalisation_formula(scores: Sequence[float], raw: float, method: str) -> t
 def normalisations(diag, trace_id: str) -> dict[str, str]:
     """Per fused list: how `trace_id`'s normalised score was made, as the strategy says ({} when it does not
     normalise scores, e.g. RRF)."""
-    strategy = strategy_for(diag.settings)
+    strategy = diag.settings.strategy
     if trace_id not in diag.fused:
         return {}
     out = {}
@@ -80,7 +80,7 @@ def final_rule(diag) -> str | None:
         return f"Final = the Dense score (BM25 found nothing, so nothing was fused).{facts}"
     top = scores["merged"][merged[0]]
     fused = diag.fused[ex].score if ex in diag.fused else None
-    base = f"Merged ÷ the top Merged score {g(top)}" if s.preset.blend_base == "fused" else "the Dense score"
+    base = f"Merged ÷ the top Merged score {g(top)}" if s.rules.blend_base == "fused" else "the Dense score"
     if ex in diag.blend:
         b = diag.blend[ex]
         sp = diag.splits.get(ex)
@@ -88,7 +88,7 @@ def final_rule(diag) -> str | None:
         return (f"Final = Reranked = (1 − {g(b.weight, 3)}) × base + {g(b.weight, 3)} × reranker score, base = "
                 f"{base}; e.g. {plain(ex)}: (1 − {g(b.weight, 3)}) × {g(b.base, 4)} + {g(b.weight, 3)} × "
                 f"{g(b.rerank, 4)}{gain} = {g(final, 4)}.{facts}")
-    if s.preset.blend_base == "fused" and fused is not None:
+    if s.rules.blend_base == "fused" and fused is not None:
         return (f"No reranker: Final = Merged ÷ the top Merged score {g(top)}, so the best is 1; e.g. "
                 f"{plain(ex)}: {g(fused)} ÷ {g(top)} = {g(final, 4)}.{facts}")
     return (f"No reranker: Final keeps the Merged order and shows each trace's Dense score; e.g. {plain(ex)}: "
@@ -101,11 +101,11 @@ def final_note(diag, stage: str) -> str:
     if stage == "merged":
         a = getattr(diag, "adaptive", None)  # this query's own weights (`adaptive` on)
         weights = f", adaptive {g(a['dense_weight'], 3)}/{g(a['sparse_weight'], 3)}" if a else ""
-        return ", ".join(strategy_for(s).family) + weights
+        return ", ".join(s.strategy.family) + weights
     if stage == "reranked" and not diag.stage_ids.get("reranked"):
         return "off"
     if stage == "final" and not diag.stage_ids.get("reranked") and diag.stage_ids.get("merged"):
-        return "Merged ÷ top" if s.preset.blend_base == "fused" else "dense score"
+        return "Merged ÷ top" if s.rules.blend_base == "fused" else "dense score"
     return ""
 
 
@@ -124,7 +124,7 @@ def final_how(diag, trace_id: str) -> str:
         return (f"= (1 − {g(b.weight, 3)}) × base {g(b.base, 4)} + {g(b.weight, 3)} × reranker {g(b.rerank, 4)}"
                 f"{gain}")
     merged = list(diag.stage_ids.get("merged", ()))
-    if merged and trace_id in diag.fused and diag.settings.preset.blend_base == "fused":
+    if merged and trace_id in diag.fused and diag.settings.rules.blend_base == "fused":
         return f"= Merged {g(diag.fused[trace_id].score)} ÷ top Merged {g(scores['merged'][merged[0]])}"
     return "= its Dense score (no reranker)"
 

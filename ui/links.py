@@ -190,7 +190,7 @@ def read_link(params: Mapping[str, str], prefix: str, scopes: Sequence[str], all
 
 def _check_old_fusion(prefix: str, cfg: dict[str, Any], ignored: list[Ignored]) -> None:
     """An old per-knob link naming a fusion its preset does not allow: the fusion is ignored, by name."""
-    preset = get_preset(cfg.get("preset", PipelineConfig().preset))
+    preset = get_preset(cfg.get("preset", PipelineConfig().settings.preset_name))
     if "fusion" in cfg and cfg["fusion"] not in preset.fusions:
         why = f"the {preset.name} preset is always {preset.fusions[0].upper()}" if len(preset.fusions) == 1 else \
             f"the {preset.name} preset allows only {', '.join(preset.fusions)}"
@@ -231,7 +231,7 @@ def fmt(value: Any) -> str:
 def link_settings(cfg: PipelineConfig) -> RetrievalSettings:
     """The config's retrieval knobs as the one settings value, floats without slider noise (0.35, not
     0.35000000000000003), so the link's string is short and reads back to what the sliders show."""
-    knobs = cfg.retrieval_settings().knobs()
+    knobs = cfg.settings.knobs()
     return RetrievalSettings.from_knobs({k: round(v, 6) if isinstance(v, float) else v for k, v in knobs.items()})
 
 

@@ -6,7 +6,7 @@ controls (the weights and each registered strategy's parameters) are generated f
 """
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from dataclasses import replace
 from typing import Any
 
 import streamlit as st
@@ -14,7 +14,7 @@ import streamlit as st
 from retrieval.fusion import FUSIONS, REGISTRY, STRATEGIES, WEIGHTS, Param, get_strategy
 from retrieval.pipeline.factory import generator_spec, reranker_spec
 from retrieval.pipeline.presets import PRESETS, get_preset
-from retrieval.pipeline.settings import SWITCHES
+from retrieval.pipeline.settings import SETTINGS_KNOBS, SWITCHES, RetrievalSettings
 
 from .links import FIELDS
 from .state import CLASSIFIER_CHOICES, FUSION_FIELDS, GENERATOR_CHOICES, RERANKER_CHOICES, PipelineConfig
@@ -75,15 +75,22 @@ def config_panel(prefix: str, defaults: PipelineConfig | None = None, bind: bool
     d = defaults if defaults is not None else PipelineConfig()
     values = _fusion_section(prefix, d, kw)
     c1, c2 = st.columns(2)
-    values["recall_top_k"] = int(c1.number_input("Top k", *_range("recall_top_k", True)[:2], d.recall_top_k,
+    values["recall_top_k"] = int(c1.number_input("Top k", *_range("recall_top_k", True)[:2], d.settings.recall_top_k,
                                                  key=f"{prefix}recall_top_k", **kw))
     values["over_fetch_multiplier"] = int(c2.number_input("Over-fetch ×", *_range("over_fetch_multiplier", True)[:2],
-                                                          d.over_fetch_multiplier, key=f"{prefix}over_fetch_multiplier",
+                                                          d.settings.over_fetch_multiplier,
+                                                          key=f"{prefix}over_fetch_multiplier",
                                                help="Each side fetches top-k × this many candidates.", **kw))
     values.update(_rerank_section(prefix, d, values["rerank_weight"], kw))
     values.update(_expansion_section(prefix, d, kw))
     values.update(_facts_and_mood(prefix, d, compact, kw))
-    return PipelineConfig(**values)
+    knobs = {name: values.pop(name) for name in list(values) if name in SETTINGS_KNOBS}
+    try:  # the sliders' values as one settings value, handed on unchanged (to the retriever and to `reweight`)
+        settings = RetrievalSettings.from_knobs({**knobs, "split_threshold": knobs["split_threshold"] or None})
+    except ValueError as exc:  # e.g. both weights at 0: say so where the sliders are, search nothing
+        st.error(str(exc))
+        st.stop()
+    return PipelineConfig(settings=settings, **values)
 
 
 def shared_deployment() -> bool:
@@ -106,13 +113,14 @@ def _fusion_section(prefix: str, d: PipelineConfig, kw: dict[str, Any]) -> dict[
         return f"{prefix}{name}"
 
     def follow_preset() -> None:  # switching preset loads its fusion defaults
-        pd = PipelineConfig.for_preset(st.session_state[k("preset")])
+        pd = RetrievalSettings(preset=st.session_state[k("preset")]).controls()
         for name in FUSION_FIELDS:  # adaptive too: a preset or a reset turns it off
-            st.session_state[k(name)] = getattr(pd, name)
+            st.session_state[k(name)] = pd[name]
 
-    preset = st.radio("Preset", PRESETS, index=PRESETS.index(d.preset), key=k("preset"), horizontal=True,
+    now = d.settings.controls()
+    preset = st.radio("Preset", PRESETS, index=PRESETS.index(now["preset"]), key=k("preset"), horizontal=True,
                       on_change=follow_preset, help=preset_help(), **kw)
-    pdef = PipelineConfig.for_preset(preset) if preset != d.preset else d
+    pdef = RetrievalSettings(preset=preset).controls() if preset != now["preset"] else now
     st.markdown("**Fusion** — moving these re-fuses cached lists (no new search)")
     if st.button(f"Reset fusion to the {preset} defaults", key=k("reset_fusion")):
         follow_preset()
@@ -120,24 +128,24 @@ def _fusion_section(prefix: str, d: PipelineConfig, kw: dict[str, Any]) -> dict[
     fusions = get_preset(preset).fusions
     if st.session_state.get(k("fusion"), fusions[0]) not in fusions:
         st.session_state[k("fusion")] = fusions[0]
-    fusion = st.radio("Fusion", FUSIONS, index=FUSIONS.index(pdef.fusion), key=k("fusion"), horizontal=True,
+    fusion = st.radio("Fusion", FUSIONS, index=FUSIONS.index(pdef["fusion"]), key=k("fusion"), horizontal=True,
                       format_func=FUSION_LABELS.get, disabled=len(fusions) == 1,
                       help="; ".join(f"{s.short}: {s.formula}" for s in REGISTRY.values()) + ". "
                            + ("" if len(fusions) > 1 else f"The {preset} preset is always {fusions[0]}."), **kw)
     fusion = fusion if fusion in fusions else fusions[0]
     own = {p.name for p in get_strategy(fusion).params}  # the selected strategy's own parameters
-    values: dict[str, Any] = {"preset": preset, "fusion": fusion, "rerank_weight": pdef.rerank_weight}
+    values: dict[str, Any] = {"preset": preset, "fusion": fusion, "rerank_weight": pdef["rerank_weight"]}
     # Generated from the declarations: the selected strategy's choices, the weights, then every strategy's numbers
     # (another strategy's shown greyed, so switching back finds them where they were).
     choices = [p for p in FUSION_CONTROLS if p.kind == "choice"]
     numbers = [p for p in FUSION_CONTROLS if p.kind != "choice"]
     for p in (*choices, *WEIGHTS, *numbers):
         if p.kind == "choice" and p.name not in own:
-            values[p.name] = getattr(pdef, p.name)
+            values[p.name] = pdef[p.name]
             continue
-        values[p.name] = param_control(p, k(p.name), getattr(pdef, p.name), p not in WEIGHTS and p.name not in own,
+        values[p.name] = param_control(p, k(p.name), pdef[p.name], p not in WEIGHTS and p.name not in own,
                                        kw)
-    values["adaptive"] = bool(st.toggle("Adaptive weights (per query)", d.adaptive, key=k("adaptive"),
+    values["adaptive"] = bool(st.toggle("Adaptive weights (per query)", now["adaptive"], key=k("adaptive"),
                                         help=ADAPTIVE_HELP, **kw))
     return values
 
@@ -156,7 +164,8 @@ def _rerank_section(prefix: str, d: PipelineConfig, rerank_weight: float, kw: di
         ce_path = st.text_input("Cross-encoder folder", d.cross_encoder_path, key=f"{prefix}cross_encoder_path", **kw)
     rw = st.slider("Rerank blend weight", *_range("rerank_weight")[:2], rerank_weight, _range("rerank_weight")[2],
                    key=f"{prefix}rerank_weight", disabled=reranker == "none", **kw)
-    split_on = st.slider("Split-on-ambiguous threshold (0 = off)", *_range("split_threshold")[:2], d.split_threshold,
+    split_on = st.slider("Split-on-ambiguous threshold (0 = off)", *_range("split_threshold")[:2],
+                         d.settings.split_threshold or 0.0,
                          _range("split_threshold")[2], key=f"{prefix}split_threshold", disabled=reranker == "none",
                          help="The lowest-scoring fraction of the pool is split in half and re-scored; a half "
                               "replaces the text only when it scores higher than the whole.", **kw)
@@ -209,14 +218,14 @@ def _facts_and_mood(prefix: str, d: PipelineConfig, compact: bool, kw: dict[str,
 
 def apply_config(prefix: str, cfg: PipelineConfig) -> None:
     """Set the panel's widget state from a config (before the widgets are drawn)."""
-    for f in fields(cfg):
-        st.session_state[f"{prefix}{f.name}"] = getattr(cfg, f.name)
+    for name, value in cfg.as_fields().items():
+        st.session_state[f"{prefix}{name}"] = value
 
 
 def config_changes(old: PipelineConfig, new: PipelineConfig) -> list[str]:
     """`name: old → new` for every field that differs (what an import changed)."""
-    return [f"{f.name}: {getattr(old, f.name)!r} → {getattr(new, f.name)!r}" for f in fields(new)
-            if getattr(old, f.name) != getattr(new, f.name)]
+    a, b = old.as_fields(), new.as_fields()
+    return [f"{name}: {a[name]!r} → {b[name]!r}" for name in b if a[name] != b[name]]
 
 
 def config_io(prefix: str, cfg: PipelineConfig) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from retrieval.pipeline.config import PipelineConfig
@@ -118,19 +118,19 @@ def step_config(step: Step, scopes: Sequence[str], defaults: PipelineConfig | No
     base = defaults or PipelineConfig()
     if "preset" in values:
         base = PipelineConfig.for_preset(values.pop("preset"))
-    return replace(base, **values).validate()
+    return base.with_(**values)
 
 
 def setup_words(cfg: PipelineConfig) -> list[str]:
     """What this step's search does, in plain words (no knob names)."""
     words = {"hybrid": "searches by meaning and by keywords, then combines the two",
              "agentos": "searches by meaning and keywords, keeping only what the meaning search found"}
-    out = [words.get(cfg.preset, "searches by meaning and by keywords")]
+    out = [words.get(cfg.settings.preset_name, "searches by meaning and by keywords")]
     if cfg.facts:
         out.append("adds answers from the fact graph")
     if cfg.reranker != "none":
         out.append("takes a second look at the best candidates")
-    if cfg.split_threshold:
+    if cfg.settings.split_threshold:
         out.append("splits long notes in two and keeps the half that fits best")
     if cfg.hyde:
         out.append("lets a small local language model guess the answer first")

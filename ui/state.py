@@ -63,4 +63,5 @@ def side(ws, cfg: PipelineConfig, name: str, get_reranker, get_generator):
     from retrieval.eval.sessions import Side
 
     return Side(build_retriever(ws, cfg, get_reranker, get_generator), name,
-                {"recall_top_k": cfg.recall_top_k, "over_fetch_multiplier": cfg.over_fetch_multiplier})
+                {"recall_top_k": cfg.settings.recall_top_k,
+                 "over_fetch_multiplier": cfg.settings.over_fetch_multiplier})

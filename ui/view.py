@@ -248,7 +248,7 @@ def run_steps(cfg) -> list[str]:
     steps += ["embedding the query", "dense + BM25 search"]
     if cfg.reranker != "none":
         steps.append(f"reranking with {cfg.reranker}")
-        if cfg.split_threshold:
+        if cfg.settings.split_threshold:
             steps.append("splitting ambiguous traces")
     return steps
 

@@ -99,9 +99,7 @@ def snapshot_config(args) -> PipelineConfig:
         kw["facts"] = False
     base = PipelineConfig.from_json(Path(args.config).read_text(encoding="utf-8")) if args.config else None
     if base is not None:
-        from dataclasses import replace
-
-        return replace(base, **kw).validate()
+        return base.with_(**kw)
     return PipelineConfig.for_preset(kw.pop("preset", args.preset), **kw)
 
 

@@ -119,7 +119,8 @@ def cmd_diff_versions(args) -> int:
             if scope is None and access is not None and access.limited:  # never "every scope" for them
                 raise ValueError("no scope you may read holds traces at either version; pass --scope")
         out = diff_versions(then, now, args.text, scope, mood=Mood(),
-                            recall_top_k=cfg.recall_top_k, over_fetch_multiplier=cfg.over_fetch_multiplier)
+                            recall_top_k=cfg.settings.recall_top_k,
+                            over_fetch_multiplier=cfg.settings.over_fetch_multiplier)
     except (ValueError, ImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

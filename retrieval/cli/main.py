@@ -134,18 +134,17 @@ def cmd_query(args) -> int:
             return 2
         if scope is not None and not args.json:
             print(f"scope: {scope} (the first in {where}; pass --scope or --all-scopes)")
-    result = retriever.retrieve(args.text, mood=Mood(cfg.valence, cfg.arousal, cfg.dominance), scope=scope,
-                                recall_top_k=cfg.recall_top_k, over_fetch_multiplier=cfg.over_fetch_multiplier)
+    result = retriever.retrieve(args.text, mood=Mood(cfg.valence, cfg.arousal, cfg.dominance), scope=scope)
     d = result.diagnostics
     if args.json:
         print(json.dumps({"scope": str(scope) if scope is not None else None,
                           "final": [{"id": t.id, "score": t.retrieval_score, "content": t.content}
                                     for t in result.traces], "stage_ids": d.stage_ids,
                           "escalations": d.escalations, "timings_ms": d.timings_ms, "hyde": d.hyde,
-                          "adaptive": d.adaptive, "settings": str(cfg.retrieval_settings()),
+                          "adaptive": d.adaptive, "settings": str(cfg.settings),
                           "as_of": retriever.as_of_state.pinned.label if retriever.as_of_state else None}, indent=2))
         return 0
-    print(f"query: {args.text!r}   preset: {cfg.preset}   {retriever!r}")
+    print(f"query: {args.text!r}   preset: {cfg.settings.preset_name}   {retriever!r}")
     if retriever.as_of_state is not None:
         print(retriever.as_of_state.banner_for([str(scope)] if scope is not None else None))
     if d.hyde:

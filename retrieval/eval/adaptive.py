@@ -34,8 +34,8 @@ def _share_index(share: np.ndarray) -> np.ndarray:
 
 
 def configured_share(run: QueryRun) -> float:
-    s = run.result.diagnostics.settings
-    return s.dense_weight / (s.dense_weight + s.sparse_weight)
+    dw, sw = run.result.diagnostics.settings.strategy.weights
+    return dw / (dw + sw)
 
 
 def share_table(runs: Sequence[QueryRun], scorer: Scorer) -> np.ndarray:

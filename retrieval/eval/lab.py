@@ -162,8 +162,11 @@ def runs_clock(runs: Sequence[QueryRun]) -> dict[str, Any] | None:
     return {"instants": nows} if nows else None
 
 
-def _score(run: QueryRun, knobs: dict[str, Any] | None, metric: str, scorer) -> float:
-    res = run.result if knobs is None else reweight(run.result, **knobs)
+def _score(run: QueryRun, c: Candidate | None, metric: str, scorer) -> float:
+    """`run` re-fused with the candidate's strategy (fixed weights, never adaptive), as the run's settings value
+    with that strategy in it; None scores the run as searched."""
+    res = run.result if c is None else reweight(
+        run.result, settings=run.result.diagnostics.settings.with_(fusion=c.strategy, adaptive=False))
     return scorer(credited_ids(res, "final"), run.q)[metric]
 
 
@@ -183,7 +186,7 @@ def search_fusions(runs: Sequence[QueryRun], candidates: Sequence[Candidate], me
     """
     if not runs:
         raise ValueError("the fusion lab needs at least one labelled query; load judgments first")
-    preset = runs[0].result.diagnostics.settings.preset
+    preset = runs[0].result.diagnostics.settings.rules
     candidates = [c for c in candidates if c.fusion in preset.fusions]
     if not candidates:
         allowed = (f"is always {preset.fusions[0].upper()}" if len(preset.fusions) == 1
@@ -194,13 +197,13 @@ def search_fusions(runs: Sequence[QueryRun], candidates: Sequence[Candidate], me
 
     def summary(c: Candidate | None, vals: list[float]) -> CandidateScore:
         pick = lambda h: [v for v, x in zip(vals, half) if x == h]
-        s = runs[0].result.diagnostics.settings
-        cand = c or Candidate.of(s.fusion, s.dense_weight, s.rrf_k, s.normalization)
+        k = runs[0].result.diagnostics.settings.fusion_defaults()
+        cand = c or Candidate.of(k["fusion"], k["dense_weight"], k["rrf_k"], k["normalization"])
         return CandidateScore(cand, mean(pick("tune")), mean(pick("held-out")), mean(vals))
 
     scores, per_candidate = [], []
     for n, c in enumerate(candidates):
-        vals = [_score(r, c.knobs(), metric, scorer) for r in runs]
+        vals = [_score(r, c, metric, scorer) for r in runs]
         scores.append(summary(c, vals))
         per_candidate.append(vals)
         if progress:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Callable, Iterable, Sequence
 
+from retrieval.fusion import RRF
 from retrieval.hybrid import STAGES
 from retrieval.judgments.model import LabelledQuery
 from retrieval.metrics import evidence_recall_at_k, mean, mrr, ndcg_at_k, recall_at_k
@@ -117,9 +118,10 @@ def sweep(retriever, runs: Sequence[QueryRun], dense_weights: Sequence[float], k
         for j, k in enumerate(ks):
             for h, rs in halves.items():
                 vals = []
-                for r in rs:
-                    res = retriever.reweight(r.result, dense_weight=w, sparse_weight=1 - w, rrf_k=k,
-                                             rerank_weight=rerank_weight, fusion="rrf")
+                for r in rs:  # the run's settings value with this cell's strategy (and blend weight) in it
+                    cell = r.result.diagnostics.settings.with_(fusion=RRF(k=k, weights=(w, 1 - w)),
+                                                               rerank_weight=rerank_weight)
+                    res = retriever.reweight(r.result, cell)
                     vals.append(score_ranking(credited_ids(res, "final"), r.q.qrels)[metric])
                 grids[h][i][j] = mean(vals)
     best = max(((i, j) for i in range(len(dense_weights)) for j in range(len(ks))),

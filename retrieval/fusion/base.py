@@ -196,9 +196,13 @@ class FusionStrategy(ABC):
             v = knobs.get(name) if isinstance(knobs, Mapping) else getattr(knobs, name, None)
             return default if v is None else v
 
-        weights = tuple(float(get(p.name, p.default)) for p in WEIGHTS)
+        weights = tuple(p.check(get(p.name, p.default)) for p in WEIGHTS)  # by name: `dense_weight=inf` is refused
         own = {p.attr: p.check(get(p.name, p.default)) for p in cls.params}
         return cls(weights=weights, **own)  # type: ignore[call-arg]
+
+    def with_weights(self, weights: Sequence[float]) -> FusionStrategy:
+        """This strategy with other (dense, sparse) weights, checked as any (adaptive fusion's per-query weights)."""
+        return dataclasses.replace(self, weights=tuple(weights))  # type: ignore[type-var]
 
     def knobs(self) -> dict[str, Any]:
         """This strategy's settings as knobs: `fusion`, the weights and its own parameters."""

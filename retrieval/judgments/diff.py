@@ -9,7 +9,7 @@ gives p = 1; fewer than two paired queries gives no p-value (None).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from collections.abc import Mapping
 
 from retrieval.pipeline.records import STAGES
@@ -136,8 +136,8 @@ def moves(qa: SnapshotQuery, qb: SnapshotQuery, grades: Mapping[str, int]) -> tu
 
 
 def config_changes(a: Snapshot, b: Snapshot) -> dict[str, tuple]:
-    return {f.name: (getattr(a.config, f.name), getattr(b.config, f.name)) for f in fields(a.config)
-            if getattr(a.config, f.name) != getattr(b.config, f.name)}
+    fa, fb = a.config.as_fields(), b.config.as_fields()
+    return {name: (fa[name], fb[name]) for name in fa if fa[name] != fb[name]}
 
 
 def diff_snapshots(a: Snapshot, b: Snapshot, qrels: Mapping[str, Mapping[str, int]] | None = None,

@@ -17,6 +17,8 @@ from retrieval.pipeline.config import PipelineConfig
 from retrieval.pipeline.records import STAGES
 from retrieval.types import Scope
 
+SUMMARY_KNOBS = ("fusion", "dense_weight", "sparse_weight", "rrf_k")  # a snapshot summary's fusion columns
+
 SCALES: dict[str, tuple[int, ...]] = {"graded": (0, 1, 2, 3), "binary": (0, 1)}
 GRADE_LABELS = {0: "not relevant", 1: "related", 2: "relevant", 3: "perfect"}
 GRADERS = ("human", "machine", "implicit")  # implicit: feedback in an agent's retrieval log (retrieval.replay)
@@ -216,9 +218,10 @@ class Snapshot:
 
     def summary(self) -> dict:
         cfg = self.config
+        fusion = cfg.settings.fusion_defaults()  # a knob the strategy does not use: the preset's
         return {"snapshot": self.id, "case": self.case, "label": self.label, "created_at": self.created_at,
-                "preset": cfg.preset, "fusion": cfg.fusion, "dense_weight": cfg.dense_weight,
-                "sparse_weight": cfg.sparse_weight, "rrf_k": cfg.rrf_k, "queries": len(self.queries),
+                "preset": cfg.settings.preset_name, **{k: fusion[k] for k in SUMMARY_KNOBS},
+                "queries": len(self.queries),
                 "judged_queries": self.judged_queries, **{m: round(v, 6) for m, v in self.metrics.items()}}
 
     def to_row(self) -> dict:

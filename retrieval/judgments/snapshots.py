@@ -79,8 +79,7 @@ def run_snapshot(ws, case: Case | str, cfg: PipelineConfig, js: JudgmentStore | 
     rows = []
     for n, q in enumerate(case.queries, 1):
         try:
-            res = retriever.retrieve(q.query, mood=mood, scope=q.scope, recall_top_k=cfg.recall_top_k,
-                                     over_fetch_multiplier=cfg.over_fetch_multiplier)
+            res = retriever.retrieve(q.query, mood=mood, scope=q.scope)  # top k and over-fetch: cfg.settings
             rows.append(snapshot_query(q, res))
         except (ValueError, RuntimeError, OSError) as exc:  # one bad query must not lose the others
             rows.append(SnapshotQuery(q.qid, q.query, q.scope, {s: () for s in STAGES}, {s: () for s in STAGES},

@@ -1,4 +1,4 @@
-"""Assemble: a pure function of a `SearchRecord` and `Settings` (SPEC §6 steps 4–7).
+"""Assemble: a pure function of a `SearchRecord` and a `RetrievalSettings` (SPEC §6 steps 4–7).
 
 No I/O, no model call, no retriever: the same record and settings always give the same result,
 which is what makes every slider move (`reweight`) instant and the five columns honest.
@@ -9,12 +9,12 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from retrieval.fusion import Fused, reciprocal_rank_fusion
-from retrieval.pipeline.adaptive import adapt
+from retrieval.fusion import Fused, FusionStrategy, reciprocal_rank_fusion
+from retrieval.pipeline.adaptive import Strengths, adapt
 from retrieval.pipeline.records import (ESC_RERANK, ESC_SPARSE_EMPTY, ESC_SPLIT, STAGES, Blend, Diagnostics,
                                         RetrievalResult,
                       SearchRecord, SplitOutcome, frozen)
-from retrieval.pipeline.settings import RetrievalSettings, Settings
+from retrieval.pipeline.settings import RetrievalSettings
 from retrieval.types import ScoredMemoryTrace
 
 
@@ -30,18 +30,19 @@ class Reranked:
     ran: bool = False  # False: no reranker, or its call failed (the merged order is kept)
 
 
-def assemble(record: SearchRecord, settings: Settings | RetrievalSettings) -> RetrievalResult:
-    """Fuse, hydrate, blend, split and truncate `record` under `settings` (the one settings value, or the
-    `Settings` it makes)."""
+def assemble(record: SearchRecord, settings: RetrievalSettings, strengths: Strengths | None = None
+             ) -> RetrievalResult:
+    """Fuse, hydrate, blend, split and truncate `record` under `settings`; its fusion strategy fuses. `strengths`
+    are a store's learned adaptive rule strengths (None: the shipped rules), used only under `settings.adaptive`."""
     t0 = time.perf_counter()
-    s = settings.to_settings() if isinstance(settings, RetrievalSettings) else settings
+    s = settings
     escalations = list(record.escalations)
     dense_best = best_dense(record)
     stage_ids, stage_scores = searched_stages(record, dense_best)
     facts = list(record.fact_traces)
     base: dict[str, Any] = dict(escalations=escalations, hyde=record.hypothesis,
                                 multi_query=list(record.search_queries[1:]),
-                                settings=s, fact_ids=[t.id for t in facts], record=record)
+                                settings=s, strengths=strengths, fact_ids=[t.id for t in facts], record=record)
 
     def done(final: list[ScoredMemoryTrace], **kw: Any) -> RetrievalResult:
         return finish(record, t0, stage_ids, stage_scores, final, **base, **kw)
@@ -57,8 +58,11 @@ def assemble(record: SearchRecord, settings: Settings | RetrievalSettings) -> Re
         return done(final, candidates_scanned=len(dense_best), pool=frozen({t.id: t for t in facts + dense_seq}))
 
     # Step 4: fuse every dense and sparse list (with this query's weights under `adaptive`).
-    adaptive = adapt(record, s.dense_weight, s.sparse_weight, s.adaptive_strengths) if s.adaptive else None
-    fused, imputed = fuse(record, s, (adaptive["dense_weight"], adaptive["sparse_weight"]) if adaptive else None)
+    strategy = s.strategy
+    adaptive = adapt(record, *strategy.weights, strengths) if s.adaptive else None
+    if adaptive is not None:
+        strategy = strategy.with_weights((adaptive["dense_weight"], adaptive["sparse_weight"]))
+    fused, imputed = fuse(record, s, strategy)
     if adaptive is not None:  # frozen all the way down, as the rest of the diagnostics
         base["adaptive"] = frozen({k: frozen(v) if isinstance(v, dict) else
                                    tuple(map(frozen, v)) if k == "rules" else v for k, v in adaptive.items()})
@@ -112,16 +116,18 @@ def finish(record: SearchRecord, t0: float, stage_ids: dict[str, list[str]],
     return RetrievalResult(list(final), diag)
 
 
-def dense_only(record: SearchRecord, s: Settings, dense_best: dict[str, ScoredMemoryTrace]
+def dense_only(record: SearchRecord, s: RetrievalSettings, dense_best: dict[str, ScoredMemoryTrace]
                ) -> list[ScoredMemoryTrace]:
     """The dense hits when sparse found nothing: one list as searched, several fused by RRF."""
     if len(record.dense_lists) > 1:
-        fused = reciprocal_rank_fusion([[t.id for t in lst] for lst in record.dense_lists], k=s.rrf_k)
+        fused = reciprocal_rank_fusion([[t.id for t in lst] for lst in record.dense_lists],
+                                       k=s.fusion_defaults()["rrf_k"])
         return [dense_best[f.id] for f in fused]
     return list(record.dense_lists[0]) if record.dense_lists else []
 
 
-def rerank(record: SearchRecord, s: Settings, pool: list[ScoredMemoryTrace], escalations: list[str]) -> Reranked:
+def rerank(record: SearchRecord, s: RetrievalSettings, pool: list[ScoredMemoryTrace],
+           escalations: list[str]) -> Reranked:
     """Step 6 from the record's cached model scores: blend with `rerank_weight`, then split-on-ambiguous.
 
     A failed reranker call keeps the pool's (merged) order and says so in `escalations`.
@@ -131,7 +137,8 @@ def rerank(record: SearchRecord, s: Settings, pool: list[ScoredMemoryTrace], esc
         escalations.append(f"{ESC_RERANK}: {rr.error}; kept the merged order")
     if rr is None or rr.error is not None or rr.scores is None:
         return Reranked(order=pool)
-    blend = {t.id: _blend(t.retrieval_score, rr.scores.get(t.id, 0.0), s.rerank_weight) for t in pool}
+    w = s.rules.rerank_weight if s.rerank_weight is None else s.rerank_weight  # set on construction
+    blend = {t.id: _blend(t.retrieval_score, rr.scores.get(t.id, 0.0), w) for t in pool}
     order = ordered([replace(t, retrieval_score=blend[t.id].blended) for t in pool])
     splits: dict[str, SplitOutcome] = {}
     split_info: dict[str, Any] | None = None
@@ -141,7 +148,7 @@ def rerank(record: SearchRecord, s: Settings, pool: list[ScoredMemoryTrace], esc
         if rr.split_error is not None:
             escalations.append(f"{ESC_SPLIT}: {rr.split_error}; nothing was replaced")
         else:
-            order, splits = apply_split(record, order, s.rerank_weight)
+            order, splits = apply_split(record, order, w)
             split_info["replaced_ids"] = [i for i, o in splits.items() if o.replaced]
     cut = frozenset({t.id for t in pool[: s.recall_top_k]} - {t.id for t in order[: s.recall_top_k]})
     return Reranked(order, blend, splits, split_info, cut, ran=True)
@@ -169,19 +176,20 @@ def ordered(traces: list[ScoredMemoryTrace]) -> list[ScoredMemoryTrace]:
     return sorted(traces, key=lambda t: (-t.retrieval_score, t.id))
 
 
-def fuse(record: SearchRecord, s: Settings,
-         weights_of: tuple[float, float] | None = None) -> tuple[list[Fused], dict[str, str]]:
-    """Fused candidates and, under rank completion, which list each completed id's entry came from.
-    `weights_of` (dense, sparse) replaces the settings' weights (the adapted ones)."""
-    dw, sw = weights_of if weights_of is not None else (s.dense_weight, s.sparse_weight)
+def fuse(record: SearchRecord, s: RetrievalSettings,
+         strategy: FusionStrategy | None = None) -> tuple[list[Fused], dict[str, str]]:
+    """Fused candidates and, under rank completion, which list each completed id's entry came from. `strategy`
+    (default: the settings') fuses; under `adaptive` it is the settings' with this query's weights."""
+    strategy = s.strategy if strategy is None else strategy
+    dw, sw = strategy.weights
     dense = [[(t.id, t.retrieval_score) for t in lst] for lst in record.dense_lists]
     sparse = [list(lst) for lst in record.sparse_lists]
     imputed: dict[str, str] = {}
-    if s.preset.complete_ranks:
+    if s.rules.complete_ranks:
         dense[0], sparse[0], imputed = complete_lists(record, dense[0], sparse[0])
     lists = dense + sparse
     weights = [dw] * len(dense) + [sw] * len(sparse)
-    return s.strategy.fuse(lists, weights), imputed  # the registered strategy (`retrieval.fusion`) does the maths
+    return strategy.fuse(lists, weights), imputed  # the registered strategy (`retrieval.fusion`) does the maths
 
 
 def complete_lists(record: SearchRecord, dense: list[tuple[str, float]], sparse: list[tuple[str, float]]):
@@ -202,7 +210,7 @@ def complete_lists(record: SearchRecord, dense: list[tuple[str, float]], sparse:
     return dense + extra_d, sparse + extra_s, imputed
 
 
-def hydrate(record: SearchRecord, s: Settings, fused: list[Fused], dense_best: dict[str, ScoredMemoryTrace]):
+def hydrate(record: SearchRecord, s: RetrievalSettings, fused: list[Fused], dense_best: dict[str, ScoredMemoryTrace]):
     """Each fused id as a trace, in fused order; sparse-only ids per the preset. Returns (pool, dropped)."""
     top = fused[0].score if fused and fused[0].score > 0 else 1.0
     pool: list[ScoredMemoryTrace] = []
@@ -210,7 +218,7 @@ def hydrate(record: SearchRecord, s: Settings, fused: list[Fused], dense_best: d
     for f in fused:
         if f.id in dense_best:
             t = dense_best[f.id]
-        elif not s.preset.hydrate_sparse_only:
+        elif not s.rules.hydrate_sparse_only:
             dropped[f.id] = "preset"
             continue
         elif f.id in record.sparse_hydrated:
@@ -218,7 +226,7 @@ def hydrate(record: SearchRecord, s: Settings, fused: list[Fused], dense_best: d
         else:
             dropped[f.id] = "missing"
             continue
-        if s.preset.blend_base == "fused":
+        if s.rules.blend_base == "fused":
             # Blend base is the fused score normalised to [0, 1]: fusion weights keep mattering
             # under a reranker. The cognitive breakdown stays attached for the explanation.
             t = replace(t, retrieval_score=f.score / top)
@@ -267,18 +275,20 @@ def apply_split(record: SearchRecord, order: list[ScoredMemoryTrace],
     return ordered(out), splits
 
 
-def reweight(result: RetrievalResult, **knobs: Any) -> RetrievalResult:
-    """Re-assemble a result's record with some knobs changed (None keeps the old value).
+def reweight(result: RetrievalResult, settings: RetrievalSettings | None = None, **knobs: Any) -> RetrievalResult:
+    """Re-assemble a result's record under `settings` (the one settings value), or under the result's own settings
+    with some knobs changed (the seed's keyword form, SPEC §6: `dense_weight=`, `rrf_k=`, `fusion=`, …; None keeps
+    the old value). The result's learned adaptive strengths go with it.
 
-    Knobs: dense_weight, sparse_weight, rrf_k, rerank_weight, recall_top_k, fusion, normalization, adaptive.
     No embedding, search or model call happens here: it is `assemble` on the cached record, so a
     `recall_top_k` deeper than the record was searched for is refused (`check_depth`).
     """
     d = result.diagnostics
     t0 = time.perf_counter()
-    settings = d.settings.with_(**knobs)  # validated: a fusion the preset does not allow is refused here
+    base = d.settings if settings is None else settings
+    settings = base.with_(**knobs)  # validated: a fusion the preset does not allow is refused here
     check_depth(d.record, settings.recall_top_k)
-    out = assemble(d.record, settings)
+    out = assemble(d.record, settings, d.strengths)
     # Keep what the search cost (the record's timings) and add what this re-fusion cost.
     timings = frozen({**out.diagnostics.timings_ms, "refusion": round((time.perf_counter() - t0) * 1000.0, 3)})
     return replace(out, diagnostics=replace(out.diagnostics, timings_ms=timings))

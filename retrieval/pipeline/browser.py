@@ -75,7 +75,7 @@ def _record_part(rec, s) -> dict[str, Any]:
     dense = [_pairs((t.id, t.retrieval_score) for t in lst) for lst in rec.dense_lists]
     sparse = [_pairs(lst) for lst in rec.sparse_lists]
     completion: dict[str, list] = {"dense": [], "sparse": []}
-    if s.preset.complete_ranks and dense and sparse and any(rec.sparse_lists):
+    if s.rules.complete_ranks and dense and sparse and any(rec.sparse_lists):
         d0, s0, _ = complete_lists(rec, [tuple(p) for p in dense[0]], [tuple(p) for p in sparse[0]])
         completion = {"dense": _pairs(d0[len(dense[0]):]), "sparse": _pairs(s0[len(sparse[0]):])}
     hydrated = {i: "sparse" for i in rec.sparse_hydrated}
@@ -83,17 +83,17 @@ def _record_part(rec, s) -> dict[str, Any]:
     base = {i: float(t.retrieval_score) for i, t in rec.sparse_hydrated.items()}
     base.update({i: float(t.retrieval_score) for i, t in dense_best.items()})
     return {"empty": not rec.search_queries, "sparse_empty": not any(rec.sparse_lists), "dense": dense,
-            "sparse": sparse, "completion": completion, "complete_ranks": s.preset.complete_ranks,
-            "hydrated": hydrated, "base": base, "hydrate_sparse_only": s.preset.hydrate_sparse_only,
-            "blend_fused": s.preset.blend_base == "fused",
+            "sparse": sparse, "completion": completion, "complete_ranks": s.rules.complete_ranks,
+            "hydrated": hydrated, "base": base, "hydrate_sparse_only": s.rules.hydrate_sparse_only,
+            "blend_fused": s.rules.blend_base == "fused",
             "facts": [[t.id, float(t.retrieval_score)] for t in rec.fact_traces], "rerank": _rerank(rec, s),
             "list_names": list_names(rec)}
 
 
 def _setting(s) -> dict[str, Any]:
-    return {"fusion": s.fusion, "normalization": s.normalization, "dense_weight": s.dense_weight,
-            "sparse_weight": s.sparse_weight, "rrf_k": s.rrf_k, "rerank_weight": s.rerank_weight,
-            "recall_top_k": s.recall_top_k}
+    k = s.fusion_defaults()  # the browser's controls switch fusion too: every fusion knob, the unused the preset's
+    return {**{n: k[n] for n in ("fusion", "normalization", "dense_weight", "sparse_weight", "rrf_k")},
+            "rerank_weight": s.rerank_weight, "recall_top_k": s.recall_top_k}
 
 
 def _explain_part(diag, rec) -> dict[str, Any]:
@@ -117,13 +117,13 @@ def _explain_part(diag, rec) -> dict[str, Any]:
     return {"texts": texts, "dense_terms": dense, "bm25_terms": bm25}
 
 
-def adaptive_shift(rec, s) -> float | None:
+def adaptive_shift(rec, s, strengths=None) -> float | None:
     """Under `adaptive`, how far this query's rules move the dense share (`retrieval.pipeline.adaptive.shift_of`: a
-    function of the record alone, whatever the weights), so the browser adapts any weights it is given as `adapt`
-    does; None when adaptive is off."""
+    function of the record alone, whatever the weights; `strengths` the store's learned ones, None the rules), so the
+    browser adapts any weights it is given as `adapt` does; None when adaptive is off."""
     if not s.adaptive:
         return None
-    return shift_of(features(rec).signals(), s.adaptive_strengths or RULE_STRENGTHS)
+    return shift_of(features(rec).signals(), strengths or RULE_STRENGTHS)
 
 
 def fusion_payload(diag) -> dict[str, Any]:
@@ -132,8 +132,8 @@ def fusion_payload(diag) -> dict[str, Any]:
     (`retrieval.judgments.live`)."""
     rec, s = diag.record, diag.settings
     return {"v": 1, **_record_part(rec, s), "setting": _setting(s), "adaptive": bool(s.adaptive),
-            "adaptive_shift": adaptive_shift(rec, s),
-            "preset": s.preset.name, "fusions": list(s.preset.fusions),
+            "adaptive_shift": adaptive_shift(rec, s, diag.strengths),
+            "preset": s.rules.name, "fusions": list(s.rules.fusions),
             "max_top_k": max(1, rec.over_fetch_top_k // max(1, rec.over_fetch_multiplier)),
             "deep_enough": deep_enough(rec, s.recall_top_k),
             "server_final": [[i, float(diag.stage_scores["final"][i])] for i in diag.stage_ids["final"]]}

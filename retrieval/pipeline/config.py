@@ -1,48 +1,49 @@
-"""`PipelineConfig`: the whole pipeline as plain data — fusion knobs and model choices — with JSON I/O.
+"""`PipelineConfig`: the whole pipeline as plain data — the one settings value and the components — with JSON I/O.
 
 The app's sidebar, the CLI and evaluation all describe a pipeline with it, and `retrieval.pipeline.factory`
-builds the retriever from it. Knob ranges come from `retrieval.pipeline.settings.KNOBS` (one rule per knob).
+builds the retriever from it. Its retrieval knobs are one `RetrievalSettings` (`settings`), handed on unchanged to
+the retriever and to `reweight`; its components (HyDE and its generator, facts, the reranker, multi-query, mood) are
+fields of their own. `cfg.with_(**changes)` takes either: a knob name is routed into the settings value and
+validated by it. Ranges come from `retrieval.pipeline.settings.KNOBS` (one rule per knob).
 """
 from __future__ import annotations
 
 import functools
 import json
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from retrieval.fusion import FUSIONS, NORMALIZATIONS
-from retrieval.pipeline.presets import HYBRID_PRESET, PRESETS, get_preset
+from retrieval.pipeline.presets import PRESETS
 from retrieval.pipeline.settings import SETTINGS_KNOBS, SWITCHES, RetrievalSettings, check_knob, check_switch
 
 RERANKER_CHOICES = ("none", "embedding", "cohere", "cross-encoder")
 GENERATOR_CHOICES = ("gemma", "cohere", "openai")
 CLASSIFIER_CHOICES = ("keyword", "agentos")
-# The knobs a re-fusion can change without a new search (what `reweight` accepts).
+# The knobs a re-fusion can change without a new search (what `reweight` accepts): the settings value's fusion part.
 FUSION_FIELDS = ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight", "fusion", "normalization", "adaptive")
+# The settings value's search part: changing one of these needs a new search.
+SEARCH_KNOBS = ("preset", "recall_top_k", "over_fetch_multiplier", "split_threshold")
 CONFIG_MARKER = "hybrid-retrieval-inspector-config"
 # Names older config files and links used for the same knobs (one name per knob now: the API's).
 LEGACY_NAMES = {"top_k": "recall_top_k", "over_fetch": "over_fetch_multiplier"}
 _CHOICES = {"preset": PRESETS, "reranker": RERANKER_CHOICES, "generator": GENERATOR_CHOICES,
             "classifier": CLASSIFIER_CHOICES, "fusion": FUSIONS, "normalization": NORMALIZATIONS}
-# Config field -> settings knob, for the fields whose range KNOBS defines.
+# Config field (or knob) -> settings knob, for the fields whose range KNOBS defines.
 KNOB_OF = {"dense_weight": "dense_weight", "sparse_weight": "sparse_weight", "rrf_k": "rrf_k",
            "rerank_weight": "rerank_weight", "recall_top_k": "recall_top_k",
            "over_fetch_multiplier": "over_fetch_multiplier",
            "multi_query_n": "multi_query_n", "split_threshold": "split_threshold", "valence": "valence",
            "arousal": "arousal", "dominance": "dominance"}
+# The knobs an old config file held as fields of their own, with their types (read into the settings value).
+_FLAT_KNOBS: dict[str, type] = {"preset": str, "dense_weight": float, "sparse_weight": float, "rrf_k": int,
+                                "fusion": str, "normalization": str, "adaptive": bool, "over_fetch_multiplier": int,
+                                "recall_top_k": int, "rerank_weight": float, "split_threshold": float}
 
 
 @dataclass(frozen=True)
 class PipelineConfig:
-    preset: str = HYBRID_PRESET.name
-    dense_weight: float = HYBRID_PRESET.dense_weight
-    sparse_weight: float = HYBRID_PRESET.sparse_weight
-    rrf_k: int = int(HYBRID_PRESET.rrf_k)
-    fusion: str = HYBRID_PRESET.fusion
-    normalization: str = HYBRID_PRESET.normalization
-    adaptive: bool = False  # per-query weights (retrieval.pipeline.adaptive)
-    over_fetch_multiplier: int = 3
-    recall_top_k: int = 10
+    settings: RetrievalSettings = field(default_factory=RetrievalSettings)
     hyde: bool = False
     generator: str = "gemma"
     openai_base_url: str = "http://127.0.0.1:11434"
@@ -52,68 +53,74 @@ class PipelineConfig:
     classifier: str = "keyword"
     reranker: str = "none"
     cross_encoder_path: str = ""
-    rerank_weight: float = HYBRID_PRESET.rerank_weight
-    split_threshold: float = 0.0  # 0 = off
     valence: float = 0.0
     arousal: float = 0.0
     dominance: float = 0.0
 
     @classmethod
-    def for_preset(cls, preset: str, **kw) -> PipelineConfig:
-        """A config with the preset's own fusion defaults (agentos: 0.7/0.3, k 60, RRF)."""
-        p = get_preset(preset)
-        base = dict(preset=p.name, dense_weight=p.dense_weight, sparse_weight=p.sparse_weight, rrf_k=int(p.rrf_k),
-                    rerank_weight=p.rerank_weight, fusion=p.fusion, normalization=p.normalization)
-        return cls(**{**base, **kw}).validate()
+    def for_preset(cls, preset: str, **changes: Any) -> PipelineConfig:
+        """A config with the preset's own settings (agentos: RRF k 60, 0.7/0.3), then `changes` (`with_`)."""
+        return cls(settings=RetrievalSettings(preset=preset)).with_(**changes)
+
+    def with_(self, **changes: Any) -> PipelineConfig:
+        """A copy with `changes` applied: a knob by its name (`dense_weight`, `rrf_k`, `recall_top_k`, …) goes into
+        the settings value and is validated by it (a `split_threshold` of 0 is off), `settings=` replaces the value,
+        anything else is a component field. ValueError naming a bad or unknown field."""
+        knobs = {k: v for k, v in changes.items() if k in SETTINGS_KNOBS}
+        comps = {k: v for k, v in changes.items() if k not in SETTINGS_KNOBS}
+        unknown = sorted(set(comps) - {f.name for f in fields(self)})
+        if unknown:
+            raise ValueError(f"unknown config field(s): {', '.join(unknown)}")
+        settings = comps.pop("settings", self.settings)
+        if knobs:
+            settings = _settings_with(settings, knobs)
+        return replace(self, settings=settings, **comps).validate()
 
     def validate(self) -> PipelineConfig:
         """Self, or ValueError naming the field, its value and what is allowed."""
+        if not isinstance(self.settings, RetrievalSettings):
+            raise ValueError(f"config field 'settings' must be a RetrievalSettings, got {self.settings!r}")
         for name, allowed in _CHOICES.items():
+            if name in SETTINGS_KNOBS:
+                continue  # the settings value checked its own
             if getattr(self, name) not in allowed:
                 raise ValueError(f"config field {name!r} is {getattr(self, name)!r}; allowed: {', '.join(allowed)}")
-        for name, knob in KNOB_OF.items():
-            if name == "split_threshold" and not self.split_threshold:
-                continue  # 0 = off
+        for name in ("multi_query_n", "valence", "arousal", "dominance"):
             try:
-                check_knob(knob, getattr(self, name))
+                check_knob(KNOB_OF[name], getattr(self, name))
             except ValueError as exc:
                 raise ValueError(f"config field {name!r}: {exc}") from None
-        for name in SWITCHES:
-            try:
-                check_switch(name, getattr(self, name))
-            except ValueError as exc:
-                raise ValueError(f"config field {name!r}: {exc}") from None
-        try:
-            get_preset(self.preset).check_fusion(self.fusion)
-        except ValueError as exc:
-            raise ValueError(f"config field 'fusion': {exc}") from None
-        try:  # and as a whole, by the one settings value (e.g. both weights 0)
-            self.retrieval_settings()
-        except ValueError as exc:
-            raise ValueError(f"config: {exc}") from None
         return self
 
     def retrieval_settings(self) -> RetrievalSettings:
-        """The retrieval knobs of this config as the one settings value (its models and components are not)."""
-        return RetrievalSettings.from_knobs({
-            "preset": self.preset, "fusion": self.fusion, "dense_weight": self.dense_weight,
-            "sparse_weight": self.sparse_weight, "rrf_k": float(self.rrf_k), "normalization": self.normalization,
-            "rerank_weight": self.rerank_weight, "recall_top_k": self.recall_top_k,
-            "over_fetch_multiplier": self.over_fetch_multiplier, "split_threshold": self.split_threshold or None,
-            "adaptive": self.adaptive})
+        """The one settings value (`settings`)."""
+        return self.settings
+
+    def components(self) -> dict[str, Any]:
+        """Everything but the settings value: models, facts, expansion, mood."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "settings"}
+
+    def as_fields(self) -> dict[str, Any]:
+        """One field per control (the settings value's `controls()`) and per component: what the settings panel
+        shows and what a snapshot diff names as changed."""
+        return {**self.settings.controls(), **self.components()}
 
     def search_key(self) -> tuple:
-        """Everything except the fusion knobs: when only those change, re-fuse from cache."""
-        return tuple((k, v) for k, v in sorted(asdict(self).items()) if k not in FUSION_FIELDS)
+        """What a search depends on: the settings value's search part and the components. When only the fusion
+        part (`fusion_knobs`) changes, re-fuse from cache."""
+        s = self.settings
+        part = (("preset", s.preset_name), *((k, getattr(s, k)) for k in SEARCH_KNOBS[1:]))
+        return (*part, *sorted(self.components().items()))
 
     def fusion_knobs(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in FUSION_FIELDS}
+        """The settings value's fusion part: its strategy, the rerank weight and the adaptive switch."""
+        s = self.settings
+        return {"fusion": s.strategy, "rerank_weight": s.rerank_weight, "adaptive": s.adaptive}
 
     def to_json(self) -> str:
-        """The config file (and a snapshot's stored config): the retrieval knobs as the one settings value's
-        canonical string under `settings`, the components (models, facts, mood) as fields of their own."""
-        parts = {k: v for k, v in asdict(self).items() if k not in SETTINGS_KNOBS}
-        return json.dumps({CONFIG_MARKER: 1, "settings": str(self.retrieval_settings()), **parts}, indent=2)
+        """The config file (and a snapshot's stored config): the settings value's canonical string under
+        `settings`, the components as fields of their own."""
+        return json.dumps({CONFIG_MARKER: 1, "settings": str(self.settings), **self.components()}, indent=2)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> PipelineConfig:
@@ -129,25 +136,54 @@ class PipelineConfig:
         if not isinstance(data, dict):
             raise ValueError("the config file must hold a JSON object")
         data = {LEGACY_NAMES.get(k, k): v for k, v in data.items() if k != CONFIG_MARKER}  # files before the rename
-        if "settings" in data:
-            data = _settings_fields(data)
+        settings = _settings_field(data) if "settings" in data else None
         try:
-            parsed = _file_model().model_validate(data)
+            parsed = _file_model().model_validate(data).model_dump(exclude_unset=True)
         except ValidationError as exc:
             raise ValueError(_file_error(exc)) from None
-        return replace(cls(), **parsed.model_dump(exclude_unset=True)).validate()
+        flat = {k: parsed.pop(k) for k in list(parsed) if k in _FLAT_KNOBS}
+        if settings is None:  # an old file: a knob it leaves out is its preset's
+            settings = _settings_with(RetrievalSettings(preset=flat.get("preset", "hybrid")), flat)
+        return cls(settings=settings).with_(**parsed)
+
+
+def _settings_with(base: RetrievalSettings, knobs: dict[str, Any]) -> RetrievalSettings:
+    """`base` with flat `knobs` applied: each checked by its rule (ValueError naming the config field), then the
+    value as a whole (e.g. both weights 0). A `split_threshold` of 0 (the slider's and a file's off) is None."""
+    for name, value in knobs.items():
+        try:
+            if name in _CHOICES and value not in _CHOICES[name]:
+                raise ValueError(f"config field {name!r} is {value!r}; allowed: {', '.join(_CHOICES[name])}")
+            if name in SWITCHES:
+                check_switch(name, value)
+            elif name in KNOB_OF and not (name == "split_threshold" and not value):
+                check_knob(KNOB_OF[name], value)
+        except ValueError as exc:
+            raise ValueError(exc.args[0] if str(exc).startswith("config field") else
+                             f"config field {name!r}: {exc}") from None
+    knobs = dict(knobs)
+    off = "split_threshold" in knobs and not knobs["split_threshold"]
+    if off:
+        knobs.pop("split_threshold")
+    if "preset" in knobs and knobs["preset"] != base.preset_name:
+        base = RetrievalSettings(preset=knobs["preset"])  # another preset: its own defaults under the knobs given
+    try:
+        out = base.with_(**knobs)
+    except ValueError as exc:
+        msg = str(exc)
+        raise ValueError(f"config field 'fusion': {msg}" if msg.startswith("fusion=") else f"config: {msg}") from None
+    return replace(out, split_threshold=None) if off else out
 
 
 @functools.cache  # built once, on the first file read (a constant, not a cache of data)
 def _file_model() -> Any:
-    """The pydantic model of a config file: one optional field per `PipelineConfig` field, of its default's type
-    (a switch strictly JSON true/false), nothing else."""
+    """The pydantic model of a config file: one optional field per component, of its default's type (a switch
+    strictly JSON true/false), and an old file's knob fields; nothing else."""
     from pydantic import ConfigDict, StrictBool, create_model
 
-    defaults = PipelineConfig()
-    spec: dict[str, Any] = {f.name: (StrictBool if isinstance(getattr(defaults, f.name), bool)
-                                     else type(getattr(defaults, f.name)), getattr(defaults, f.name))
-                            for f in fields(PipelineConfig)}
+    defaults = PipelineConfig().components()
+    types = {**{k: type(v) for k, v in defaults.items()}, **_FLAT_KNOBS}
+    spec: dict[str, Any] = {name: (StrictBool if t is bool else t, defaults.get(name)) for name, t in types.items()}
     return create_model("PipelineConfigFile", __config__=ConfigDict(extra="forbid"), **spec)
 
 
@@ -161,11 +197,12 @@ def _file_error(exc: Any) -> str:
     name, value = str(e["loc"][0]), e.get("input")
     if e["type"].startswith("bool"):
         return f"config field {name!r} must be true or false, got {value!r}"
-    return f"config field {name!r} must be a {type(getattr(PipelineConfig(), name)).__name__}, got {value!r}"
+    kind = _FLAT_KNOBS.get(name) or type(PipelineConfig().components()[name])
+    return f"config field {name!r} must be a {kind.__name__}, got {value!r}"
 
 
-def _settings_fields(data: dict[str, Any]) -> dict[str, Any]:
-    """A config's `settings` string as its knob fields (the knobs the strategy does not use: the preset's)."""
+def _settings_field(data: dict[str, Any]) -> RetrievalSettings:
+    """A config's `settings` string as the value (popped from `data`); a knob beside it is a ValueError."""
     text = data.pop("settings")
     doubled = sorted(k for k in data if k in SETTINGS_KNOBS)
     if doubled:
@@ -174,12 +211,9 @@ def _settings_fields(data: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(text, str):
         raise ValueError(f"config field 'settings' must be the settings' canonical string, got {text!r}")
     try:
-        s = RetrievalSettings.parse(text)
+        return RetrievalSettings.parse(text)
     except ValueError as exc:
         raise ValueError(f"config field 'settings': {exc}") from None
-    base = PipelineConfig.for_preset(s.preset)
-    knobs = {k: getattr(base, k) for k in FUSION_FIELDS}  # e.g. RRF's k under convex: the preset's
-    return {**data, **knobs, **s.config_fields()}
 
 
 def reranker_fields(spec: str) -> dict[str, str]:

@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.fusion import strategy_for
 from retrieval.pipeline.presets import AGENTOS
 
 @dataclass(frozen=True)
@@ -111,12 +110,12 @@ def _fusion(diag: Any, trace_id: str) -> dict[str, Any]:
     """The fusion part of an explanation: the strategy (its name, settings, formula and own parameters), the
     weights used, and per list the rank and contribution (the strategy writes each list's term from these)."""
     s, fused, names = diag.settings, diag.fused[trace_id], list_names(diag.record)
-    strategy = strategy_for(s)
+    strategy = s.strategy
     own = {k: v for k, v in strategy.knobs().items() if k not in ("fusion", "dense_weight", "sparse_weight")}
     return {
-        "fusion": s.fusion, "normalization": own.get("normalization"), "params": own,
+        "fusion": strategy.name, "normalization": own.get("normalization"), "params": own,
         "strategy": str(strategy), "formula": strategy.formula,
-        "score": fused.score, "k": s.rrf_k, "weights": dict(zip(("dense", "sparse"), diag.fusion_weights)),
+        "score": fused.score, "k": own.get("rrf_k"), "weights": dict(zip(("dense", "sparse"), diag.fusion_weights)),
         "ranks": dict(zip(names, fused.ranks)), "contributions": dict(zip(names, fused.contributions)),
         # rank completion (hybrid): which list's entry was estimated from the id's real score
         "imputed": diag.imputed.get(trace_id),
@@ -201,7 +200,7 @@ def _verdict(diag: Any, trace_id: str, ex: dict[str, Any]) -> tuple[str | None, 
         found = [f"dense #{st['dense'][0]}"] if st["dense"] else []
         found += [f"BM25 #{st['sparse'][0]}"] if st["sparse"] else []
         how = " and ".join(found) or "the pool"
-        fusion = strategy_for(diag.settings).short
+        fusion = diag.settings.strategy.short
         merged = f", {fusion} #{st['merged'][0]}" if st["merged"] else ""
         if ex.get("fact") is not None:
             f = ex["fact"]

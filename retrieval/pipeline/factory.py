@@ -84,12 +84,9 @@ def retriever_kwargs(cfg: PipelineConfig, models: Models, *, facts: Any = None,
     gen = models.generator(gspec) if gspec else None
     classifier = AgentOSFactClassifier() if cfg.classifier == "agentos" else KeywordFactClassifier()
     return dict(
-        preset=cfg.preset, reranker=reranker, hyde=HydeGenerator(gen) if cfg.hyde and gen else None,
+        settings=cfg.settings, reranker=reranker, hyde=HydeGenerator(gen) if cfg.hyde and gen else None,
         fact_store=facts if cfg.facts else None, fact_classifier=classifier,
-        split_ambiguous_threshold=cfg.split_threshold or None, rerank_weight=cfg.rerank_weight,
         multi_query_llm=gen if cfg.multi_query_n else None, multi_query_n=cfg.multi_query_n,
-        default_dense_weight=cfg.dense_weight, default_sparse_weight=cfg.sparse_weight, default_rrf_k=cfg.rrf_k,
-        fusion=cfg.fusion, normalization=cfg.normalization, adaptive=cfg.adaptive,
         adaptive_strengths=strengths, bm25_statistics=visitor_statistics(access),
     )
 
@@ -122,4 +119,4 @@ def can_reweight(result: RetrievalResult, cfg: PipelineConfig) -> bool:
     """
     from retrieval.pipeline.assemble import deep_enough
 
-    return deep_enough(result.diagnostics.record, cfg.recall_top_k)
+    return deep_enough(result.diagnostics.record, cfg.settings.recall_top_k)

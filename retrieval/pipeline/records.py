@@ -1,7 +1,7 @@
 """The frozen records passed between the pipeline's two phases (STYLE: "Two phases").
 
 `SearchRecord` is what *search* produced — every stage input, model score and error — and is
-never changed afterwards. `Diagnostics` is what *assemble* derived from it for one `Settings`.
+never changed afterwards. `Diagnostics` is what *assemble* derived from it for one `RetrievalSettings`.
 `Explanation` is what `explain` says about one id. All are public and typed: the app, evaluation
 and explain read them without touching anything underscored.
 """
@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from retrieval.pipeline.explain import Explanation, explain
-from retrieval.pipeline.settings import Settings
+from retrieval.pipeline.adaptive import Strengths
+from retrieval.pipeline.settings import RetrievalSettings
 from retrieval.types import Mood, Scope, ScoredMemoryTrace
 
 STAGES = ("dense", "sparse", "merged", "reranked", "final")
@@ -138,7 +139,7 @@ class Diagnostics:
     split_on_ambiguous: FrozenDict | None
     timings_ms: FrozenDict
     candidates_scanned: int
-    settings: Settings
+    settings: RetrievalSettings
     fact_ids: list[str]
     record: SearchRecord
     fused: FrozenDict = field(default_factory=FrozenDict)  # id -> Fused
@@ -150,6 +151,9 @@ class Diagnostics:
     pool: FrozenDict = field(default_factory=FrozenDict)  # id -> trace as it stands after rerank/split
     # With `settings.adaptive`: the weights fusion used and why ({"dense_weight", "sparse_weight", "reasons", …}).
     adaptive: FrozenDict | None = None
+    # The store's learned adaptive rule strengths this assembly used (None: the shipped rules): the store's record,
+    # not a knob, so it travels beside the settings value; `reweight` keeps it.
+    strengths: Strengths | None = None
     # The store look-up a live result of `HybridRetriever.retrieve` carries so that `explain(id)` answers for an id
     # the caller names but the query never touched (SPEC §6). Not data: never compared, dropped when the result is
     # pickled or copied (a copy explains such an id only with a `lookup` passed in).
@@ -175,7 +179,7 @@ class Diagnostics:
         """The (dense, sparse) weights fusion used: the adapted ones under `adaptive`, else the settings'."""
         if self.adaptive is not None:
             return float(self.adaptive["dense_weight"]), float(self.adaptive["sparse_weight"])
-        return self.settings.dense_weight, self.settings.sparse_weight
+        return self.settings.strategy.weights
 
     def explain(self, trace_id: str, lookup: Any = None, sees: Callable[[str], bool] | None = None) -> Explanation:
         """Why `trace_id` is where it is (or why it is not in the final list). See `retrieval.pipeline.explain`.

@@ -21,7 +21,7 @@ from retrieval.pipeline.ports import DenseStore, FactSource, SparseIndex, Sparse
 from retrieval.pipeline.records import (ESC_EMPTY, ESC_FACTS, ESC_HYDE, ESC_MULTI, ESC_TRUNCATED, RerankRecord,
                                         FrozenDict, SearchRecord, frozen,
                       as_vector)
-from retrieval.pipeline.settings import Settings
+from retrieval.pipeline.settings import RetrievalSettings
 from retrieval.pipeline.split import split_candidates, split_halves
 from retrieval.types import Mood, Scope, ScoredMemoryTrace
 
@@ -79,7 +79,7 @@ def bm25_reader(bm25: SparseIndex, scopes: list[Scope] | None = None, statistics
     return bm25.reader(scopes, statistics)
 
 
-def search(svc: Services, query: str, mood: Mood | None, scope: Scope | None, settings: Settings, *,
+def search(svc: Services, query: str, mood: Mood | None, scope: Scope | None, settings: RetrievalSettings, *,
            over_fetch_multiplier: int, multi_query_n: int) -> SearchRecord:
     t_start = time.perf_counter()
     timings: dict[str, float] = {}
@@ -137,7 +137,7 @@ def _embed(svc: Services, search_queries: list[str], timings: dict[str, float]) 
 
 
 def _dense_and_sparse(svc: Services, search_queries: list[str], qvecs: np.ndarray, mood: Mood | None,
-                      scopes: list[Scope] | None, top_n: int, settings: Settings,
+                      scopes: list[Scope] | None, top_n: int, settings: RetrievalSettings,
                       timings: dict[str, float]) -> tuple[list[list[ScoredMemoryTrace]], list[list], dict]:
     """Steps 2–3: the dense searches (in the pool) beside BM25 and the hydration look-up of its ids.
 
@@ -159,7 +159,7 @@ def _dense_and_sparse(svc: Services, search_queries: list[str], qvecs: np.ndarra
         sparse_lists = [bm25.search(q, top_k=top_n, scopes=scopes) for q in search_queries]
         timings["sparse"] = _ms(t0)
         sparse_ids = list(dict.fromkeys(i for lst in sparse_lists for i, _ in lst))
-        if sparse_ids and settings.preset.hydrate_sparse_only:
+        if sparse_ids and settings.rules.hydrate_sparse_only:
             t0 = time.perf_counter()
             hits = svc.store.get_with_vectors(sparse_ids, scopes=scopes)
             timings["hydrate"] = _ms(t0)
@@ -168,10 +168,10 @@ def _dense_and_sparse(svc: Services, search_queries: list[str], qvecs: np.ndarra
     return dense_lists, sparse_lists, hits
 
 
-def _dense_bm25(bm25: Any, settings: Settings, search_query: str, dense: list[ScoredMemoryTrace],
+def _dense_bm25(bm25: Any, settings: RetrievalSettings, search_query: str, dense: list[ScoredMemoryTrace],
                 sparse: list) -> dict[str, float]:
     """Rank completion (hybrid preset): the BM25 score of each dense hit past the sparse top-N."""
-    if not (settings.preset.complete_ranks and sparse):
+    if not (settings.rules.complete_ranks and sparse):
         return {}
     in_sparse = {i for i, _ in sparse}
     missed = [t.id for t in dense if t.id not in in_sparse]
@@ -215,7 +215,7 @@ def _facts(svc: Services, query, scope, settings, timings, escalations):
             return set(svc.store.get_with_vectors(ids, scopes=scopes)) if ids else set()
 
         out = fact_traces_for_query(svc.fact_store, svc.fact_classifier, query, scope,
-                                    settings.preset.temporal_facts, visible=visible)
+                                    settings.rules.temporal_facts, visible=visible)
     except Exception as exc:  # a broken fact store must not take retrieval down
         escalations.append(f"{ESC_FACTS}: {short(exc)}")
         out = [], []
@@ -251,9 +251,9 @@ def _rewrite(svc: Services, query, multi_query_n, timings, escalations) -> tuple
     return queries, hypothesis
 
 
-def _with_rerank(reranker: Reranker, record: SearchRecord, settings: Settings, timings) -> SearchRecord:
+def _with_rerank(reranker: Reranker, record: SearchRecord, settings: RetrievalSettings, timings) -> SearchRecord:
     """Step 6's model calls, once over the whole pool: first-pass scores, then split halves."""
-    pool = pool_for_rerank(record, settings.preset)
+    pool = pool_for_rerank(record, settings.rules)
     name = getattr(reranker, "name", None)
     ids = tuple(t.id for t in pool)
     if not pool:

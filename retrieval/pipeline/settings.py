@@ -1,20 +1,19 @@
-"""One settings object: every knob's default (from the preset) and every knob's validation.
+"""The one settings value (`RetrievalSettings`, SPEC §19) and every knob's validation.
 
-The API (`HybridRetriever`), the app, the CLI and evaluation all build `Settings` through
-`resolve_settings`, so a value is checked once, by one rule, with one message. `KNOBS` is the
-table the rules and the messages are made from (Haystack's habit: the error is built from the same
-constant that defines what is allowed).
+The API (`HybridRetriever`), the app, the CLI and evaluation all build one `RetrievalSettings` (the seed's flat
+keywords through `resolve_settings`), and `assemble` reads it as it is: its fusion strategy fuses. A value is checked
+once, by one rule, with one message. `KNOBS` is the table the rules and the messages are made from (Haystack's
+habit: the error is built from the same constant that defines what is allowed).
 """
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from retrieval.fusion import (FUSIONS, STRATEGIES, WEIGHTS, FusionStrategy, Param, fusion_knobs, get_strategy,
                               strategy_for)
-from retrieval.pipeline.adaptive import Strengths
-from retrieval.pipeline.presets import Preset, get_preset
+from retrieval.pipeline.presets import PRESETS, Preset, get_preset
 
 
 @dataclass(frozen=True)
@@ -97,65 +96,18 @@ def check_choice(name: str, value: Any) -> str:
     return str(FUSION_PARAMS[name].check(value))
 
 
-@dataclass(frozen=True)
-class Settings:
-    """The knobs `assemble` reads; everything else is cached search output. Valid by construction."""
-
-    preset: Preset
-    dense_weight: float
-    sparse_weight: float
-    rrf_k: float
-    rerank_weight: float
-    recall_top_k: int
-    split_threshold: float | None = None
-    fusion: str = "rrf"
-    normalization: str = "minmax"
-    adaptive: bool = False  # per-query weights (`retrieval.pipeline.adaptive`); off = the weights as set
-    adaptive_strengths: Strengths | None = None  # learned rule strengths (the store's record); None = the rules
-
-    def __post_init__(self) -> None:
-        for name in ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight", "recall_top_k"):
-            object.__setattr__(self, name, check_knob(name, getattr(self, name)))
-        if self.dense_weight == 0 and self.sparse_weight == 0:
-            raise ValueError("dense_weight and sparse_weight are both 0: nothing would rank the merged list; "
-                             "give at least one a positive weight")
-        if self.split_threshold is not None:
-            object.__setattr__(self, "split_threshold", check_knob("split_threshold", self.split_threshold))
-        check_choice("fusion", self.fusion)
-        check_choice("normalization", self.normalization)
-        check_switch("adaptive", self.adaptive)
-        if self.adaptive_strengths is not None and not isinstance(self.adaptive_strengths, Strengths):
-            object.__setattr__(self, "adaptive_strengths", Strengths(*self.adaptive_strengths))  # ValueError if bad
-        self.preset.check_fusion(self.fusion)
-
-    @property
-    def strategy(self) -> FusionStrategy:
-        """The fusion strategy these settings select, with its parameters and the set weights."""
-        return strategy_for(self)
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain data for display and JSON (the preset by name)."""
-        d = asdict(self)
-        d["preset"] = self.preset.name
-        return d
-
-    def __getitem__(self, key: str) -> Any:  # `diagnostics.settings["rrf_k"]` reads as before
-        return self.as_dict()[key]
-
-    def with_(self, **changes: Any) -> Settings:
-        """A copy with the non-None `changes` applied (and validated)."""
-        return replace(self, **{k: v for k, v in changes.items() if v is not None})
-
-
 def resolve_settings(preset: str | Preset, *, overrides: dict[str, Any] | None = None, recall_top_k: int = 10,
-                     split_threshold: float | None = None) -> Settings:
-    """Settings for `preset`, with each non-None override replacing the preset's default."""
+                     split_threshold: float | None = None, over_fetch_multiplier: int = 3) -> RetrievalSettings:
+    """The one settings value for `preset`, with each non-None flat override (a seed keyword: `dense_weight`,
+    `rrf_k`, `fusion`, …) replacing the preset's default. A fusion the preset does not allow falls back to the
+    preset's own (a UI default must not turn AgentOS off)."""
     p = get_preset(preset)
-    values: dict[str, Any] = dict(p.defaults())
-    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
-    if values["fusion"] not in p.fusions:
-        values["fusion"] = p.fusions[0]  # e.g. AgentOS has one fusion; a UI default must not turn it off
-    return Settings(preset=p, recall_top_k=recall_top_k, split_threshold=split_threshold, **values)
+    values: dict[str, Any] = {k: v for k, v in (overrides or {}).items() if v is not None}
+    if values.get("fusion", p.fusion) not in p.fusions:
+        values["fusion"] = p.fusions[0]
+    return RetrievalSettings.from_knobs({"preset": p, **values, "recall_top_k": recall_top_k,
+                                         "split_threshold": split_threshold,
+                                         "over_fetch_multiplier": over_fetch_multiplier})
 
 
 # --------------------------------------------------------------------------- the one settings value
@@ -183,7 +135,7 @@ class RetrievalSettings:
 
     HyDE, facts and the reranker are components handed to `HybridRetriever`, not knobs, and are not in it."""
 
-    preset: str = "hybrid"
+    preset: str | Preset = "hybrid"
     fusion: FusionStrategy | None = None
     rerank_weight: float | None = None
     recall_top_k: int = 10
@@ -193,12 +145,17 @@ class RetrievalSettings:
 
     def __post_init__(self) -> None:
         p = get_preset(self.preset)
-        object.__setattr__(self, "preset", p.name)
+        # A registered preset travels by name; an experiment's variant (`dataclasses.replace(HYBRID_PRESET, …)`)
+        # as itself (its string names the preset it varies, so it does not round-trip).
+        object.__setattr__(self, "preset", p.name if p.name in PRESETS and get_preset(p.name) == p else p)
         if self.fusion is None:
             object.__setattr__(self, "fusion", strategy_for(p.defaults()))
         if not isinstance(self.fusion, FusionStrategy):
             raise ValueError(f"fusion={self.fusion!r} must be a fusion strategy, e.g. RRF(k=60, weights=(0.7, 0.3))")
         p.check_fusion(self.fusion.name)
+        if self.fusion.weights == (0.0, 0.0):
+            raise ValueError("dense_weight and sparse_weight are both 0: nothing would rank the merged list; "
+                             "give at least one a positive weight")
         if self.rerank_weight is None:
             object.__setattr__(self, "rerank_weight", p.rerank_weight)
         for name in ("rerank_weight", "recall_top_k", "over_fetch_multiplier"):
@@ -206,49 +163,77 @@ class RetrievalSettings:
         if self.split_threshold is not None:
             object.__setattr__(self, "split_threshold", check_knob("split_threshold", self.split_threshold))
         check_switch("adaptive", self.adaptive)
-        self.to_settings()  # what the pipeline checks across knobs (e.g. both weights 0) fails here, not later
 
     @property
     def strategy(self) -> FusionStrategy:
         assert self.fusion is not None  # set in __post_init__
         return self.fusion
 
+    @property
+    def rules(self) -> Preset:
+        """The preset's behaviour (hydration, rank completion, blend base, temporal facts) that assembly follows."""
+        return get_preset(self.preset)
+
+    @property
+    def preset_name(self) -> str:
+        return self.rules.name
+
     def knobs(self) -> dict[str, Any]:
         """The flat knobs (`fusion`, weights, the strategy's own parameters and the rest), as links and configs
         spell them."""
-        return {"preset": self.preset, **self.strategy.knobs(), **{k: getattr(self, k) for k in _VALUE_KNOBS}}
+        return {"preset": self.preset_name, **self.strategy.knobs(), **{k: getattr(self, k) for k in _VALUE_KNOBS}}
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for display and JSON: `knobs()`."""
+        return self.knobs()
+
+    def __getitem__(self, key: str) -> Any:  # `diagnostics.settings["dense_weight"]` reads the flat knob
+        return self.knobs()[key]
+
+    def fusion_defaults(self) -> dict[str, Any]:
+        """Every fusion knob: the strategy's own, the ones it does not use at the preset's value (what a switch to
+        another fusion starts from: the browser twin's controls, the fusion lab's baseline)."""
+        return {**self.rules.defaults(), **self.strategy.knobs()}
+
+    def controls(self) -> dict[str, Any]:
+        """The value as the settings panel's controls show it: every fusion knob (another strategy's at the preset's
+        value, so a switch finds it), the rest as `config_fields`."""
+        return {**self.fusion_defaults(), **self.config_fields()}
 
     def config_fields(self) -> dict[str, Any]:
-        """The knobs as `PipelineConfig`, the panel and a config file spell them (a split threshold of None is 0,
-        off)."""
+        """The knobs as a config file and the panel spell them (a split threshold of None is 0, off)."""
         return {**self.knobs(), "split_threshold": self.split_threshold or 0.0}
 
-    def to_settings(self, adaptive_strengths: Any = None) -> Settings:
-        """The `Settings` `assemble` reads (a knob the strategy does not use keeps the preset's value)."""
-        p = get_preset(self.preset)
-        k = {**p.defaults(), **self.strategy.knobs()}
-        assert self.rerank_weight is not None  # set in __post_init__
-        return Settings(preset=p, dense_weight=k["dense_weight"], sparse_weight=k["sparse_weight"], rrf_k=k["rrf_k"],
-                        rerank_weight=self.rerank_weight, recall_top_k=self.recall_top_k,
-                        split_threshold=self.split_threshold, fusion=k["fusion"], normalization=k["normalization"],
-                        adaptive=self.adaptive, adaptive_strengths=adaptive_strengths)
+    def with_(self, **changes: Any) -> RetrievalSettings:
+        """A copy with the non-None `changes` applied and validated: a knob by its name (`dense_weight`, `rrf_k`,
+        `recall_top_k`, …; routed into the strategy when it is one of its parameters) or `fusion` as a
+        `FusionStrategy`. A knob this value does not hold is a ValueError naming it."""
+        given = {k: v for k, v in changes.items() if v is not None}
+        if not given:
+            return self
+        if isinstance(given.get("fusion"), FusionStrategy):  # a strategy as it is; any loose knob then goes into it
+            own = {k: given.pop(k) for k in list(given) if k in ("preset", "fusion", *_VALUE_KNOBS)}
+            return replace(self, **own).with_(**given)
+        return self.from_knobs({**self.knobs(), "preset": self.preset, **given})
 
     @classmethod
     def from_knobs(cls, knobs: dict[str, Any]) -> RetrievalSettings:
-        """From flat knobs (a link's, a config file's, `Settings.as_dict()`): a knob left out or None is the
+        """From flat knobs (a link's, a config file's, the seed's keywords): a knob left out or None is the
         preset's; a knob this value does not hold is a ValueError naming it."""
         allowed = set(SETTINGS_KNOBS)
         unknown = sorted(set(knobs) - allowed)
         if unknown:
             raise ValueError(f"unknown setting(s) {', '.join(unknown)}; use {', '.join(sorted(allowed))}")
         given = {k: v for k, v in knobs.items() if v is not None}
+        for k in given.keys() & FUSION_PARAMS.keys():  # a knob the chosen strategy does not use is still checked
+            FUSION_PARAMS[k].check(given[k])
         p = get_preset(given.get("preset", "hybrid"))
         fusion = strategy_for({**p.defaults(), **given})
-        return cls(preset=p.name, fusion=fusion, **{k: given[k] for k in _VALUE_KNOBS if k in given})
+        return cls(preset=p, fusion=fusion, **{k: given[k] for k in _VALUE_KNOBS if k in given})
 
     def __str__(self) -> str:
         rest = " ".join(f"{k}={_text(getattr(self, k))}" for k in _VALUE_KNOBS)
-        return f"preset={self.preset} fusion={self.strategy.spec} {rest}"
+        return f"preset={self.preset_name} fusion={self.strategy.spec} {rest}"
 
     @classmethod
     def parse(cls, text: str) -> RetrievalSettings:

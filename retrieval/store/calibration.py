@@ -151,7 +151,7 @@ RETRIEVER_ARGS = {"default_dense_weight": "dense_weight", "default_sparse_weight
 def with_calibration(store: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     """`HybridRetriever` keyword arguments with the store's calibrated fusion defaults filled in — only when the
     caller names none of the fusion knobs (explicit settings win as a whole, never mixed with calibrated ones)."""
-    if any(kwargs.get(name) is not None for name in RETRIEVER_ARGS):
+    if kwargs.get("settings") is not None or any(kwargs.get(name) is not None for name in RETRIEVER_ARGS):
         return kwargs
     knobs = calibrated_knobs(store, kwargs.get("preset") or CALIBRATED_PRESET)
     return {**kwargs, **{arg: knobs[k] for arg, k in RETRIEVER_ARGS.items() if k in knobs}}

@@ -41,8 +41,7 @@ def run_config(ws: Any, cfg: PipelineConfig, query: str, scope: Scope | None, mo
     from retrieval.pipeline.assemble import reweight
 
     if cached is not None and cached[0] == cache_key(query, scope, cfg) and can_reweight(cached[1], cfg):
-        return reweight(cached[1], **{**cfg.fusion_knobs(), "recall_top_k": cfg.recall_top_k}), True
-    retriever = build_retriever(ws, cfg, models, access)
-    result = retriever.retrieve(query, mood=Mood(cfg.valence, cfg.arousal, cfg.dominance), scope=scope,
-                                recall_top_k=cfg.recall_top_k, over_fetch_multiplier=cfg.over_fetch_multiplier)
+        return reweight(cached[1], settings=cfg.settings), True  # the value as the panel made it
+    retriever = build_retriever(ws, cfg, models, access)  # `HybridRetriever(store, settings=cfg.settings, …)`
+    result = retriever.retrieve(query, mood=Mood(cfg.valence, cfg.arousal, cfg.dominance), scope=scope)
     return result, False
