@@ -8,7 +8,6 @@ in Inspect with the case still chosen. Screenshots at 1366 px.
 """
 from __future__ import annotations
 
-from dataclasses import replace
 
 import pytest
 
@@ -34,7 +33,7 @@ def library_case(db, **knobs) -> dict:
 
     ws, js = Workspace(str(db), embedder=HashingEmbedder(384)), JudgmentStore(str(db))
     case = js.case("demo")
-    searched = search_case(ws, case, replace(PipelineConfig(), **knobs))
+    searched = search_case(ws, case, PipelineConfig().with_(**knobs))
     return case_payload(case, searched, js.qrels(case))["saved"]
 
 

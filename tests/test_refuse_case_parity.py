@@ -34,13 +34,13 @@ def random_grades(rng: random.Random, ids: list[str]) -> dict[str, float]:
 
 
 def random_case(rng: random.Random, fusion: str):
-    s = random_settings(rng, fusion)
+    s, learned = random_settings(rng, fusion)
     n = rng.randint(1, 12)
     case = Case("c", tuple(CaseQuery(f"q{j}", f"query {j}") for j in range(n)))
     searched, qrels, credit = {}, {}, {}
     for q in case.queries:
         rec = random_record(rng, ODD if rng.random() < 0.3 else ())
-        result = assemble(rec, s)
+        result = assemble(rec, s, learned)
         ids = sorted({i for lst in rec.sparse_lists for i, _ in lst} | {t.id for lst in rec.dense_lists for t in lst})
         searched[q.qid] = "RuntimeError: the store went away" if rng.random() < 0.05 else (None, result)
         qrels[q.qid] = random_grades(rng, ids)
