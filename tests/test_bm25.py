@@ -539,3 +539,24 @@ def test_pruning_happens_and_skips_most_postings(monkeypatch):
     assert calls and calls[0] <= 40  # only the documents holding "rare" were scored in full
     monkeypatch.setattr(topk, "PRUNE_MIN_POSTINGS", 10**12)
     assert got == snap.search("rare common", 5)
+
+
+_lines = st.lists(_text, min_size=1, max_size=5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(_lines, min_size=1, max_size=6), analyzer=st.sampled_from(["plain", "english-stem"]),
+       max_tokens=st.sampled_from([0, 3, 250_000]))
+def test_line_by_line_tokens_equal_the_whole_texts_tokens(texts, analyzer, max_tokens):
+    """A document read in its context is tokenised line by line, lines remembered (also across documents, and
+    across the memo's generations): exactly the tokens of the whole text, for both store analysers."""
+    from retrieval.bm25.tokenizer import LineTokens, make_tokenizer, reads_by_line
+
+    tok = make_tokenizer(analyzer)
+    assert reads_by_line(tok)
+    lines = LineTokens(tok, max_tokens=max_tokens)
+    for parts in texts + texts[::-1]:  # the second pass finds every line remembered (or evicted)
+        text = "\n".join(parts)
+        assert lines(text) == tok(text)
+    assert not reads_by_line(lambda text: text.split())  # a tokenizer of the caller's own reads whole texts
+
