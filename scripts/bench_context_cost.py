@@ -15,6 +15,7 @@ Run: HF_HUB_OFFLINE=1 .venv/bin/python scripts/bench_context_cost.py --docs 1000
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import random
@@ -101,6 +102,26 @@ def query_all(stores: list[Workspace], traces: list[MemoryTrace], queries: int) 
              "query_p90_ms": round(statistics.quantiles(w, n=10)[-1], 2)} for w, c in zip(wall, cpu)]
 
 
+def pairs(traces: list[MemoryTrace], settings: list[ContextSetting], names: list[str], batch: int, n: int,
+          root: Path, embedder: object) -> dict:
+    """Ingest CPU seconds only, `n` rounds of every setting, the order turned each round, a fresh store each time
+    and the previous one freed first: no store's objects are alive (for the collector to walk) while another
+    ingests, and no setting always goes first. Medians, and each round's ratio to the first setting."""
+    cpu: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(n):
+        for k in (range(len(settings)) if r % 2 == 0 else reversed(range(len(settings)))):
+            ws, row = ingest(traces, settings[k], batch, root / f"p{r}-{k}", embedder)
+            cpu[names[k]].append(row["ingest_cpu_s"])
+            del ws
+            gc.collect()
+            shutil.rmtree(root / f"p{r}-{k}", ignore_errors=True)
+    med = {name: statistics.median(v) for name, v in cpu.items()}
+    first = names[0]
+    return {"rounds": n, "ingest_cpu_s": cpu, "median_cpu_s": med,
+            "median_ratio": {name: round(med[name] / med[first], 3) for name in names},
+            "round_ratios": {name: [round(a / b, 2) for a, b in zip(cpu[name], cpu[first])] for name in names}}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--docs", type=int, default=100_000)
@@ -112,6 +133,9 @@ def main() -> int:
     ap.add_argument("--embedder", choices=("hashing", "minilm"), default="hashing",
                     help="minilm: the bundled all-MiniLM-L6-v2 (slow: use a small --docs)")
     ap.add_argument("--out", default=str(ROOT / "docs" / "bench_context_cost.json"))
+    ap.add_argument("--pairs", type=int, default=0,
+                    help="N > 0: ingest CPU only, N rounds of the settings in turned order, each store freed before "
+                         "the next (no queries, no sizes)")
     args = ap.parse_args()
     traces = corpus(args.docs, args.turns)
     root = Path(tempfile.mkdtemp(prefix="ctxcost-"))
@@ -121,6 +145,13 @@ def main() -> int:
     try:
         emb = make_embedder("minilm") if args.embedder == "minilm" else HashingEmbedder(384)
         ingest(corpus(200, args.turns, seed=2), OFF, 100, root / "warm-up", emb)  # imports, model load: untimed
+        if args.pairs > 0:
+            got = pairs(traces, settings, args.settings.split(","), args.batch, args.pairs, root, emb)
+            out = {"command": " ".join(["scripts/bench_context_cost.py"] + sys.argv[1:]), "docs": args.docs,
+                   "batch": args.batch, "load_start": started, "load_end": load(), "cores": os.cpu_count(), **got}
+            Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
+            print(json.dumps(out, indent=2))
+            return 0
         built = [ingest(traces, s, args.batch, root / f"s{k}", emb) for k, s in enumerate(settings)]
         rows = [{**row, **q} for (_, row), q in zip(built, query_all([ws for ws, _ in built], traces, args.queries))]
     finally:

@@ -244,7 +244,10 @@ def section_context(out: list[str]) -> None:
         out.append(f"| {r['dataset']} | {r['queries']} | {r['threads']} | {r['identical_rankings']} / {r['queries']} | "
                    f"{r['metric']} {r[r['metric']]:.4f} |")
     cost = load("bench_context_cost.json")
-    if cost:
+    cost_notes = DOCS / "context-cost-notes.md"
+    if cost_notes.is_file():  # the cost runs (docs/bench_context_cost*.json) and where the cost went, by hand
+        out += ["", cost_notes.read_text().strip()]
+    elif cost:
         out += ["", f"Cost (`{cost['command']}`, writes docs/bench_context_cost.json): {cost['docs']:,} synthetic traces "
                 f"in threads of {cost['turns_per_thread']}, ingested through the Workspace in batches of "
                 f"{cost['batch']:,} that each continue every thread (the worst case: each batch reads every stored "

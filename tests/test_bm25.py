@@ -539,3 +539,51 @@ def test_pruning_happens_and_skips_most_postings(monkeypatch):
     assert calls and calls[0] <= 40  # only the documents holding "rare" were scored in full
     monkeypatch.setattr(topk, "PRUNE_MIN_POSTINGS", 10**12)
     assert got == snap.search("rare common", 5)
+
+
+_lines = st.lists(_text, min_size=1, max_size=5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(_lines, min_size=1, max_size=6), analyzer=st.sampled_from(["plain", "english-stem"]),
+       max_tokens=st.sampled_from([0, 3, 250_000]))
+def test_line_by_line_tokens_equal_the_whole_texts_tokens(texts, analyzer, max_tokens):
+    """A document read in its context is tokenised line by line, lines remembered (also across documents, and
+    across the memo's generations): exactly the tokens of the whole text, for both store analysers."""
+    from retrieval.bm25.tokenizer import LineTokens, make_tokenizer, reads_by_line
+
+    tok = make_tokenizer(analyzer)
+    assert reads_by_line(tok)
+    lines = LineTokens(tok, max_tokens=max_tokens)
+    for parts in texts + texts[::-1]:  # the second pass finds every line remembered (or evicted)
+        text = "\n".join(parts)
+        assert lines(text) == tok(text)
+    assert not reads_by_line(lambda text: text.split())  # a tokenizer of the caller's own reads whole texts
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops=st.lists(st.tuples(st.sampled_from(["add", "remove", "batch"]), st.integers(0, 9),
+                              st.lists(doc_text, min_size=1, max_size=4)), max_size=30),
+       query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4))
+def test_documents_of_several_lines_match_the_reference_and_number_terms_in_order(ops, query):
+    """Documents of several lines (a trace and its neighbours' texts), written in batches: scores as the reference
+    gives them, and every term numbered at its first occurrence (as one term at a time did), so a saved index is
+    the same file."""
+    idx, corpus, first = BM25Index(), {}, {}
+    for op, k, parts in ops:
+        key, text = f"d{k}", "\n".join(parts)
+        if op == "remove":
+            idx.remove_document(key)
+            corpus.pop(key, None)
+            continue
+        batch = [(key, text)] if op == "add" else [(key, text), (f"d{(k + 1) % 10}", parts[-1] + "\neta " + text)]
+        idx.add_documents(batch)
+        for i, t in batch:
+            corpus[i] = t
+            first.update((term, None) for term in default_tokenizer(t) if term not in first)
+    assert idx.snapshot().terms == list(first)
+    q = " ".join(query)
+    ref = reference_scores(corpus, q) if corpus else {}
+    got = idx.search(q, top_k=100)
+    assert [i for i, _ in got] == sorted(ref, key=lambda i: (-ref[i], i))
+    assert [s for _, s in got] == pytest.approx([ref[i] for i, _ in got], rel=1e-9)

@@ -3,12 +3,16 @@ reads each thread once (store/thread_cache.py), never a version another writer m
 without a thread (SciFact, BEIR) indexes and ranks exactly the same with the setting on as off."""
 from __future__ import annotations
 
+import random
+
 import pytest
 
 import retrieval.store.threads as threads
+from retrieval.bm25 import BM25Index
 from retrieval.eval.datasets import BEIR_SCOPE, BEIR_TIME
 from retrieval.models import HashingEmbedder
-from retrieval.store.context import NEW_STORE_CONTEXT, OFF, ContextSetting
+from retrieval.store.context import NEW_STORE_CONTEXT, OFF, ContextSetting, by_thread, contexts
+from retrieval.store.thread_cache import ThreadCache
 from retrieval.types import MemoryTrace
 from retrieval.workspace import Workspace
 
@@ -85,6 +89,79 @@ def test_a_delete_after_kept_threads_rewrites_the_follower(tmp_path, thread_read
     assert [t.context for t in ws.store.get(["t2", "t3"])] == ["Did you adopt the greyhound?",
                                                                  "What colour is the lead?"]
 
+
+
+WORDS = ["greyhound", "invoice", "folder", "lead", "blue", "tuesday", "whippet", "colour", "red", "bye", "adopt",
+         "thanks"]
+
+
+def random_writes(seed: int) -> list[tuple]:
+    """Writes as agents make them, mostly appending turns to a few threads (some batches touch every thread),
+    with edits of stored turns, moves to another place or thread, turns without a position, deletes and
+    (de)activations in between."""
+    rng = random.Random(seed)
+    nxt: dict[str, int] = {}
+    ids: list[str] = []
+    ops: list[tuple] = []
+    for n in range(16):
+        r = rng.random()
+        if r < 0.65 or not ids:
+            batch = []
+            for k in range(rng.randint(1, 4)):
+                thread = rng.choice(["s1", "s2", "s3"])
+                pos = nxt.get(thread, 0)
+                nxt[thread] = pos + 1
+                text = " ".join(rng.choices(WORDS, k=rng.randint(1, 6)))
+                if rng.random() < 0.1:
+                    pos = None  # after every positioned turn
+                batch.append(("new", f"t{n}-{k}", text, thread, pos, rng.random() * 3))
+            if ids and rng.random() < 0.3:  # an edit, or a move to another place or thread
+                batch.append(("new", rng.choice(ids), rng.choice(WORDS), rng.choice(["s1", "s2", "s3"]),
+                              rng.randint(0, 6), rng.random() * 3))
+            ops.append(("ingest", batch))
+            ids += [b[1] for b in batch]
+        elif r < 0.8:
+            ops.append(("delete", [rng.choice(ids)]))
+        else:
+            ops.append(("active", rng.sample(ids, min(len(ids), 2)), rng.random() < 0.5))
+    return ops
+
+
+def apply_writes(ws: Workspace, ops: list[tuple]) -> None:
+    for op in ops:
+        if op[0] == "ingest":
+            ws.ingest([make_trace(i, text, "u1", days, thread=thread, position=pos)
+                       for _, i, text, thread, pos, days in op[1]])
+        elif op[0] == "delete":
+            ws.delete(op[1])
+        else:
+            ws.set_active(op[1], op[2])
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("setting", [NEW_STORE_CONTEXT, W1], ids=["new-store-default", "w1-both"])
+def test_random_writes_store_and_score_as_a_writer_that_keeps_no_thread(tmp_path, seed, setting):
+    """A writer that keeps its threads (and assembles only appended turns' contexts from a kept thread's last
+    turns) stores every row, context and BM25 score exactly as one that reads every thread from the table on every
+    write, and as the contexts of the stored threads recomputed from scratch."""
+    kept, read = ws_at(tmp_path / "kept", setting), ws_at(tmp_path / "read", setting)
+    read.store.writes.threads = ThreadCache(max_rows=0)  # holds nothing: every write reads its threads
+    ops = random_writes(seed)
+    apply_writes(kept, ops)
+    apply_writes(read, ops)
+    rows = {ws: {t.id: (t.content, t.thread, t.position, t.is_active, t.context, t.context_sides)
+                 for t in ws.store.all_traces()} for ws in (kept, read)}
+    assert rows[kept] == rows[read]
+    for group in by_thread(kept.store.all_traces()).values():
+        for i, ctx in contexts(group, setting).items():
+            assert rows[kept][i][4:] == ctx
+    fresh = BM25Index(tokenizer=kept.bm25.tokenizer)
+    fresh.sync(kept.store.all_traces())
+    for q in WORDS + ["greyhound tuesday", "blue folder invoice"]:
+        got = [ws.bm25.search(q, top_k=100) for ws in (kept, read)] + [fresh.search(q, top_k=100)]
+        assert [i for i, _ in got[0]] == [i for i, _ in got[1]] == [i for i, _ in got[2]]
+        assert [s for _, s in got[0]] == pytest.approx([s for _, s in got[1]], rel=1e-12)
+        assert [s for _, s in got[0]] == pytest.approx([s for _, s in got[2]], rel=1e-12)
 
 # ------------------------------------------------------------------ no thread: a no-op (SciFact, BEIR)
 ABSTRACTS = [

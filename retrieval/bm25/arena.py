@@ -145,15 +145,22 @@ class Arena:
         t, d, f = t[order], d[order], f[order]
         starts = np.flatnonzero(np.r_[True, t[1:] != t[:-1]])
         ends = np.r_[starts[1:], len(t)]
-        for s, e in zip(starts.tolist(), ends.tolist()):
-            tid = int(t[s])
-            n, add = int(plen[tid]), e - s
-            docs, tfs = self.post_docs[tid], self.post_tf[tid]
+        terms = t[starts]
+        # one Python step per distinct term, its numbers read as Python ints up front; a single posting (most of a
+        # batch's rare terms) is set as an item, not copied as a slice
+        d_at, f_at = d.tolist(), f.tolist()
+        post_docs, post_tf = self.post_docs, self.post_tf
+        for tid, n, s, e in zip(terms.tolist(), plen[terms].tolist(), starts.tolist(), ends.tolist()):
+            add = e - s
+            docs, tfs = post_docs[tid], post_tf[tid]
             if n + add > len(docs):  # grow geometrically into new arrays; old readers keep the old ones
                 cap = max(n + add, 2 * len(docs), 4)
                 docs = np.concatenate([docs[:n], np.empty(cap - n, TID)])
                 tfs = np.concatenate([tfs[:n], np.empty(cap - n, TF)])
-                self.post_docs[tid], self.post_tf[tid] = docs, tfs
-            docs[n:n + add] = d[s:e]
-            tfs[n:n + add] = f[s:e]
-            plen[tid] = n + add
+                post_docs[tid], post_tf[tid] = docs, tfs
+            if add == 1:
+                docs[n], tfs[n] = d_at[s], f_at[s]
+            else:
+                docs[n:n + add] = d[s:e]
+                tfs[n:n + add] = f[s:e]
+        plen[terms] += ends - starts

@@ -22,8 +22,8 @@ from typing import Any
 from retrieval.bm25.persist import load_index, save_index
 from retrieval.bm25.scoped import check_statistics
 from retrieval.bm25.snapshot import BM25Snapshot, Prepared, build_snapshot, empty_snapshot, next_version
-from retrieval.bm25.tokenizer import (STOPWORDS, TOKENIZER_VERSION, Tokenizer, default_tokenizer, normalize_text,
-                                      tokenizer_id)
+from retrieval.bm25.tokenizer import (STOPWORDS, TOKENIZER_VERSION, LineTokens, Tokenizer, default_tokenizer,
+                                      normalize_text, reads_by_line, tokenizer_id)
 from retrieval.types import Scope
 
 __all__ = ["BM25Index", "BM25Snapshot", "STOPWORDS", "TOKENIZER_VERSION", "default_tokenizer", "normalize_text",
@@ -51,6 +51,9 @@ class BM25Index:
         self.statistics = check_statistics(statistics)  # store | scope: what a scoped read is scored with
         self.source: dict | None = None  # what a loaded file says it was derived from (Workspace)
         self._lock = threading.Lock()  # serialises writers only; readers never take it
+        # what a write tokenises its documents with: line by line, remembering lines, when that gives the same tokens
+        # (a document read in its context repeats its neighbours' texts, themselves documents)
+        self._tokenize: Tokenizer = LineTokens(self.tokenizer) if reads_by_line(self.tokenizer) else self.tokenizer
         self._snap = empty_snapshot(self.k1, self.b, self.tokenizer)
 
     def __repr__(self) -> str:
@@ -155,7 +158,7 @@ class BM25Index:
             if text is not None and not isinstance(text, str):
                 raise ValueError(f"document {doc_id!r}: text must be a string, got {type(text).__name__}")
             prepared.pop(doc_id, None)  # the last occurrence wins, in its batch position
-            prepared[doc_id] = (Counter(self.tokenizer(text or "")), scope)
+            prepared[doc_id] = (Counter(self._tokenize(text or "")), scope)
         removes = [i for i in removes if isinstance(i, str) and i not in prepared]
         with self._lock:
             if complete:

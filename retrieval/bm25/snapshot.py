@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -279,11 +280,7 @@ def next_version(cur: BM25Snapshot, adds: Prepared, removes: Sequence[str]) -> t
     that re-ingest causes no churn. Returns (version, how many of `removes` were live).
     """
     a = cur._a
-    encoded = []
-    for doc_id, (counts, scope) in adds.items():
-        tids = np.fromiter((a.term_id(t) for t in counts), dtype=TID, count=len(counts))
-        tfs = np.fromiter(counts.values(), dtype=TF, count=len(counts))
-        encoded.append((doc_id, tids, tfs, a.scope_id(scope)))
+    encoded = _encode(a, adds)
     # Slots past cur's count that a failed batch may have left in the arena stay dead.
     live = _pad(cur._live, len(a.ids) + len(encoded), False)
     df, plen = _pad(cur._df, len(a.terms)), _pad(cur._plen, len(a.terms))
@@ -324,6 +321,23 @@ def next_version(cur: BM25Snapshot, adds: Prepared, removes: Sequence[str]) -> t
     if len(a.ids) - n_docs > max(4096, n_docs):  # mostly dead slots: move the live ones to a fresh arena
         nxt = build_snapshot(cur.k1, cur.b, cur.tokenizer, nxt.terms, nxt.live_rows(), nxt.version)
     return nxt, removed
+
+
+def _encode(a: Arena, adds: Prepared) -> list[tuple[str, np.ndarray, np.ndarray, int]]:
+    """Each document of `adds` as (id, term ids, tfs, scope code), its terms in their counter's order. The whole
+    batch's terms are looked up in one pass; a term the arena lacks gets the next id at its first occurrence, as
+    looking the terms up one by one would give it (a document read in its context holds several turns' terms)."""
+    counters = [counts for counts, _ in adds.values()]
+    terms = list(chain.from_iterable(counters))
+    tids = list(map(a.vocab.get, terms))
+    for k in [k for k, t in enumerate(tids) if t is None]:
+        tids[k] = a.term_id(terms[k])
+    flat_t = np.array(tids, dtype=TID)
+    flat_f = np.fromiter(chain.from_iterable(c.values() for c in counters), dtype=TF, count=len(terms))
+    ends = np.cumsum([len(c) for c in counters]).tolist()
+    starts = [0, *ends[:-1]]
+    return [(doc_id, flat_t[s:e], flat_f[s:e], a.scope_id(scope))
+            for (doc_id, (_, scope)), s, e in zip(adds.items(), starts, ends)]
 
 
 def build_snapshot(k1: float, b: float, tokenizer: Tokenizer, terms: Sequence[str], rows: tuple,

@@ -106,3 +106,44 @@ def make_tokenizer(analyzer: str | None) -> Tokenizer:
 
 def analyzer_of(tokenizer: Tokenizer) -> str:
     return "english-stem" if isinstance(tokenizer, StemmingTokenizer) else "plain"
+
+
+def reads_by_line(tokenizer: Tokenizer) -> bool:
+    """Whether `tokenizer(a + "\\n" + b) == tokenizer(a) + tokenizer(b)` for all texts a, b — true of the store
+    analysers: a line break is not a letter or digit (no token spans it), every step of `normalize_text` maps it
+    to itself and treats the text on either side apart (translate and casefold act per character; NFKC leaves
+    U+000A unchanged and composes nothing across it: it is a starter in no composition pair), and the stemmer
+    reads one token at a time. A tokenizer of the caller's own is not assumed to."""
+    return tokenizer is default_tokenizer or isinstance(tokenizer, StemmingTokenizer)
+
+
+class LineTokens:
+    """`tokenizer` over a text line by line, each line's tokens remembered (for `reads_by_line` tokenizers only,
+    where this gives exactly `tokenizer(text)`). A document read in its context holds up to three of its
+    neighbours' texts, and those neighbours are documents of their own, indexed in the same write or a recent
+    one: each is tokenised once, not four times. Bounded: two generations of at most `max_tokens` remembered
+    tokens each (the newer is kept when it fills). A cache of a pure function, so writers racing on it can only
+    tokenise a line twice."""
+
+    def __init__(self, tokenizer: Tokenizer, max_tokens: int = 250_000):
+        self.tokenizer = tokenizer
+        self.max_tokens = max_tokens
+        self._new: dict[str, tuple[str, ...]] = {}  # tuples: the collector stops tracking them (lists it walks)
+        self._old: dict[str, tuple[str, ...]] = {}
+        self._held = 0  # tokens remembered in `_new`
+
+    def __call__(self, text: str) -> list[str]:
+        out: list[str] = []
+        new, old = self._new, self._old
+        for line in text.split("\n"):
+            tokens = new.get(line)
+            if tokens is None:
+                tokens = old.get(line)
+                if tokens is None:
+                    tokens = tuple(self.tokenizer(line))
+                new[line] = tokens
+                self._held += len(tokens) + 1
+            out += tokens
+        if self._held > self.max_tokens:
+            self._old, self._new, self._held = self._new, {}, 0
+        return out

@@ -20,7 +20,9 @@ MAX_ROWS = 200_000
 
 
 class ThreadCache:
-    """ThreadKey → its stored traces (`threads.Stored`), valid at table version `version` (None: nothing held)."""
+    """ThreadKey → its stored traces (`threads.Stored`) in thread order (`context.thread_order`: a write that only
+    appends to a held thread reads the turns before its new ones off the end), valid at table version `version`
+    (None: nothing held)."""
 
     def __init__(self, max_rows: int = MAX_ROWS):
         self.max_rows = max_rows

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from retrieval.store.context import (KEY_CONTEXT, ContextSetting, ThreadKey, Turn, by_thread, contexts,
-                                     read_setting, thread_key, thread_order_key)
+                                     read_setting, thread_key, thread_order, thread_order_key)
 from retrieval.store.rows import from_row, ids_filter, missing_columns, sql_quote
 from retrieval.store.thread_cache import ThreadCache, as_stored
 from retrieval.types import MemoryTrace
@@ -169,18 +169,22 @@ def plan(handle: Any, batch: Sequence[MemoryTrace], removed: Iterable[str] = (),
     new_ids = {t.id for t in batch}
     stored = [t for t in rows if t.id not in new_ids and t.id not in removed]
     computed: dict[str, tuple[str | None, str | None]] = {}
-    members: list[Turn] = [*stored, *batch]
     appends = not removed and not owned and not setting.next  # no stored trace replaced or removed, none looks ahead
-    groups = by_thread(members)
-    for key, group in groups.items():
-        if appends and key in kept and _after_every_stored(group, new_ids):
-            # a kept thread holds the contexts its last write computed; turns added after all of it change none
-            computed.update((t.id, (t.context, t.context_sides)) for t in group if isinstance(t, Stored))
-            computed.update(contexts(group, setting, only=new_ids))
-        else:
-            computed.update(contexts(group, setting))
+    olds, news = by_thread(stored), by_thread(batch)
+    groups: dict[ThreadKey, list[Turn]] = {}  # each touched thread: its stored traces (as read), then its new ones
+    appended: dict[ThreadKey, int] = {}  # a kept thread only added to, and how many new traces it gained
+    moved: set[str] = set()
+    for key in dict.fromkeys([*olds, *news]):
+        old, added = olds.get(key, []), news.get(key, [])
+        groups[key] = [*old, *added]
+        got = _appended(old, added, setting) if appends and key in kept else None
+        if got is not None:  # a kept thread holds the contexts its last write computed; turns after it change none
+            computed.update(got)
+            appended[key] = len(added)
+            continue
+        computed.update(contexts(groups[key], setting))
+        moved.update(t.id for t in old if computed[t.id] != (t.context, t.context_sides))
     out = Plan([_with(t, computed.get(t.id, none)) for t in batch])
-    moved = {t.id for t in stored if computed.get(t.id, none) != (t.context, t.context_sides)}
     order = {t.id: i for i, t in reversed(list(enumerate(stored)))} if moved else {}  # followers as threads were read
     for t, vec in sorted(rows_with_vectors(handle, sorted(moved)), key=lambda tv: order[tv[0].id]):
         new = _with(t, computed.get(t.id, none))
@@ -190,25 +194,41 @@ def plan(handle: Any, batch: Sequence[MemoryTrace], removed: Iterable[str] = (),
         if new.text_for("dense") == t.text_for("dense"):
             out.vectors[t.id] = vec  # no re-embedding for these
     if cache is not None:
-        out.after = _after(touched | owned, groups, out)
+        out.after = _after(touched | owned, groups, appended, out)
     return out
 
 
-def _after_every_stored(group: Sequence[Turn], new_ids: set[str]) -> bool:
-    """Whether every new trace of a thread comes after every stored one in the thread's order."""
-    key = thread_order_key
-    old = [key(t) for t in group if t.id not in new_ids]
-    return not old or min(key(t) for t in group if t.id in new_ids) > max(old)
+def _appended(old: Sequence[Turn], new: Sequence[Turn], setting: ContextSetting) -> dict | None:
+    """The contexts of a kept thread's `new` traces when they all come after its `old` ones (held in thread order,
+    `ThreadCache`), read from the last `window` active old ones alone (a window looks only back here); None when
+    some new trace does not come after them all (or there is none)."""
+    if not new or old and min(map(thread_order_key, new)) <= thread_order_key(old[-1]):
+        return None
+    tail: list[Turn] = []
+    for t in reversed(old):
+        if len(tail) == setting.window:
+            break
+        if t.is_active:
+            tail.append(t)
+    return contexts([*tail[::-1], *new], setting, only={t.id for t in new})
 
 
-def _after(keys: set[ThreadKey], groups: dict[ThreadKey, list[Turn]], p: Plan) -> dict[ThreadKey, list[Any]]:
-    """The threads `keys` as the write `p` leaves them (for the writer's `ThreadCache`): `groups` holds each
-    thread's stored traces the write keeps, then its new ones; written ones as `p` writes them."""
+def _after(keys: set[ThreadKey], groups: dict[ThreadKey, list[Turn]], appended: dict[ThreadKey, int],
+           p: Plan) -> dict[ThreadKey, list[Any]]:
+    """The threads `keys` as the write `p` leaves them, each in thread order (for the writer's `ThreadCache`):
+    `groups` holds each thread's stored traces the write keeps, then its new ones; written ones as `p` writes
+    them. An `appended` thread's stored traces were held in order and its new ones (that many, at the end of its
+    group) come after them all."""
     written = {t.id: t for t in p.batch}
     written.update((t.id, t) for t in p.followers)
     after: dict[ThreadKey, list[Any]] = {k: [] for k in keys}
     for key, group in groups.items():
-        after[key] = [as_stored(written[t.id], Stored) if t.id in written else t for t in group]
+        k = appended.get(key)
+        if k:
+            added = [as_stored(written[t.id], Stored) for t in thread_order(group[-k:])]
+            after[key] = [*group[:len(group) - k], *added]
+        else:
+            after[key] = thread_order(as_stored(written[t.id], Stored) if t.id in written else t for t in group)
     return after
 
 
