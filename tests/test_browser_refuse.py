@@ -165,11 +165,11 @@ def test_adaptive_weights_refuse_live_as_the_library_adapts(browser, served):
     for _ in range(4):  # 0.5 → 0.3, each key re-fuses at once
         page.keyboard.press("ArrowLeft")
     assert same_scored(final_scored(page), want)
+    page.wait_for_function("() => (new URLSearchParams(location.search).get('i_settings') || '')"
+                           ".includes('dense_weight=0.3,')")  # the keys' commits reached the server
     row = page.locator(ROWS).first
     row.locator(".rf-text").click()
     assert "this query's rules moved the weights" in page.locator(".rf-explain").inner_text()
-    page.wait_for_function("() => (new URLSearchParams(location.search).get('i_settings') || '')"
-                           ".includes('dense_weight=0.3,')")
     page.locator(".rf-status", has_text="The saved setting.").wait_for()
     assert same_scored(final_scored(page), want) and page.locator(ERRORS).count() == 0
     page.close()
