@@ -94,7 +94,7 @@ for n, ex in enumerate(examples):
 
 if status["scopes"]:
     # Last on the page, under the examples: the corpus at a glance. Its chart is also what makes Inspect open fast
-    # from here: the browser loads and runs the chart code while the visitor reads this page (measured: Home's
-    # example → Inspect's live rows ~3.7 s → under 2 s; docs/BENCHMARKS.md, live tuning).
+    # from here: the browser loads and runs the chart code while the visitor reads this page (measured idle: Home's
+    # example → Inspect's live rows 3.7 s → 2.0 s median; docs/BENCHMARKS.md, live tuning).
     st.subheader("Traces per scope")
     st.plotly_chart(scopes_figure(status["scopes"]), key="home_scopes", config={"displayModeBar": False})
