@@ -118,8 +118,11 @@ def scopes_figure(counts: Mapping[str, int], top: int = 12) -> go.Figure:
     rest = ranked[top:]
     if rest:
         shown[f"{len(rest)} more scopes"] = float(sum(v for _, v in rest))
-    return bar_figure(shown, "traces per scope", color="#4c78a8", height=70 + 26 * max(len(shown), 1),
-                      labels=[f"{v:,.0f}" for v in shown.values()])
+    fig = bar_figure(shown, "", color="#4c78a8", height=50 + 26 * max(len(shown), 1),
+                     labels=[f"{v:,.0f}" for v in shown.values()])
+    fig.update_traces(textposition="outside", textangle=0, cliponaxis=False)  # counts upright, beside each bar
+    fig.update_layout(margin={"l": 10, "r": 40, "t": 10, "b": 10})
+    return fig
 
 
 def dense_terms_figure(terms: Sequence[Mapping[str, float]]) -> go.Figure:
