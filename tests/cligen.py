@@ -19,9 +19,12 @@ from retrieval.cli.main import build_parser, main
 EMBEDDER = ["--embedder", "hashing"]
 
 
+PARSER = build_parser()  # once per test process (25-120 ms a build: argparse's formatters); parsing never changes it
+
+
 def commands() -> dict[str, argparse.ArgumentParser]:
     """Every leaf command of the CLI, by its full name ("case import")."""
-    return dict(leaves(build_parser()))
+    return dict(leaves(PARSER))
 
 
 def tree_hash(root: Path) -> dict[str, str]:
@@ -44,7 +47,7 @@ def run(argv: list[str]) -> Run:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            rc = main(argv)
+            rc = main(argv, PARSER)
         except SystemExit as exc:  # argparse: usage errors (2) and --help (0)
             rc = exc.code if isinstance(exc.code, int) else 2
     return Run(rc, out.getvalue(), err.getvalue())

@@ -160,3 +160,17 @@ def test_a_rerun_after_kill_9_at_any_point_reaches_the_uninterrupted_state(tmp_p
         assert _import(db, log, kill_at) == -signal.SIGKILL, kill_at
         assert _import(db, log) == 0
         assert _state(db) == want, kill_at
+
+
+def test_a_log_with_no_good_line_fails_in_one_error_line_after_the_numbered_lines(tmp_path, capsys):
+    """Every line bad: the numbered lines, the summary, then one `error:` line naming the file and the fix (found by
+    the CLI fuzz: a hostile file name that happened to exist ended with exit code 2 and no `error:` line)."""
+    from retrieval.cli.main import main
+
+    log = tmp_path / "junk.jsonl"
+    log.write_text("not json\n{\"query\": 3}\n\n")
+    assert main(["import-log", str(log), "--db", str(tmp_path / "db")]) == 2
+    err = capsys.readouterr().err
+    assert "line 1:" in err and "line 2:" in err
+    errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and str(log) in errors[0] and "import again" in errors[0], err

@@ -166,7 +166,11 @@ def cmd_import_log(args) -> int:
     report_bad_lines(rep.errors)
     rate = (rep.added + rep.already + len(rep.errors)) / rep.seconds if rep.seconds else 0.0
     print(f"{rep.summary()}; {grades} implicit grade(s); {rep.seconds:.1f}s ({rate:,.0f} lines/s)")
-    return 0 if rep.added or rep.already or not rep.errors else 2
+    if rep.added or rep.already or not rep.errors:
+        return 0
+    print(f"error: no line of {args.file} is a logged query ({len(rep.errors)} bad line(s), listed above); "
+          "fix them (one JSON object per line: timestamp, query, results) and import again", file=sys.stderr)
+    return 2
 
 
 def add_history_commands(sub, db_flags, scope_arg) -> None:

@@ -307,9 +307,11 @@ def build_parser() -> argparse.ArgumentParser:
 EXPECTED = (ValueError, OSError, ImportError, OverflowError, RecursionError, JudgmentStoreError, FactStoreError)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, parser: argparse.ArgumentParser | None = None) -> int:
+    """Run one command line; `parser` is `build_parser()`'s (built here when None: a caller running many command
+    lines in one process, as the generated CLI tests do, builds it once — parsing never changes a parser)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    args = build_parser().parse_args(argv)
+    args = (parser or build_parser()).parse_args(argv)
     with scrubbed_output(args):  # no command prints a URI's credentials, whatever it prints
         return _run(args)
 
