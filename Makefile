@@ -81,9 +81,11 @@ lint: $(VENV)/.installed-test
 # Bytecode on even where the environment turns it off: pytest then keeps each test module's rewritten asserts in
 # __pycache__ (ignored) instead of rewriting all of them on every run (collection 6.5-9.5 s -> 4-5.3 s here).
 # One worker per core (`-n auto`), each test file whole on one worker (`--dist loadfile`: a file's module fixtures,
-# e.g. its served app, are built once). `CI=true make test` on 2 cores with nothing else running: pytest 11 min 08 s.
+# e.g. its served app, are built once), the longest files first (tests/durations.json, by scripts/test_durations.py;
+# `--no-loadscope-reorder` keeps that order rather than xdist's by test count, so short files fill the end).
+# `CI=true make test` on 2 cores with nothing else running: pytest 11 min 08 s.
 test: lint chromium nodejs install-ray
-	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n auto --dist loadfile
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n auto --dist loadfile --no-loadscope-reorder
 
 # Regenerate the README's pictures (docs/screenshots/) from a running app; tests never write tracked files.
 screenshots: $(VENV)/.installed-test chromium

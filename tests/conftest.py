@@ -152,3 +152,28 @@ def pytest_sessionfinish(session, exitstatus):
     if changed:
         print("\nerror: the tests changed the work tree (git status): " + "; ".join(changed[:10]))
         session.exitstatus = 1
+
+
+# ---------------------------------------------------------------- the longest files first
+def longest_files_first(items: list, seconds: dict[str, float]) -> None:
+    """Sort `items` (in place) by their file's `seconds`, longest first; a file `seconds` does not name counts as
+    its median. Only whole files move: each file's tests keep their order and stay together."""
+    median = sorted(seconds.values())[len(seconds) // 2] if seconds else 0.0
+    first: dict[str, int] = {}
+    for i, item in enumerate(items):
+        first.setdefault(item.nodeid.split("::")[0], i)
+    key = {f: (-float(seconds.get(f, median)), i) for f, i in first.items()}
+    items.sort(key=lambda item: key[item.nodeid.split("::")[0]])
+
+
+def pytest_collection_modifyitems(config, items):
+    """Test files in the order of their measured time (`tests/durations.json`, written by `scripts/test_durations.py`).
+    `make test` hands the files to the workers in this order (`--dist loadfile --no-loadscope-reorder`), so the long
+    files start early and short ones fill the end of the run."""
+    import json
+
+    try:
+        seconds = json.loads((ROOT / "tests" / "durations.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    longest_files_first(items, seconds)

@@ -20,6 +20,11 @@ HOSTILE = ["", " ", "0", "-1", str(10**30), "nan", "inf", "../..", "a\x00b", "\u
 KEY = {"db", "as_of", "from_", "to", "scope", "version", "k", "name", "case", "snapshot", "a", "b", "file", "text",
        "recall_top_k", "rrf_k", "dense_weight", "embedder", "rater", "rename", "mode", "table", "columns"}
 ROTATE = 3  # values per other argument, taken in turn from HOSTILE
+# The store flags every command shares (one parser, one opener): each command gets the values that reach a path, a
+# credential or a C string plus its own turn of the rest, so the commands together still try every value of each.
+SHARED = {"db", "embedder", "table", "columns"}
+ALWAYS = ["", "../..", "a\x00b", f"s3://AKIA:{SECRET}@bucket/x"]
+SHARED_ROTATE = 5
 HEAVY = {"build-demo", "eval"}  # a valid run builds a whole store: their arguments rotate like the minor ones
 FAST = {"calibrate": ["--sample", "4"], "adapt": ["--resamples", "20"], "eval": ["--max-queries", "2"]}
 
@@ -32,10 +37,17 @@ def _slots(parser: argparse.ArgumentParser) -> list[argparse.Action]:
 
 def _cases() -> list[tuple[str, str, int]]:
     out, turn = [], 0
+    always = [HOSTILE.index(v) for v in ALWAYS]
+    rest = [i for i in range(len(HOSTILE)) if i not in always]
+    shared_turn: dict[str, int] = {}
     for name, parser in commands().items():
         for action in _slots(parser):
-            if action.dest in KEY and name not in HEAVY:
-                picks = range(len(HOSTILE))
+            if action.dest in SHARED and name not in HEAVY:
+                t = shared_turn.get(action.dest, 0)
+                picks = always + [rest[(t + i) % len(rest)] for i in range(SHARED_ROTATE)]
+                shared_turn[action.dest] = t + SHARED_ROTATE
+            elif action.dest in KEY and name not in HEAVY:
+                picks = list(range(len(HOSTILE)))
             else:
                 picks = [(turn + i) % len(HOSTILE) for i in range(ROTATE)]
                 turn += ROTATE
@@ -76,6 +88,11 @@ def fuzzed(tmp_path_factory):
 
 
 CASES = _cases()
+
+
+def test_the_commands_together_try_every_hostile_value_of_every_shared_store_flag():
+    tried = {(dest, i) for _, dest, i in CASES if dest in SHARED}
+    assert tried == {(dest, i) for dest in SHARED for i in range(len(HOSTILE))}
 
 
 @pytest.mark.parametrize("command", sorted(commands()))
