@@ -16,7 +16,7 @@ from retrieval.cli.doctor import add_doctor_command
 from retrieval.cli.gate import (TRACEBACK_ENV, GateParser, admit, audited, failure_line, scrubbed_output, stamp,
                                 writer)
 from retrieval.cli.judge import add_judge_commands
-from retrieval.cli.knobs import add_knob_flags, flag_knobs, settings_knobs
+from retrieval.cli.knobs import EVAL_KNOBS, add_knob_flags, flag_knobs, settings_knobs
 from retrieval.cli.distributed import add_ray_flags, ingest_on_ray
 from retrieval.cli.output import print_stages
 from retrieval.cli.history import AS_OF_HELP, add_history_commands, as_of_arg, check_readable, default_scope
@@ -272,7 +272,8 @@ def add_eval_command(sub) -> None:
                     help="repeatable; default both. Dense-only and BM25-only rows are the dense and sparse stages")
     sp.add_argument("--sweep", action="store_true")
     sp.add_argument("--lab", action="store_true", help="fusion lab: every fusion function × normalisation × weight")
-    add_knob_flags(sp, ("fusion", "normalization", "dense_weight", "rrf_k"), settings=False)  # sparse = 1 − dense
+    add_knob_flags(sp, EVAL_KNOBS, notes={"dense_weight": "sets sparse = 1 − dense",
+                                          "settings": "one preset; eval measures at recall_top_k=10"})
     sp.add_argument("--adaptive", action="store_true", help=SWITCHES["adaptive"])
     sp.add_argument("--reranker", default="none")
     sp.add_argument("--hyde", default="none")
