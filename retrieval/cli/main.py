@@ -141,7 +141,8 @@ def cmd_query(args) -> int:
                           "final": [{"id": t.id, "score": t.retrieval_score, "content": t.content}
                                     for t in result.traces], "stage_ids": d.stage_ids,
                           "escalations": d.escalations, "timings_ms": d.timings_ms, "hyde": d.hyde,
-                          "adaptive": d.adaptive, "settings": str(cfg.settings),
+                          "adaptive": d.adaptive.as_dict() if d.adaptive is not None else None,
+                          "settings": str(cfg.settings),
                           "as_of": retriever.as_of_state.pinned.label if retriever.as_of_state else None}, indent=2))
         return 0
     print(f"query: {args.text!r}   preset: {cfg.settings.preset_name}   {retriever!r}")
