@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from retrieval.fusion import DBSF, RRF, Convex
 from retrieval.pipeline.config import PipelineConfig
 from retrieval.pipeline.settings import RetrievalSettings
-from ui.links import FIELDS, read_link, write_link
+from ui.links import FIELDS, read_link, relinked, write_link
 
 SCOPES = ["user:maya"]
 
@@ -143,3 +143,35 @@ def test_any_string_in_the_settings_field_is_a_value_or_a_named_error(text):
         assert link.settings == RetrievalSettings.parse(text) == RetrievalSettings.parse(str(link.settings))
         assert all(i.param == "i_settings" for i in link.ignored)
         PipelineConfig().with_(**link.config)  # what reaches the panel is a valid config
+
+
+def test_a_fusion_applied_elsewhere_rewrites_the_links_settings_value():
+    last = write_link("i_", PipelineConfig.for_preset("hybrid", fusion="rrf", rrf_k=60, recall_top_k=7), "q",
+                      "user:maya")
+    params = relinked(last, "i_", Convex(normalization="zscore").balanced(0.3))
+    link = read_link(params, "i_", SCOPES)
+    assert link.ignored == () and link.query == "q" and link.scope == "user:maya"
+    assert link.settings == RetrievalSettings(fusion=Convex(normalization="zscore", weights=(0.3, 0.7)), recall_top_k=7)
+    old = {"i_q": "q", "i_dense_weight": "0.2", "i_top_k": "5", "i_hyde": "true"}  # an old per-knob link
+    params = relinked(old, "i_", RRF(k=20).balanced(0.6), preset="hybrid")
+    assert set(params) == {"i_q", "i_hyde", "i_settings"}
+    assert read_link(params, "i_", SCOPES).settings == RetrievalSettings(fusion=RRF(k=20, weights=(0.6, 0.4)),
+                                                                         recall_top_k=5)
+
+
+def test_set_sliders_moves_tune_and_inspect_and_inspects_remembered_view(monkeypatch):
+    import ui.calibration as cal
+
+    last = write_link("i_", PipelineConfig.for_preset("hybrid", recall_top_k=7), "q", "user:maya")
+    state: dict = {"i_link": last}
+    monkeypatch.setattr(cal.st, "session_state", state)
+    cal.set_sliders(RRF(k=20).balanced(0.6))
+    assert {k: state[f"{p}{k}"] for p in ("t_", "i_") for k in ("fusion", "dense_weight", "sparse_weight", "rrf_k")} \
+        == {"fusion": "rrf", "dense_weight": 0.6, "sparse_weight": 0.4, "rrf_k": 20}
+    assert "i_normalization" not in state  # a knob the strategy does not use is left alone
+    # Inspect restores this view on arrival: it must read the applied fusion, not the old one
+    assert read_link(state["i_link"], "i_", SCOPES).settings == RetrievalSettings(fusion=RRF(k=20, weights=(0.6, 0.4)),
+                                                                                 recall_top_k=7)
+    cal.set_sliders(Convex().balanced(0.5), preset="hybrid")  # a calibration: the preset's other fusion knobs too
+    assert (state["i_preset"], state["i_fusion"], state["i_rrf_k"], state["i_normalization"]) == ("hybrid", "convex",
+                                                                                                  10, "minmax")

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 
 from retrieval.pipeline.config import (CLASSIFIER_CHOICES, GENERATOR_CHOICES, KNOB_OF, LEGACY_NAMES,
                                        RERANKER_CHOICES, PipelineConfig)
-from retrieval.fusion import FUSIONS, NORMALIZATIONS
+from retrieval.fusion import FUSIONS, NORMALIZATIONS, FusionStrategy
 from retrieval.pipeline.presets import PRESETS, get_preset
 from retrieval.pipeline.settings import KNOBS, SETTINGS_KNOBS, SWITCHES, RetrievalSettings
 
@@ -253,6 +253,25 @@ def write_link(prefix: str, cfg: PipelineConfig, query: str, scope: str | None, 
         out[f"{prefix}depth"] = str(depth)
     if version is not None:
         out[f"{prefix}v"] = str(version)
+    return out
+
+
+def relinked(params: Mapping[str, str], prefix: str, fusion: FusionStrategy, preset: str | None = None
+             ) -> dict[str, str]:
+    """The link `params` with its settings value's fusion replaced by `fusion` (and its preset by `preset`), through
+    the one value: its `settings` field rewritten, any old per-knob field dropped (it would be ignored beside it).
+    The value is the link's own as `read_link` reads it (an old link's per-knob fields on the defaults; a link with
+    no valid knobs, the defaults)."""
+    field_ = f"{prefix}{SETTINGS}"
+    link = read_link(params, prefix, ())
+    try:
+        base = link.settings or PipelineConfig().with_(**link.config).settings
+    except ValueError:  # an old link whose fields are each valid but not together (both weights 0)
+        base = RetrievalSettings()
+    base = base.with_(preset=preset) if preset is not None else base
+    out = {k: v for k, v in params.items()
+           if not (k.startswith(prefix) and LEGACY_NAMES.get(k[len(prefix):], k[len(prefix):]) in SETTINGS_KNOBS)}
+    out[field_] = str(base.with_(fusion=fusion))
     return out
 
 
