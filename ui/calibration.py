@@ -48,8 +48,7 @@ def store_defaults(ws) -> PipelineConfig:
     rec = current(ws)
     if rec is None:
         return PipelineConfig()
-    # the recorded strategy's knobs; the ones it does not use stay the preset's
-    return PipelineConfig.for_preset("hybrid", **rec.knobs())
+    return PipelineConfig(settings=RetrievalSettings(preset="hybrid", fusion=rec.fusion))  # the recorded strategy
 
 
 def calibration_line(ws, who: bool = True) -> str:

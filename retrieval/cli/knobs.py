@@ -11,7 +11,8 @@ import argparse
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from retrieval.fusion import FUSIONS
+from retrieval.fusion import FUSIONS, FusionStrategy
+from retrieval.pipeline.config import PipelineConfig
 from retrieval.pipeline.settings import CHOICES, FUSION_PARAMS, KNOBS, RetrievalSettings, check_choice, check_knob
 
 # The knobs a command takes as flags of their own (the others — preset, top k, over-fetch, split, adaptive — keep
@@ -109,3 +110,12 @@ def settings_knobs(args: argparse.Namespace, others: dict[str, tuple[str, Any]])
     if clash:
         raise ValueError(f"--settings holds every retrieval knob; drop {', '.join(clash)} or put it in the string")
     return fields
+
+
+def with_calibrated(cfg: PipelineConfig, calibrated: FusionStrategy | None, given: Mapping[str, Any]
+                    ) -> PipelineConfig:
+    """`cfg` fusing with the store's calibrated strategy as it is, unless none is recorded or a fusion knob was
+    `given` (explicit knobs win as a whole, never mixed with calibrated ones)."""
+    if calibrated is None or any(k in given for k in ("fusion", *FUSION_PARAMS)):
+        return cfg
+    return cfg.with_(settings=cfg.settings.with_(fusion=calibrated))
