@@ -51,10 +51,10 @@ if not present:
 st.caption(f"{len(queries)} labelled queries · {len(present)}/{len(judged)} judged traces present in the store")
 
 
-def apply_best(knobs: dict) -> None:
-    """Set Tune's and Inspect's fusion sliders to the best (a callback: before the widgets are drawn)."""
-    set_sliders(knobs)
-    st.session_state[f"{P}applied"] = knobs
+def apply_best(fusion, applied: tuple) -> None:
+    """Set Tune's and Inspect's fusion sliders to the best strategy (a callback: before the widgets are drawn)."""
+    set_sliders(fusion)
+    st.session_state[f"{P}applied"] = applied
 
 
 def interval_text(iv) -> str:
@@ -87,12 +87,13 @@ def best_view(lab) -> None:
     if not iv.above_zero:
         st.warning(f"Applying {best.candidate.label} is not shown to help: held-out gain {interval_text(iv)}. "
                    "Keep the current setting, or label more queries to narrow the interval.")
-    knobs = {**best.candidate.knobs(), "tune": best.tune, "held_out": best.held_out}
+    applied = (best.candidate.strategy.spec, best.tune, best.held_out)
     zero = "" if iv.above_zero else " (interval includes zero)" if not iv.below_zero else " (worse held-out)"
-    st.button(f"Apply: {best.candidate.label}{zero}", key=f"{P}apply_best", on_click=apply_best, args=(knobs,),
+    st.button(f"Apply: {best.candidate.label}{zero}", key=f"{P}apply_best", on_click=apply_best,
+              args=(best.candidate.strategy, applied),
               type="primary" if iv.above_zero else "secondary",
               help="Sets the fusion selector and sliders here and on Inspect (the other settings stay).")
-    if st.session_state.get(f"{P}applied") == knobs:
+    if st.session_state.get(f"{P}applied") == applied:
         st.success(f"Applied: the sliders here and on Inspect now read {best.candidate.label}.")
 
 

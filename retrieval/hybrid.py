@@ -112,7 +112,7 @@ class HybridRetriever:
     def __repr__(self) -> str:
         d = self.defaults
         fusion = str(d.strategy)  # the strategy shows its own settings: RRF(k=60, weights=(0.7, 0.3))
-        fusion += ", adaptive per query" if d.adaptive else ""
+        fusion += ", adaptive per query" if d.adaptive is not None else ""
         return (f"HybridRetriever(preset={self.preset.name!r}, {fusion}, "
                 f"reranker={getattr(self.reranker, 'name', None)!r}, rerank_weight={d.rerank_weight:g}, "
                 f"hyde={self.hyde is not None}, facts={self.fact_store is not None}, "

@@ -3,7 +3,7 @@ explanation number adds up with the adapted weights), the knob everywhere a knob
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import FrozenInstanceError, replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -19,7 +19,8 @@ from retrieval.pipeline.adaptive import (MAX_SHIFT, RULES, SHARE_RANGE, STEP, St
 from retrieval.pipeline.assemble import assemble, reweight
 from retrieval.pipeline.config import PipelineConfig
 from retrieval.pipeline.records import frozen
-from retrieval.pipeline.settings import resolve_settings
+from retrieval.fusion import RRF, Convex
+from retrieval.pipeline.settings import RetrievalSettings, resolve_settings
 from retrieval.types import Scope
 from retrieval.workspace.core import Workspace
 from ui.links import read_link, write_link
@@ -68,7 +69,7 @@ strength = st.floats(-0.2, 0.2, allow_nan=False)
 def test_weights_stay_in_range_and_a_move_has_a_reason(query, idf, docs, dense, sparse, dw, sw, strengths):
     if dw == 0 and sw == 0:
         sw = 0.5
-    a = adapt(_record(query, idf, docs, dense, sparse), dw, sw, strengths)
+    a = adapt(_record(query, idf, docs, dense, sparse), RRF(weights=(dw, sw)), strengths)
     assert 0 <= a["dense_weight"] <= 1 and 0 <= a["sparse_weight"] <= 1
     assert a["dense_weight"] + a["sparse_weight"] > 0
     share, new = dw / (dw + sw), a["dense_weight"] / (a["dense_weight"] + a["sparse_weight"])
@@ -85,11 +86,13 @@ def test_weights_stay_in_range_and_a_move_has_a_reason(query, idf, docs, dense, 
 
 
 def test_an_identifier_leans_sparse_and_says_so():
-    a = adapt(_record(TICKET, {"fx": 4.0, "ticket": 2.0}, 50, [0.6, 0.59], [9.0, 3.0]), 0.5, 0.5)
+    a = adapt(_record(TICKET, {"fx": 4.0, "ticket": 2.0}, 50, [0.6, 0.59], [9.0, 3.0]), Convex(), None)
+    assert a.strategy == Convex(weights=(a.dense_weight, a.sparse_weight)) and a.configured == Convex()
+    assert a["fusion"] == a.strategy.spec and RetrievalSettings(fusion=a.strategy).strategy == a.strategy
     assert a["sparse_weight"] > 0.5 > a["dense_weight"]
     assert a["summary"].startswith(f"sparse {a['sparse_weight']:g}: the query holds the identifier FX-209847")
     assert "“fx” is in 1 of 50 traces" in "; ".join(a["reasons"])  # df from idf: ln(51 / 1.5) = 3.53 → ceiling
-    zero = adapt(_record(TICKET, {}, 0, [], []), 0.5, 0.5, Strengths(0, 0, 0, 0))
+    zero = adapt(_record(TICKET, {}, 0, [], []), RRF(), Strengths(0, 0, 0, 0))
     assert (zero["dense_weight"], zero["sparse_weight"], zero["reasons"]) == (0.5, 0.5, ())
 
 
@@ -152,8 +155,13 @@ def test_an_identifier_query_gets_sparse_weight_and_the_explanation_adds_up(demo
         a = d.adaptive
         assert a["dense_weight"] < d.settings["dense_weight"] and a["sparse_weight"] > d.settings["sparse_weight"]
         assert "FX-209847" in a["reasons"][0] and a["summary"].startswith("sparse ")
-        with pytest.raises(TypeError):  # frozen, as the rest of the diagnostics
-            a["rules"][0]["shift"] = 0.0
+        with pytest.raises(FrozenInstanceError):  # a frozen value, as the rest of the diagnostics
+            a.summary = "x"  # type: ignore[misc]
+        a["rules"][0]["shift"] = 99.0  # its plain data is a copy: the value is unchanged
+        assert a["rules"][0]["shift"] != 99.0 and a.rules[0][3] != 99.0
+        assert d.fusion_weights == a.strategy.weights == (a["dense_weight"], a["sparse_weight"])
+        assert a.configured == d.settings.strategy
+        assert a.strategy == d.settings.strategy.with_weights(a.strategy.weights)
         _same(res, reweight(r.retrieve(TICKET, scope=PRIYA, adaptive=False), adaptive=True))  # the re-fusion path
         touched = dict.fromkeys(i for s in ("final", "merged", "dense", "sparse") for i in d.stage_ids[s])
         for tid in touched:
@@ -229,6 +237,11 @@ def test_cli_query_prints_the_adapted_weights(tmp_path, capsys):
     assert "adaptive weights: sparse 0." in out and "the query holds the identifier FX-209847" in out
     assert main(["query", TICKET, "--db", db, "--embedder", "hashing", "--scope", "user:priya", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["adaptive"] is None
+    assert main(["query", TICKET, "--db", db, "--embedder", "hashing", "--scope", "user:priya", "--json",
+                 "--adaptive"]) == 0
+    a = json.loads(capsys.readouterr().out)["adaptive"]  # the adapted strategy as its canonical string, parsed back
+    fusion = RetrievalSettings.parse(f"fusion={a['fusion']}").strategy
+    assert fusion.weights == (a["dense_weight"], a["sparse_weight"]) and a["sparse_weight"] > 0.5
     # `adapt`: the rule strengths learned from the demo case's grades, with the held-out effect, as JSON
     assert main(["adapt", "--db", db, "--embedder", "hashing", "--case", "demo", "--resamples", "200", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -245,7 +258,7 @@ def test_the_reason_is_shown_as_typed_wherever_it_goes():
     from ui.text import plain, plotly_plain
 
     query = "ticket my_code_x <b>%{y}</b>"
-    a = adapt(_record(query, {}, 0, [0.5, 0.45], [5.0, 4.0]), 0.5, 0.5)
+    a = adapt(_record(query, {}, 0, [0.5, 0.45], [5.0, 4.0]), RRF(weights=(0.5, 0.5)))
     assert a["reasons"][0] == "the query holds the identifier my_code_x"  # underscores read as Markdown
     sentence = adaptive_sentence(a)
     assert plain("; ".join(a["reasons"])) in sentence and "my_code_x" not in sentence  # escaped: my\_code\_x

@@ -281,9 +281,9 @@ def test_cli_calibrate_records_reports_and_undoes(tmp_path, capsys):
 def test_cli_query_takes_the_calibrated_defaults_unless_a_fusion_flag_is_given():
     from retrieval.cli.main import build_parser, config_from_args
 
-    cal = {"fusion": "rrf", "normalization": "minmax", "dense_weight": 0.3, "sparse_weight": 0.7, "rrf_k": 20.0}
+    cal = RRF(k=20, weights=(0.3, 0.7))  # the store's calibrated strategy, as the record holds it
     args = build_parser().parse_args(["query", "x"])
-    assert config_from_args(args, cal).settings.strategy == RRF(k=20, weights=(0.3, 0.7))
+    assert config_from_args(args, cal).settings.strategy is cal
     assert config_from_args(args).settings["fusion"] == "convex"
     args = build_parser().parse_args(["query", "x", "--dense-weight", "0.8"])
     cfg = config_from_args(args, cal)

@@ -75,3 +75,54 @@ def test_diff_versions_takes_the_settings_string_too(demo_db, capsys):
     assert out["k"] == 5  # top k from the string
     assert main([*base, "--settings", "fusion=rrf", "--rrf-k", "5"]) == 2
     assert "--settings holds every retrieval knob; drop --rrf-k" in capsys.readouterr().err
+
+
+def eval_args(*argv):
+    from retrieval.cli.main import build_parser
+
+    return build_parser().parse_args(["eval", "--dataset", "demo", *argv])
+
+
+def test_eval_builds_one_settings_value_per_preset_and_dense_weight_is_a_balance():
+    from retrieval.cli.eval import eval_settings
+    from retrieval.fusion import RRF
+
+    args = eval_args("--fusion", "rrf", "--rrf-k", "20", "--dense-weight", "0.7", "--adaptive")
+    hybrid = eval_settings(args, "hybrid")
+    assert hybrid == RetrievalSettings(fusion=RRF(k=20, weights=(0.7, 0.3)), adaptive=True)
+    assert hybrid.strategy == RRF(k=20).balanced(0.7)
+    assert eval_settings(args, "agentos") == RetrievalSettings(preset="agentos", adaptive=True)  # its own fusion
+    given = eval_args("--settings", str(hybrid))
+    assert eval_settings(given, "agentos") is given.settings  # the string's value, as it is
+
+
+def test_eval_takes_the_settings_string_and_it_scores_as_the_flags(tmp_path, capsys):
+    common = ["eval", "--dataset", "demo", "--cache-dir", str(tmp_path / "cache"), "--embedder", "hashing",
+              "--max-queries", "6"]
+    text = "preset=hybrid fusion=rrf(dense_weight=0.7,sparse_weight=0.3,rrf_k=20.0)"
+    assert main([*common, "--settings", text, "--out", str(tmp_path / "a.json")]) == 0
+    assert main([*common, "--preset", "hybrid", "--fusion", "rrf", "--rrf-k", "20", "--dense-weight", "0.7",
+                 "--out", str(tmp_path / "b.json")]) == 0
+    capsys.readouterr()
+    a, b = (json.loads((tmp_path / f"{n}.json").read_text())["configs"] for n in "ab")
+    assert list(a) == list(b) == ["hybrid"]
+    assert a["hybrid"]["settings"] == b["hybrid"]["settings"] == str(RetrievalSettings.parse(text))
+    assert a["hybrid"]["stages"] == b["hybrid"]["stages"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--settings", "fusion=rrf", "--dense-weight", "0.2"],
+     "--settings holds every retrieval knob; drop --dense-weight or put it in the string"),
+    (["--settings", "preset=agentos", "--preset", "hybrid"], "--settings names preset agentos; drop --preset"),
+    (["--settings", "recall_top_k=5"], "eval measures at 10"),
+    (["--settings", "fusion=rrf(rrf_k=0)"], "argument --settings: rrf_k=0.0 must be a number > 0 and <= 1000"),
+    (["--dense-weight", "1.5"], "argument --dense-weight: dense_weight=1.5 must be a number >= 0 and <= 1"),
+])
+def test_eval_refuses_a_settings_string_beside_a_flag_that_says_otherwise(tmp_path, capsys, argv, message):
+    try:
+        code = main(["eval", "--dataset", "demo", "--cache-dir", str(tmp_path / "cache"), *argv])
+    except SystemExit as exc:  # argparse: a value outside its declared range
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2 and message in err, err
+    assert not (tmp_path / "cache").exists()  # refused before any store is opened

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from retrieval.fusion import RRF, parse_fusion
 from retrieval.eval.datasets import parse_evidence, parse_session_date
 from retrieval.metrics import dcg_at_k, evidence_recall_at_k, mrr, ndcg_at_k, recall_at_k
 from retrieval.eval.runner import (LabelledQuery, credited_ids, held_out_split, run_queries, score_ranking, summarize,
@@ -62,21 +63,23 @@ def test_per_stage_eval_credits_facts_and_sweeps_on_halves(tmp_path):
     rows = summarize(runs)
     assert [x["stage"] for x in rows] == ["dense", "sparse", "merged", "final"]
     assert all(0 <= x["ndcg@10"] <= 1 for x in rows)
-    sw = sweep(r, runs, [0.0, 0.5, 1.0], [10, 60])
+    sw = sweep(r, runs, [0.0, 0.5, 0.7, 1.0], [10, 60])
     halves = {q.qid: held_out_split(q.qid) for q in queries}
     assert sorted(set(halves.values())) == ["held-out", "tune"]  # both halves have queries
     # every cell is the mean over its half of a re-fusion scored by hand, and the best cell is the tune argmax
     for i, w in enumerate(sw.dense_weights):
         for j, k in enumerate(sw.ks):
             for half, grid in (("tune", sw.tune), ("held-out", sw.held_out)):
-                vals = [score_ranking(credited_ids(r.reweight(x.result, dense_weight=w, sparse_weight=1 - w, rrf_k=k,
-                                                              fusion="rrf"),
+                vals = [score_ranking(credited_ids(r.reweight(x.result, dense_weight=w, sparse_weight=round(1 - w, 6),
+                                                              rrf_k=k, fusion="rrf"),
                                                    "final"),
                                                    x.q.qrels)["ndcg@10"] for x in runs if halves[x.q.qid] == half]
                 assert grid[i][j] == pytest.approx(sum(vals) / len(vals))
     best = max(v for row in sw.tune for v in row)
     assert sw.best_params["tune"] == best and sw.tune[sw.best[0]][sw.best[1]] == best
     assert sw.best_params["held_out"] == sw.held_out[sw.best[0]][sw.best[1]]
+    b = sw.best_params  # the best cell's strategy in its canonical form, reading back to the same weights
+    assert parse_fusion(b["fusion"]) == RRF(k=b["rrf_k"], weights=(b["dense_weight"], b["sparse_weight"]))
 
 
 def test_beir_upload_judgments():

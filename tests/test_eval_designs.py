@@ -12,6 +12,7 @@ from retrieval.eval.designs import (SIMILARITY_ONLY, Design, ScoredStore, Varian
                                     recommend, run_variant, score_designs, variant_index, worst_case_gain)
 from retrieval.metrics import evidence_recall_at_k, paired_bootstrap
 from retrieval.eval.runner import LabelledQuery, credited_ids
+from retrieval.fusion import RRF
 from retrieval.models import HashingEmbedder
 from retrieval.pipeline.assemble import reweight
 from retrieval.pipeline.prior import (PRIOR_TERMS, apply_prior, check_prior_weight, cognitive_prior, prior_weight_for,
@@ -161,11 +162,15 @@ def test_designs_rank_as_reweight_and_prior_by_hand(tiny):
     v = Variant("similarity", "english-stem")
     runs = {v: run_variant(ws.store, variant_index(ws.store, "english-stem"), queries, v, clock=clock)}
     assert [r.now for r in runs[v]] == [clock.at(S)] * 3
-    rrf = Design("rrf", v, fusion="rrf", rrf_k=10, dense_weight=0.5)
+    rrf = Design("rrf", v, fusion=RRF(k=10).balanced(0.5))
+    assert rrf.fusion == RRF(k=10, weights=(0.5, 0.5))
     assert rrf.knobs() == {"fusion": "rrf", "rrf_k": 10, "dense_weight": 0.5, "sparse_weight": 0.5}
-    prior = Design("prior", v, fusion="rrf", rrf_k=10, dense_weight=0.5, prior_weight=0.2, prior_temporal_only=True)
+    assert rrf.as_dict()["fusion_spec"] == "rrf(dense_weight=0.5,sparse_weight=0.5,rrf_k=10.0)"
+    prior = Design("prior", v, fusion=RRF(k=10).balanced(0.5), prior_weight=0.2, prior_temporal_only=True)
+    with pytest.raises(ValueError, match="a design's fusion is a fusion strategy"):
+        Design("loose", v, fusion="rrf")  # type: ignore[arg-type]
     for run in runs[v]:
-        res = reweight(run.result, **rrf.knobs())
+        res = reweight(run.result, fusion="rrf", rrf_k=10, dense_weight=0.5, sparse_weight=0.5)  # the keyword form
         assert ranked(run, rrf) == credited_ids(res, "final")
         pool = list(res.diagnostics.pool.values())
         want = apply_prior(pool, 0.2) if run.q.qid == "q1" else pool  # only q1 asks "when"

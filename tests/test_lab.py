@@ -44,7 +44,8 @@ def test_a_candidate_is_one_strategy_value():
     assert (c.fusion, c.dense_weight, c.normalization, c.rrf_k) == ("convex", 0.3, "zscore", None)
     assert c.knobs() == {"fusion": "convex", "dense_weight": 0.3, "sparse_weight": 0.7, "normalization": "zscore",
                          "adaptive": False}
-    assert Candidate.of("rrf", 0.4, 10).strategy == RRF(k=10, weights=(0.4, 0.6))
+    assert Candidate.of("rrf", 0.4, 10).strategy == RRF(k=10, weights=(0.4, 0.6)) == RRF(k=10).balanced(0.4)
+    assert Convex().balanced(0.7).weights == (0.7, 0.3)  # 1 − 0.7 is 0.3, not 0.30000000000000004
     with pytest.raises(ValueError, match="a candidate is a fusion strategy"):
         Candidate("rrf")  # type: ignore[arg-type]
 
@@ -66,6 +67,7 @@ def test_scores_are_recomputed_refusions_and_the_best_is_the_tune_argmax(runs):
     for row, r in zip(lab.per_query, hybrid):
         assert row["delta"] == pytest.approx(row["best"] - row["baseline"]) and row["qid"] == r.q.qid
     assert lab.baseline.candidate == Candidate.of("convex", 0.5, 10.0, "theoretical")  # the runs' hybrid defaults
+    assert lab.baseline.candidate.strategy is hybrid[0].result.diagnostics.settings.strategy  # held, not rebuilt
     assert lab.to_dict()["best"]["label"] == lab.best.candidate.label
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import streamlit as st
 
 from retrieval.eval.calibrate import DEFAULT_SAMPLE, calibrate
-from retrieval.fusion import get_strategy
+from retrieval.fusion import FusionStrategy
+from retrieval.pipeline.settings import FUSION_PARAMS, RetrievalSettings
 from retrieval.store.calibration import read_calibration, read_previous, undo_calibration, write_calibration
 
-from .links import fmt
+from .links import relinked
 from .state import PipelineConfig
 from .text import plain
 
@@ -16,23 +17,22 @@ P = "cal_"
 PAGES = ("t_", "i_")  # Tune's and Inspect's settings panels
 
 
-def set_sliders(knobs: dict, preset: str | None = None) -> None:
-    """Set Tune's and Inspect's fusion widgets to `knobs` (and `preset`, when given); call from a callback,
-    before the widgets are drawn."""
-    best = {"dense_weight": float(knobs["dense_weight"]), "sparse_weight": float(knobs["sparse_weight"]),
-            "fusion": knobs.get("fusion", "rrf")}
-    if knobs.get("rrf_k") is not None:  # a strategy without k (a lab candidate's convex) leaves RRF's slider alone
-        best["rrf_k"] = int(knobs["rrf_k"])
-    own = {p.name for p in get_strategy(best["fusion"]).params} - {"rrf_k"}
-    best.update({n: knobs[n] for n in sorted(own)})  # the strategy's own choices (a convex normalisation)
+def set_sliders(fusion: FusionStrategy, preset: str | None = None) -> None:
+    """Set Tune's and Inspect's fusion widgets to the strategy `fusion` (with `preset`, when given: every other fusion
+    knob then reads the preset's, as a preset switch does; else a knob `fusion` does not use is left alone), and
+    Inspect's remembered view to the same value; call from a callback, before the widgets are drawn."""
+    start = RetrievalSettings(preset=preset).fusion_defaults() if preset is not None else {}
+    best: dict = {**{k: v for k, v in start.items() if k in FUSION_PARAMS}, **fusion.knobs()}
+    if "rrf_k" in best:
+        best["rrf_k"] = int(best["rrf_k"])  # RRF k's slider moves in whole numbers
     if preset is not None:
         best = {"preset": preset, **best}
     for prefix in PAGES:
         for name, value in best.items():
             st.session_state[f"{prefix}{name}"] = value
     last = st.session_state.get("i_link")
-    if last is not None:  # Inspect restores its last view on arrival: make that view these settings
-        st.session_state["i_link"] = {**last, **{f"i_{n}": fmt(v) for n, v in best.items()}}
+    if last is not None:  # Inspect restores its last view on arrival: its settings field gets this fusion
+        st.session_state["i_link"] = relinked(last, "i_", fusion, preset)
 
 
 def current(ws):
@@ -48,8 +48,7 @@ def store_defaults(ws) -> PipelineConfig:
     rec = current(ws)
     if rec is None:
         return PipelineConfig()
-    # the recorded strategy's knobs; the ones it does not use stay the preset's
-    return PipelineConfig.for_preset("hybrid", **rec.knobs())
+    return PipelineConfig(settings=RetrievalSettings(preset="hybrid", fusion=rec.fusion))  # the recorded strategy
 
 
 def calibration_line(ws, who: bool = True) -> str:
@@ -114,15 +113,14 @@ def _result(ws, res, refusal: str | None, who: str) -> None:
 def _record(ws, res, who: str) -> None:
     rec = res.record(by=who)
     write_calibration(ws.store, rec)
-    set_sliders({**PipelineConfig().settings.controls(), **rec.knobs()}, preset="hybrid")
+    set_sliders(rec.fusion, preset="hybrid")
     st.session_state.pop(f"{P}result", None)
     st.session_state[f"{P}note"] = f"Recorded: this store's hybrid defaults are now {rec.describe()}."
 
 
 def _undo(ws) -> None:
     now = undo_calibration(ws.store)
-    knobs = now.knobs() if now else PipelineConfig().settings.controls()
-    set_sliders({**PipelineConfig().settings.controls(), **knobs}, preset="hybrid")
+    set_sliders(now.fusion if now else RetrievalSettings(preset="hybrid").strategy, preset="hybrid")
     st.session_state[f"{P}note"] = ("Undone: the store's defaults are now " +
                                     (f"the calibration {now.describe()}." if now else "the hybrid preset's."))
 

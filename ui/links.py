@@ -2,12 +2,14 @@
 
 Pure Python (no Streamlit): `read_link` turns a URL's query parameters into typed values plus the
 list of parameters it ignored and why; `write_link` turns the view back into parameters. The
-settings panel takes its widget ranges from `FIELDS`, so a link and a slider accept the same values.
+settings panel takes its widget ranges from `FIELDS`, so a link and a slider accept the same values (and
+`Field.clean` keeps a slider's float noise out of the value, so the link need not round it).
 
 The retrieval knobs travel as ONE field, `settings`: the canonical string of `RetrievalSettings`
-(`preset=hybrid fusion=convex(dense_weight=0.5,...) rerank_weight=0.3 ...`), parsed and validated by
-it. Links made before it, one parameter per knob (`i_dense_weight=0.3&i_fusion=rrf`), are still read.
-The components (reranker, HyDE, generator, facts, classifier, multi-query, mood) are fields of their own.
+(`preset=hybrid fusion=convex(dense_weight=0.5,...) rerank_weight=0.3 ...`) written from the value itself (floats
+as `repr`, so exactly) and parsed back by its one parser, `RetrievalSettings.parse`. Links made before it, one
+parameter per knob (`i_dense_weight=0.3&i_fusion=rrf`), are still read. The
+components (reranker, HyDE, generator, facts, classifier, multi-query, mood) are fields of their own.
 
 A link always carries every field — a default written out cannot change meaning when the default
 (or the biggest scope) changes later — and the store's table version (`v`), so a reader can be told
@@ -22,7 +24,7 @@ from collections.abc import Mapping, Sequence
 
 from retrieval.pipeline.config import (CLASSIFIER_CHOICES, GENERATOR_CHOICES, KNOB_OF, LEGACY_NAMES,
                                        RERANKER_CHOICES, PipelineConfig)
-from retrieval.fusion import FUSIONS, NORMALIZATIONS
+from retrieval.fusion import FUSIONS, NORMALIZATIONS, FusionStrategy
 from retrieval.pipeline.presets import PRESETS, get_preset
 from retrieval.pipeline.settings import KNOBS, SETTINGS_KNOBS, SWITCHES, RetrievalSettings
 
@@ -64,9 +66,19 @@ class Field:
             num = float(raw)
         except ValueError:
             raise ValueError(f"not a number; allowed: {self.describe()}") from None
+        return self.check(num)
+
+    def check(self, num: float) -> float | int:
+        """A number as this field holds it, exactly (no rounding), or ValueError saying what is allowed."""
         if not math.isfinite(num) or not self.lo <= num <= self.hi or (self.kind == "int" and num != int(num)):
             raise ValueError(f"allowed: {self.describe()}")
-        return int(num) if self.kind == "int" else num
+        return int(num) if self.kind == "int" else float(num)
+
+    def clean(self, num: float) -> float:
+        """A slider's value without float noise: within 1e-9 of a step of its grid (0.35000000000000003) it is that
+        step (0.35); any other value is kept exactly (a link may hold 0.123456789, and must read back as it)."""
+        on_grid = self.lo + round((num - self.lo) / self.step) * self.step
+        return round(on_grid, 10) if abs(num - on_grid) <= 1e-9 else float(num)
 
     def describe(self) -> str:
         kind = "an integer" if self.kind == "int" else "a number"
@@ -209,9 +221,9 @@ def _read_settings(param: str, raw: str, cfg: dict[str, Any], ignored: list[Igno
         ignored.append(Ignored(param, raw, str(exc)))
         return None
     for name, value in settings.config_fields().items():
-        if name in KNOB_OF:
+        if name in KNOB_OF:  # the value's own number, exactly: the slider shows it and makes the same value again
             try:
-                value = FIELDS[name].parse(fmt(value))
+                value = FIELDS[name].check(value)
             except ValueError as exc:
                 ignored.append(Ignored(param, f"{name}={fmt(value)}", f"{name} on the slider: {exc}"))
                 continue
@@ -228,19 +240,12 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
-def link_settings(cfg: PipelineConfig) -> RetrievalSettings:
-    """The config's retrieval knobs as the one settings value, floats without slider noise (0.35, not
-    0.35000000000000003), so the link's string is short and reads back to what the sliders show."""
-    knobs = cfg.settings.knobs()
-    return RetrievalSettings.from_knobs({k: round(v, 6) if isinstance(v, float) else v for k, v in knobs.items()})
-
-
 def write_link(prefix: str, cfg: PipelineConfig, query: str, scope: str | None, target: str | None = None,
                depth: int | None = None, version: int | None = None) -> dict[str, str]:
     """Every parameter of the view, defaults included (never the server URL): the retrieval knobs as the one
     `settings` field, the components as fields of their own."""
     out = {f"{prefix}q": query, f"{prefix}scope": ALL_SCOPES_PARAM if scope in (None, ALL_SCOPES) else scope}
-    out[f"{prefix}{SETTINGS}"] = str(link_settings(cfg))
+    out[f"{prefix}{SETTINGS}"] = str(cfg.settings)  # the value itself, exactly: it parses back to the same value
     out.update({f"{prefix}{name}": fmt(getattr(cfg, name)) for name in FIELDS if name not in SETTINGS_KNOBS})
     if target:
         out[f"{prefix}id"] = target
@@ -248,6 +253,25 @@ def write_link(prefix: str, cfg: PipelineConfig, query: str, scope: str | None, 
         out[f"{prefix}depth"] = str(depth)
     if version is not None:
         out[f"{prefix}v"] = str(version)
+    return out
+
+
+def relinked(params: Mapping[str, str], prefix: str, fusion: FusionStrategy, preset: str | None = None
+             ) -> dict[str, str]:
+    """The link `params` with its settings value's fusion replaced by `fusion` (and its preset by `preset`), through
+    the one value: its `settings` field rewritten, any old per-knob field dropped (it would be ignored beside it).
+    The value is the link's own as `read_link` reads it (an old link's per-knob fields on the defaults; a link with
+    no valid knobs, the defaults)."""
+    field_ = f"{prefix}{SETTINGS}"
+    link = read_link(params, prefix, ())
+    try:
+        base = link.settings or PipelineConfig().with_(**link.config).settings
+    except ValueError:  # an old link whose fields are each valid but not together (both weights 0)
+        base = RetrievalSettings()
+    base = base.with_(preset=preset) if preset is not None else base
+    out = {k: v for k, v in params.items()
+           if not (k.startswith(prefix) and LEGACY_NAMES.get(k[len(prefix):], k[len(prefix):]) in SETTINGS_KNOBS)}
+    out[field_] = str(base.with_(fusion=fusion))
     return out
 
 

@@ -49,8 +49,15 @@ def param_control(p: Param, key: str, value: Any, disabled: bool, kw: dict[str, 
     integer = FIELDS[p.name].kind == "int"
     lo, hi, step = _range(p.name, integer)
     cast = int if integer else float
-    return cast(st.slider(p.title, lo, hi, cast(value), step, key=key, disabled=disabled, help=p.help or None,
-                          **kw))
+    return _slid(p.name, st.slider(p.title, lo, hi, cast(value), step, key=key, disabled=disabled,
+                                   help=p.help or None, **kw))
+
+
+def _slid(name: str, value: Any) -> Any:
+    """A slider's value as the settings value holds it: an integer field's as int, a number without the float noise
+    a step can add (`Field.clean`), so the value, and the link written from it, hold 0.35."""
+    f = FIELDS[name]
+    return int(value) if f.kind == "int" else f.clean(float(value))
 
 
 def preset_help() -> str:
@@ -169,8 +176,8 @@ def _rerank_section(prefix: str, d: PipelineConfig, rerank_weight: float, kw: di
                          _range("split_threshold")[2], key=f"{prefix}split_threshold", disabled=reranker == "none",
                          help="The lowest-scoring fraction of the pool is split in half and re-scored; a half "
                               "replaces the text only when it scores higher than the whole.", **kw)
-    return {"reranker": reranker, "cross_encoder_path": ce_path, "rerank_weight": float(rw),
-            "split_threshold": float(split_on)}
+    return {"reranker": reranker, "cross_encoder_path": ce_path, "rerank_weight": _slid("rerank_weight", rw),
+            "split_threshold": _slid("split_threshold", split_on)}
 
 
 def _expansion_section(prefix: str, d: PipelineConfig, kw: dict[str, Any]) -> dict[str, Any]:
@@ -211,8 +218,8 @@ def _facts_and_mood(prefix: str, d: PipelineConfig, compact: bool, kw: dict[str,
         st.markdown("**Mood** (PAD) — emotional traces score higher when valences agree")
         for name in mood:
             lo, hi, step = _range(name)
-            mood[name] = float(st.slider(name.capitalize(), lo, hi, getattr(d, name), step, key=f"{prefix}{name}",
-                                         **kw))
+            mood[name] = _slid(name, st.slider(name.capitalize(), lo, hi, getattr(d, name), step,
+                                               key=f"{prefix}{name}", **kw))
     return {"facts": bool(facts), "classifier": clf, **mood}
 
 

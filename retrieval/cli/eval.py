@@ -13,7 +13,9 @@ import sys
 import time
 from pathlib import Path
 
+from retrieval.cli.knobs import flag_knobs, settings_knobs
 from retrieval.pipeline.config import PipelineConfig, generator_fields, reranker_fields
+from retrieval.pipeline.settings import RetrievalSettings
 from retrieval.pipeline.factory import RegistryModels
 from retrieval.workspace.retrievers import build_retriever
 from retrieval.hybrid import STAGES
@@ -121,9 +123,38 @@ def evaluate_config(retriever, queries, locomo: bool, deep_k: int | None, clock:
     }
 
 
+def check_eval_settings(args) -> None:
+    """ValueError when `--settings` comes with a flag that would say something else: a knob flag, `--adaptive`, a
+    `--preset` other than the string's, or a `recall_top_k` other than 10 (eval measures at its own depths)."""
+    s: RetrievalSettings | None = getattr(args, "settings", None)
+    if s is None:
+        return
+    settings_knobs(args, {"adaptive": ("adaptive", False)})  # a knob flag or --adaptive beside it is refused
+    if args.preset and args.preset != [s.preset_name]:
+        raise ValueError(f"--settings names preset {s.preset_name}; drop --preset or put the preset in the string")
+    if s.recall_top_k != 10:
+        raise ValueError(f"--settings recall_top_k={s.recall_top_k}: eval measures at 10 (and a deep pass at 25 or "
+                         "100); drop recall_top_k from the string")
+
+
+def eval_settings(args, preset: str) -> RetrievalSettings:
+    """The one settings value `preset` is evaluated under: `--settings` as it is, else the preset's with the knob
+    flags (agentos keeps its own fusion) and `--dense-weight` as a balance (`FusionStrategy.balanced`)."""
+    given: RetrievalSettings | None = getattr(args, "settings", None)
+    if given is not None:
+        return given
+    s = RetrievalSettings(preset=preset, adaptive=bool(getattr(args, "adaptive", False)))
+    if preset == "agentos":
+        return s
+    s = s.with_(**flag_knobs(args, ("fusion", "normalization", "rrf_k")))
+    dense = getattr(args, "dense_weight", None)
+    return s if dense is None else s.with_(fusion=s.strategy.balanced(dense))
+
+
 def run_eval_cli(args) -> int:
     log = lambda m: print(m, file=sys.stderr, flush=True)
     try:
+        check_eval_settings(args)
         name, traces, queries = load_dataset(args.dataset)
     except (ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -142,7 +173,7 @@ def run_eval_cli(args) -> int:
 
     log(f"embedding {len(queries)} queries in batches")
     ws.store.use_embedder(QueryMemo(ws.store.embedder, [q.query for q in queries]))
-    presets = args.preset or ["agentos", "hybrid"]
+    presets = [args.settings.preset_name] if getattr(args, "settings", None) else args.preset or ["agentos", "hybrid"]
     models = RegistryModels(ws.store.embedder)  # one reranker/generator for every preset
     log(f"{name}: {len(traces)} documents, {len(queries)} queries; presets {presets}; reranker {args.reranker}; "
         f"hyde {args.hyde}; clock {clock!r}")
@@ -151,19 +182,12 @@ def run_eval_cli(args) -> int:
            "configs": {}}
     for preset in presets:
         hyde_fields = generator_fields(args.hyde) if args.hyde != "none" else {}
-        knobs = {k: v for k, v in (("fusion", getattr(args, "fusion", None)),
-                                   ("normalization", getattr(args, "normalization", None)),
-                                   ("dense_weight", getattr(args, "dense_weight", None)),
-                                   ("rrf_k", getattr(args, "rrf_k", None))) if v is not None and preset != "agentos"}
-        if "dense_weight" in knobs:
-            knobs["sparse_weight"] = round(1 - knobs["dense_weight"], 6)
-        if getattr(args, "adaptive", False):
-            knobs["adaptive"] = True
-        cfg = PipelineConfig.for_preset(preset, facts=False, hyde=bool(hyde_fields), **hyde_fields,
-                                        **reranker_fields(args.reranker), **knobs)
+        settings = eval_settings(args, preset)
+        cfg = PipelineConfig(settings=settings).with_(facts=False, hyde=bool(hyde_fields), **hyde_fields,
+                                                      **reranker_fields(args.reranker))
         r = build_retriever(ws, cfg, models)
         deep = (25 if locomo else 100) if args.reranker == "none" and args.hyde == "none" else None
-        res = evaluate_config(r, queries, locomo, deep, clock=clock)
+        res = {"settings": str(settings), **evaluate_config(r, queries, locomo, deep, clock=clock)}
         runs = res.pop("_runs")
         if args.sweep:
             sw = sweep(r, runs, DENSE_WEIGHTS, RRF_KS, metric="recall@10" if locomo else "ndcg@10")

@@ -85,7 +85,8 @@ def _retrievers(args) -> tuple[Any, Any, Any]:
     from retrieval.history.view import WorkspaceAsOf
     from retrieval.pipeline.config import PipelineConfig
     from retrieval.workspace.retrievers import build_retriever
-    from retrieval.store.calibration import calibrated_knobs
+    from retrieval.cli.knobs import with_calibrated
+    from retrieval.store.calibration import calibrated_fusion
 
     from retrieval.cli.knobs import flag_knobs, settings_knobs
 
@@ -95,10 +96,10 @@ def _retrievers(args) -> tuple[Any, Any, Any]:
     if given is not None:  # --settings: every retrieval knob; the store's calibration does not apply
         cfg = PipelineConfig.for_preset(given.pop("preset"), facts=not args.no_facts, **given)
     else:
-        knobs = flag_knobs(args) or {k: int(v) if k == "rrf_k" else v
-                                     for k, v in calibrated_knobs(ws.store, args.preset).items()}
+        knobs = flag_knobs(args)
         cfg = PipelineConfig.for_preset(args.preset, recall_top_k=args.recall_top_k, facts=not args.no_facts,
                                         over_fetch_multiplier=args.over_fetch_multiplier, **knobs)
+        cfg = with_calibrated(cfg, calibrated_fusion(ws.store, args.preset), given=knobs)
     access = getattr(args, "access", None)  # the visitor the gate admitted (None: the local operator)
     then = build_retriever(WorkspaceAsOf(ws, args.from_), cfg, access=access)
     now = build_retriever(WorkspaceAsOf(ws, args.to), cfg, access=access)

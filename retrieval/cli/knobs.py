@@ -8,15 +8,18 @@ opened. `--settings` with a knob flag beside it is refused rather than merged: o
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from retrieval.fusion import FUSIONS
+from retrieval.fusion import FUSIONS, FusionStrategy
+from retrieval.pipeline.config import PipelineConfig
 from retrieval.pipeline.settings import CHOICES, FUSION_PARAMS, KNOBS, RetrievalSettings, check_choice, check_knob
 
 # The knobs a command takes as flags of their own (the others — preset, top k, over-fetch, split, adaptive — keep
 # the flags each command already had, with their defaults).
 FLAG_KNOBS: tuple[str, ...] = ("fusion", *FUSION_PARAMS, "rerank_weight")
+# The knob flags `eval` takes (`--dense-weight` is a balance there: sparse = 1 − dense, `FusionStrategy.balanced`).
+EVAL_KNOBS: tuple[str, ...] = ("fusion", "normalization", "dense_weight", "rrf_k")
 SETTINGS_HELP = ("every retrieval knob at once, in the canonical form of the one settings value, e.g. "
                  "'preset=hybrid fusion=rrf(dense_weight=0.7,sparse_weight=0.3,rrf_k=60.0) recall_top_k=10' "
                  "(a part left out is the preset's); not combined with the knob flags")
@@ -68,16 +71,24 @@ def _help(name: str) -> str:
     return f"{what} ({allowed}; default: the preset's)"
 
 
-def add_knob_flags(sp: argparse.ArgumentParser, names: Sequence[str] = FLAG_KNOBS, settings: bool = True) -> None:
+def add_knob_flags(sp: argparse.ArgumentParser, names: Sequence[str] = FLAG_KNOBS, settings: bool = True,
+                   notes: Mapping[str, str] | None = None) -> None:
     """One flag per knob in `names` (default None: the preset's, or the store's calibration), generated from the
-    declarations; and `--settings STRING` unless `settings` is False."""
+    declarations; and `--settings STRING` unless `settings` is False. `notes` adds a command's own sentence to a
+    flag's help (by knob name, or `settings`)."""
+    notes = notes or {}
+
+    def helped(name: str, text: str) -> str:
+        return f"{text}; {notes[name]}" if name in notes else text
+
     if settings:
-        sp.add_argument("--settings", type=settings_arg, metavar="STRING", help=SETTINGS_HELP)
+        sp.add_argument("--settings", type=settings_arg, metavar="STRING", help=helped("settings", SETTINGS_HELP))
     for name in names:
         if name in CHOICES:
-            sp.add_argument(flag(name), type=_choice_type(name), metavar="|".join(CHOICES[name]), help=_help(name))
+            sp.add_argument(flag(name), type=_choice_type(name), metavar="|".join(CHOICES[name]),
+                            help=helped(name, _help(name)))
         else:
-            sp.add_argument(flag(name), type=_knob_type(name), metavar="X", help=_help(name))
+            sp.add_argument(flag(name), type=_knob_type(name), metavar="X", help=helped(name, _help(name)))
 
 
 def flag_knobs(args: argparse.Namespace, names: Sequence[str] = FLAG_KNOBS) -> dict[str, Any]:
@@ -99,3 +110,12 @@ def settings_knobs(args: argparse.Namespace, others: dict[str, tuple[str, Any]])
     if clash:
         raise ValueError(f"--settings holds every retrieval knob; drop {', '.join(clash)} or put it in the string")
     return fields
+
+
+def with_calibrated(cfg: PipelineConfig, calibrated: FusionStrategy | None, given: Mapping[str, Any]
+                    ) -> PipelineConfig:
+    """`cfg` fusing with the store's calibrated strategy as it is, unless none is recorded or a fusion knob was
+    `given` (explicit knobs win as a whole, never mixed with calibrated ones)."""
+    if calibrated is None or any(k in given for k in ("fusion", *FUSION_PARAMS)):
+        return cfg
+    return cfg.with_(settings=cfg.settings.with_(fusion=calibrated))

@@ -16,7 +16,7 @@ from retrieval.cli.doctor import add_doctor_command
 from retrieval.cli.gate import (TRACEBACK_ENV, GateParser, admit, audited, failure_line, scrubbed_output, stamp,
                                 writer)
 from retrieval.cli.judge import add_judge_commands
-from retrieval.cli.knobs import add_knob_flags, flag_knobs, settings_knobs
+from retrieval.cli.knobs import EVAL_KNOBS, add_knob_flags, flag_knobs, settings_knobs, with_calibrated
 from retrieval.cli.distributed import add_ray_flags, ingest_on_ray
 from retrieval.cli.output import print_stages
 from retrieval.cli.history import AS_OF_HELP, add_history_commands, as_of_arg, check_readable, default_scope
@@ -24,8 +24,9 @@ from retrieval.cli.store import add_store_commands, add_store_flags, embedder_he
 from retrieval.eval.clock import CLOCK_HELP, clock_arg
 from retrieval.pipeline.config import PipelineConfig, generator_fields, reranker_fields
 from retrieval.workspace.retrievers import build_retriever
+from retrieval.fusion import FusionStrategy
 from retrieval.pipeline.settings import SWITCHES
-from retrieval.store.calibration import calibrated_knobs
+from retrieval.store.calibration import calibrated_fusion
 from retrieval.history.view import WorkspaceAsOf
 from retrieval.hybrid import PRESETS
 from retrieval.models.registry import EMBEDDERS
@@ -41,9 +42,9 @@ def _scope_arg(text: str) -> Scope:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def config_from_args(args, calibrated: dict | None = None) -> PipelineConfig:
+def config_from_args(args, calibrated: FusionStrategy | None = None) -> PipelineConfig:
     """The `query` command's flags as the one `PipelineConfig` the app and evaluation also use; `calibrated` (the
-    store's calibration) gives the fusion defaults when no fusion flag is given."""
+    store's calibrated fusion strategy) is the fusion, as it is, when no fusion flag is given."""
 
     kw: dict = dict(recall_top_k=args.recall_top_k, over_fetch_multiplier=args.over_fetch_multiplier,
                     facts=not args.no_facts, split_threshold=args.split or 0.0, multi_query_n=args.multi_query,
@@ -63,9 +64,9 @@ def config_from_args(args, calibrated: dict | None = None) -> PipelineConfig:
     if given is not None:  # --settings: the whole value, the store's calibration does not apply
         kw.update(given)
         return PipelineConfig.for_preset(kw.pop("preset"), **kw)
-    if calibrated and not any(k in kw for k in ("dense_weight", "sparse_weight", "rrf_k", "fusion", "normalization")):
-        kw.update({k: int(v) if k == "rrf_k" else v for k, v in calibrated.items()})
-    return PipelineConfig.for_preset(args.preset, **kw)
+    cfg = PipelineConfig.for_preset(args.preset, **kw)
+    return with_calibrated(cfg, calibrated, given=kw)
+
 
 
 # The query's own flags for knobs the settings value also holds: dest → (knob, the value when not given).
@@ -121,7 +122,7 @@ def cmd_query(args) -> int:
     access = getattr(args, "access", None)  # the visitor the gate admitted (None: the local operator)
     try:
         check_readable(access, args.scope, args.all_scopes)
-        cfg = config_from_args(args, calibrated_knobs(ws.store, args.preset))
+        cfg = config_from_args(args, calibrated_fusion(ws.store, args.preset))
         retriever = build_retriever(WorkspaceAsOf(ws, args.as_of), cfg, access=access)  # as_of None: the live store
     except (ValueError, ImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -141,7 +142,8 @@ def cmd_query(args) -> int:
                           "final": [{"id": t.id, "score": t.retrieval_score, "content": t.content}
                                     for t in result.traces], "stage_ids": d.stage_ids,
                           "escalations": d.escalations, "timings_ms": d.timings_ms, "hyde": d.hyde,
-                          "adaptive": d.adaptive, "settings": str(cfg.settings),
+                          "adaptive": d.adaptive.as_dict() if d.adaptive is not None else None,
+                          "settings": str(cfg.settings),
                           "as_of": retriever.as_of_state.pinned.label if retriever.as_of_state else None}, indent=2))
         return 0
     print(f"query: {args.text!r}   preset: {cfg.settings.preset_name}   {retriever!r}")
@@ -272,7 +274,8 @@ def add_eval_command(sub) -> None:
                     help="repeatable; default both. Dense-only and BM25-only rows are the dense and sparse stages")
     sp.add_argument("--sweep", action="store_true")
     sp.add_argument("--lab", action="store_true", help="fusion lab: every fusion function × normalisation × weight")
-    add_knob_flags(sp, ("fusion", "normalization", "dense_weight", "rrf_k"), settings=False)  # sparse = 1 − dense
+    add_knob_flags(sp, EVAL_KNOBS, notes={"dense_weight": "sets sparse = 1 − dense",
+                                          "settings": "one preset; eval measures at recall_top_k=10"})
     sp.add_argument("--adaptive", action="store_true", help=SWITCHES["adaptive"])
     sp.add_argument("--reranker", default="none")
     sp.add_argument("--hyde", default="none")

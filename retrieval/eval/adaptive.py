@@ -43,7 +43,7 @@ def share_table(runs: Sequence[QueryRun], scorer: Scorer) -> np.ndarray:
     out = np.zeros((len(runs), len(SHARES)))
     for i, r in enumerate(runs):
         for j, p in enumerate(SHARES):
-            res = reweight(r.result, dense_weight=p, sparse_weight=round(1 - p, 6), adaptive=False)
+            res = reweight(r.result, fusion=r.result.diagnostics.settings.strategy.balanced(p), adaptive=False)
             out[i, j] = scorer(credited_ids(res, "final"), r.q)
     return out
 

@@ -38,6 +38,7 @@ from retrieval.metrics import PairedInterval
 from retrieval.eval.runner import run_queries
 from retrieval.judgments.model import LabelledQuery
 from retrieval.pipeline.presets import HYBRID_PRESET
+from retrieval.fusion import strategy_for
 from retrieval.types import MemoryTrace, Scope, utcnow
 
 MIN_WORDS = 12  # a trace shorter than this is skipped
@@ -195,8 +196,8 @@ class Calibration:
 
 
 def default_candidate() -> Candidate:
-    p = HYBRID_PRESET
-    return Candidate.of(p.fusion, p.dense_weight, p.rrf_k, p.normalization)
+    """The hybrid preset's own fusion strategy (its weights as the preset holds them)."""
+    return Candidate(strategy_for(HYBRID_PRESET))
 
 
 def same_setting(a: Candidate, b: Candidate) -> bool:

@@ -18,6 +18,7 @@ from typing import Any
 from retrieval.bm25.index import BM25Index
 from retrieval.bm25.tokenizer import make_tokenizer
 from retrieval.metrics import mean, paired_bootstrap
+from retrieval.fusion import RRF, Convex, FusionStrategy
 from retrieval.eval.runner import LabelledQuery, QueryRun, credited_ids, run_queries
 from retrieval.hybrid import HybridRetriever
 from retrieval.pipeline.assemble import reweight
@@ -65,29 +66,30 @@ class Variant:
 
 @dataclass(frozen=True)
 class Design:
-    """A variant's runs re-fused with these knobs (None = the preset's), then an optional bounded prior."""
+    """A variant's runs re-fused with `fusion` (a registered strategy as it is; None = the runs' own), then an
+    optional bounded prior."""
 
     label: str
     variant: Variant = Variant()
     stage: str = "final"  # or a single side: "dense", "sparse"
-    fusion: str | None = None
-    dense_weight: float | None = None
-    rrf_k: float | None = None
-    normalization: str | None = None
+    fusion: FusionStrategy | None = None
     prior_weight: float = 0.0
     prior_temporal_only: bool = False
     prior_terms: tuple[str, ...] = PRIOR_TERMS  # ("recency",): the recency term alone
 
+    def __post_init__(self) -> None:
+        if self.fusion is not None and not isinstance(self.fusion, FusionStrategy):
+            raise ValueError(f"a design's fusion is a fusion strategy, e.g. RRF(k=10).balanced(0.5); got "
+                             f"{self.fusion!r}")
+
     def knobs(self) -> dict[str, Any]:
-        k: dict[str, Any] = {n: v for n, v in (("fusion", self.fusion), ("rrf_k", self.rrf_k),
-                                                ("normalization", self.normalization)) if v is not None}
-        if self.dense_weight is not None:
-            k.update(dense_weight=self.dense_weight, sparse_weight=round(1 - self.dense_weight, 6))
-        return k
+        """The strategy's knobs (`fusion`, the weights, its own parameters), or none for the runs' own."""
+        return self.fusion.knobs() if self.fusion is not None else {}
 
     def as_dict(self) -> dict[str, Any]:
+        spec = {"fusion_spec": self.fusion.spec} if self.fusion is not None else {}
         return {"label": self.label, "dense_scoring": self.variant.dense_scoring, "analyzer": self.variant.analyzer,
-                "stage": self.stage, **self.knobs(), "prior_weight": self.prior_weight,
+                "stage": self.stage, **self.knobs(), **spec, "prior_weight": self.prior_weight,
                 "prior_temporal_only": self.prior_temporal_only, "prior_terms": list(self.prior_terms)}
 
 
@@ -95,8 +97,7 @@ def ranked(run: QueryRun, design: Design) -> list[str]:
     """The ids `design` puts first for this run (a single side's list, or the final list after the prior)."""
     if design.stage != "final":
         return credited_ids(run.result, design.stage)
-    knobs = design.knobs()
-    res = reweight(run.result, **knobs) if knobs else run.result
+    res = reweight(run.result, fusion=design.fusion) if design.fusion is not None else run.result
     w = prior_weight_for(run.q.query, design.prior_weight, design.prior_temporal_only)
     if w == 0:
         return credited_ids(res, "final")
@@ -159,19 +160,19 @@ def recommend(gains: Mapping[str, Mapping[str, Any]], eligible: Callable[[str], 
     return max(sorted(pool), key=lambda lb: (gains[lb]["worst"], gains[lb]["mean"]))
 
 
-FUSIONS: tuple[tuple[str, dict[str, Any]], ...] = (
-    ("convex theoretical 0.6/0.4", dict(fusion="convex", normalization="theoretical", dense_weight=0.6)),
-    ("convex theoretical 0.5/0.5", dict(fusion="convex", normalization="theoretical", dense_weight=0.5)),
-    ("RRF k10 0.5/0.5", dict(fusion="rrf", rrf_k=10, dense_weight=0.5)),
-    ("RRF k10 0.6/0.4", dict(fusion="rrf", rrf_k=10, dense_weight=0.6)),
-    ("RRF k60 0.5/0.5", dict(fusion="rrf", rrf_k=60, dense_weight=0.5)),
-    ("RRF k60 0.6/0.4", dict(fusion="rrf", rrf_k=60, dense_weight=0.6)))
+FUSIONS: tuple[tuple[str, FusionStrategy], ...] = (
+    ("convex theoretical 0.6/0.4", Convex(normalization="theoretical").balanced(0.6)),
+    ("convex theoretical 0.5/0.5", Convex(normalization="theoretical").balanced(0.5)),
+    ("RRF k10 0.5/0.5", RRF(k=10).balanced(0.5)),
+    ("RRF k10 0.6/0.4", RRF(k=10).balanced(0.6)),
+    ("RRF k60 0.5/0.5", RRF(k=60).balanced(0.5)),
+    ("RRF k60 0.6/0.4", RRF(k=60).balanced(0.6)))
 PRIORS = ((0.0, False), (0.05, False), (0.1, False), (0.2, False), (0.1, True), (0.2, True))
 RECENCY_PRIOR_FUSIONS = ("convex theoretical 0.5/0.5", "RRF k10 0.5/0.5")  # the recency-only prior on these
 RECENCY_PRIORS = ((0.05, False), (0.1, False), (0.2, False), (0.2, True))
 ANALYZERS = ("plain", "english-stem")
 DEFAULT_LABEL = "a. default (cognitive dense, plain BM25, convex theoretical 0.6/0.4)"
-TODAY: dict[str, Any] = dict(fusion="convex", normalization="theoretical", dense_weight=0.6)  # pinned, not the preset's
+TODAY: FusionStrategy = Convex(normalization="theoretical").balanced(0.6)  # pinned, not the preset's
 BM25_LABEL = "f. BM25 alone (plain)"
 
 
@@ -181,23 +182,24 @@ def issue24_designs() -> list[Design]:
            Design("f. BM25 alone (english-stem)", Variant("cognitive", "english-stem"), "sparse"),
            Design("f. dense alone (cognitive score)", Variant("cognitive", "plain"), "dense"),
            Design("f. dense alone (cosine)", Variant("similarity", "plain"), "dense"),
-           Design(DEFAULT_LABEL, Variant("cognitive", "plain"), **TODAY)]
+           Design(DEFAULT_LABEL, Variant("cognitive", "plain"), fusion=TODAY)]
     for analyzer in ANALYZERS:
         stem = "" if analyzer == "plain" else "e. "
-        for name, knobs in FUSIONS:
+        for name, fusion in FUSIONS:
             tag = "a" if name.startswith("convex") else "b"
             out.append(Design(f"{stem}{tag}. cognitive dense, {analyzer} BM25, {name}", Variant("cognitive", analyzer),
-                              **knobs))
+                              fusion=fusion))
             for w, temporal in PRIORS:
                 tag = "c" if w == 0 else "d"
                 prior = "" if w == 0 else f", prior x(1+{w:g}*p){' temporal only' if temporal else ''}"
                 out.append(Design(f"{stem}{tag}. cosine dense, {analyzer} BM25, {name}{prior}",
-                                  Variant("similarity", analyzer), prior_weight=w, prior_temporal_only=temporal,
-                                  **knobs))
+                                  Variant("similarity", analyzer), fusion=fusion, prior_weight=w,
+                                  prior_temporal_only=temporal))
             for w, temporal in RECENCY_PRIORS if name in RECENCY_PRIOR_FUSIONS else ():
                 out.append(Design(f"{stem}d. cosine dense, {analyzer} BM25, {name}, recency prior x(1+{w:g}*r)"
                                   f"{' temporal only' if temporal else ''}", Variant("similarity", analyzer),
-                                  prior_weight=w, prior_temporal_only=temporal, prior_terms=("recency",), **knobs))
+                                  fusion=fusion, prior_weight=w, prior_temporal_only=temporal,
+                                  prior_terms=("recency",)))
     return out
 
 

@@ -35,10 +35,10 @@ class Candidate:
 
     @classmethod
     def of(cls, fusion: str, dense_weight: float, rrf_k: float = 60, normalization: str = "minmax") -> Candidate:
-        """The candidate `fusion` with `dense_weight` (sparse = 1 − dense); a parameter it does not use is dropped."""
-        return cls(strategy_for({"fusion": fusion, "dense_weight": dense_weight,
-                                 "sparse_weight": round(1.0 - dense_weight, 6), "rrf_k": rrf_k,
-                                 "normalization": normalization}))
+        """The candidate `fusion` balanced at `dense_weight` (`FusionStrategy.balanced`: sparse = 1 − dense); a
+        parameter it does not use is dropped."""
+        return cls(strategy_for({"fusion": fusion, "rrf_k": rrf_k, "normalization": normalization}
+                                ).balanced(dense_weight))
 
     @property
     def fusion(self) -> str:
@@ -197,8 +197,7 @@ def search_fusions(runs: Sequence[QueryRun], candidates: Sequence[Candidate], me
 
     def summary(c: Candidate | None, vals: list[float]) -> CandidateScore:
         pick = lambda h: [v for v, x in zip(vals, half) if x == h]
-        k = runs[0].result.diagnostics.settings.fusion_defaults()
-        cand = c or Candidate.of(k["fusion"], k["dense_weight"], k["rrf_k"], k["normalization"])
+        cand = c or Candidate(runs[0].result.diagnostics.settings.strategy)  # the runs' own fusion, as it is
         return CandidateScore(cand, mean(pick("tune")), mean(pick("held-out")), mean(vals))
 
     scores, per_candidate = [], []

@@ -98,10 +98,11 @@ class SweepResult:
     metric: str
 
     @property
-    def best_params(self) -> dict[str, float]:
+    def best_params(self) -> dict[str, Any]:
         r, c = self.best
-        return {"dense_weight": self.dense_weights[r], "sparse_weight": round(1 - self.dense_weights[r], 4),
-                "rrf_k": self.ks[c], "tune": self.tune[r][c], "held_out": self.held_out[r][c]}
+        best = RRF(k=self.ks[c]).balanced(self.dense_weights[r])  # the cell's strategy, as `sweep` fused with it
+        return {"dense_weight": best.weights[0], "sparse_weight": best.weights[1], "rrf_k": self.ks[c],
+                "fusion": best.spec, "tune": self.tune[r][c], "held_out": self.held_out[r][c]}
 
 
 def sweep(retriever, runs: Sequence[QueryRun], dense_weights: Sequence[float], ks: Sequence[int],
@@ -119,7 +120,7 @@ def sweep(retriever, runs: Sequence[QueryRun], dense_weights: Sequence[float], k
             for h, rs in halves.items():
                 vals = []
                 for r in rs:  # the run's settings value with this cell's strategy (and blend weight) in it
-                    cell = r.result.diagnostics.settings.with_(fusion=RRF(k=k, weights=(w, 1 - w)),
+                    cell = r.result.diagnostics.settings.with_(fusion=RRF(k=k).balanced(w),
                                                                rerank_weight=rerank_weight)
                     res = retriever.reweight(r.result, cell)
                     vals.append(score_ranking(credited_ids(res, "final"), r.q.qrels)[metric])

@@ -204,6 +204,12 @@ class FusionStrategy(ABC):
         """This strategy with other (dense, sparse) weights, checked as any (adaptive fusion's per-query weights)."""
         return dataclasses.replace(self, weights=tuple(weights))  # type: ignore[type-var]
 
+    def balanced(self, dense_weight: float) -> FusionStrategy:
+        """This strategy weighted by one number, the balance: (dense, 1 − dense), the sparse weight rounded to 6
+        digits so 1 − 0.7 is 0.3. The one place the lab's grid, the eval designs and `eval --dense-weight` turn a
+        balance into weights."""
+        return self.with_weights((dense_weight, round(1.0 - dense_weight, 6)))
+
     def knobs(self) -> dict[str, Any]:
         """This strategy's settings as knobs: `fusion`, the weights and its own parameters."""
         return {"fusion": self.name, "dense_weight": self.weights[0], "sparse_weight": self.weights[1],

@@ -21,8 +21,11 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from retrieval.fusion import FusionStrategy
 
 MAX_STEP = 0.2  # one rule moves the dense share by at most this
 MAX_SHIFT = 0.3  # all rules together
@@ -151,15 +154,57 @@ def _reason(rule: str, f: Features, signal: float, shift: float) -> str:
     return f"{lead}'s #1 leads its #2 by {gap or 0:.0%}{against}"
 
 
-def adapt(record: Any, dense_weight: float, sparse_weight: float,
-          strengths: Strengths | None = None) -> dict[str, Any]:
-    """The weights for this record's query and why: `dense_weight`, `sparse_weight`, `reasons` (one per rule that
-    moved the share by at least half a step, strongest first), `summary` (one line), `rules`, `features`, and
-    `learned` (True when `strengths` were given — a store's learned ones — rather than the shipped rules)."""
+@dataclass(frozen=True)
+class Adapted(Mapping[str, Any]):
+    """What `adapt` decided for one query: `strategy` is the fusion it fuses with (the `configured` strategy with
+    this query's weights), then why. Read as a mapping it is its plain data (`as_dict`), as explanations and JSON
+    show it: `diagnostics.adaptive["summary"]`."""
+
+    strategy: FusionStrategy
+    configured: FusionStrategy
+    reasons: tuple[str, ...]  # one per rule that moved the share by at least half a step, strongest first
+    summary: str  # one line
+    rules: tuple[tuple[str, float, float, float], ...]  # every rule: (name, signal, strength, shift)
+    strengths: Strengths
+    learned: bool  # True when `strengths` were a store's learned ones rather than the shipped rules
+    features: Features
+
+    @property
+    def dense_weight(self) -> float:
+        return self.strategy.weights[0]
+
+    @property
+    def sparse_weight(self) -> float:
+        return self.strategy.weights[1]
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data: the adapted and configured weights, the adapted strategy's canonical string (`fusion`), the
+        reasons, the summary, every rule, the strengths, `learned` and the features."""
+        dw, sw = self.configured.weights
+        return {"dense_weight": self.dense_weight, "sparse_weight": self.sparse_weight, "fusion": self.strategy.spec,
+                "configured": {"dense_weight": dw, "sparse_weight": sw}, "reasons": self.reasons,
+                "summary": self.summary, "rules": [dict(zip(("rule", "signal", "strength", "shift"), r))
+                                                   for r in self.rules],
+                "strengths": self.strengths.as_dict(), "learned": self.learned, "features": asdict(self.features)}
+
+    def __getitem__(self, key: str) -> Any:
+        return self.as_dict()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.as_dict())
+
+    def __len__(self) -> int:
+        return len(self.as_dict())
+
+
+def adapt(record: Any, strategy: FusionStrategy, strengths: Strengths | None = None) -> Adapted:
+    """`strategy` (the settings value's) with this record's query's weights, and why (`Adapted`); `strengths` are a
+    store's learned ones (None: the shipped rules)."""
     learned = strengths is not None
     strengths = strengths if strengths is not None else RULE_STRENGTHS
     f = features(record)
     signals = f.signals()
+    dense_weight, sparse_weight = strategy.weights
     total = dense_weight + sparse_weight
     share = dense_weight / total if total > 0 else 0.5
     new = adapted_share(share, shift_of(signals, strengths))
@@ -167,24 +212,21 @@ def adapt(record: Any, dense_weight: float, sparse_weight: float,
     if new != share:  # on the knob's grid, scaled down when the larger would pass 1
         scale = max(total * new, total * (1 - new), 1.0)
         dw, sw = (float(f"{total * x / scale:.6g}") for x in (new, 1 - new))  # 0.7, not 0.7000000000000001
-    rules = [{"rule": r, "signal": round(signals[r], 4), "strength": getattr(strengths, r),
-              "shift": round(getattr(strengths, r) * signals[r], 4)} for r in RULES]
+    rules = [(r, round(signals[r], 4), getattr(strengths, r), round(getattr(strengths, r) * signals[r], 4))
+             for r in RULES]
     moved = new != share
     # The rules that moved the share the way it went, strongest first (a rule pulling back is in `rules`).
     toward = 1 if new > share else -1
-    pushing = [x for x in sorted(rules, key=lambda x: -abs(x["shift"])) if moved and x["shift"] * toward > 0]
-    reasons = [_reason(x["rule"], f, signals[x["rule"]], x["shift"])
-               for n, x in enumerate(pushing) if n == 0 or x["shift"] * toward >= STEP / 2]
+    pushing = [x for x in sorted(rules, key=lambda x: -abs(x[3])) if moved and x[3] * toward > 0]
+    reasons = tuple(_reason(x[0], f, signals[x[0]], x[3])
+                    for n, x in enumerate(pushing) if n == 0 or x[3] * toward >= STEP / 2)
     if moved:
         side, w = ("dense", dw) if new > share else ("sparse", sw)
         summary = f"{side} {w:g}: " + "; ".join(reasons)
     else:
         summary = f"dense {dw:g} / sparse {sw:g} as set: no rule moved the weights"
-    return {"dense_weight": dw, "sparse_weight": sw, "configured": {"dense_weight": dense_weight,
-                                                                    "sparse_weight": sparse_weight},
-            "reasons": tuple(reasons), "summary": summary, "rules": rules, "strengths": strengths.as_dict(),
-            "learned": learned, "features": asdict(f)}
+    return Adapted(strategy.with_weights((dw, sw)), strategy, reasons, summary, tuple(rules), strengths, learned, f)
 
 
-__all__ = ["MAX_SHIFT", "MAX_STEP", "RULES", "RULE_STRENGTHS", "SHARE_RANGE", "STEP", "Features", "Strengths",
-           "adapt", "adapted_share", "features", "identifiers", "shift_of"]
+__all__ = ["MAX_SHIFT", "MAX_STEP", "RULES", "RULE_STRENGTHS", "SHARE_RANGE", "STEP", "Adapted", "Features",
+           "Strengths", "adapt", "adapted_share", "features", "identifiers", "shift_of"]

@@ -58,14 +58,10 @@ def assemble(record: SearchRecord, settings: RetrievalSettings, strengths: Stren
         return done(final, candidates_scanned=len(dense_best), pool=frozen({t.id: t for t in facts + dense_seq}))
 
     # Step 4: fuse every dense and sparse list (with this query's weights under `adaptive`).
-    strategy = s.strategy
-    adaptive = adapt(record, *strategy.weights, strengths) if s.adaptive else None
-    if adaptive is not None:
-        strategy = strategy.with_weights((adaptive["dense_weight"], adaptive["sparse_weight"]))
-    fused, imputed = fuse(record, s, strategy)
-    if adaptive is not None:  # frozen all the way down, as the rest of the diagnostics
-        base["adaptive"] = frozen({k: frozen(v) if isinstance(v, dict) else
-                                   tuple(map(frozen, v)) if k == "rules" else v for k, v in adaptive.items()})
+    adaptive = adapt(record, s.strategy, strengths) if s.adaptive else None
+    fused, imputed = fuse(record, s, adaptive.strategy if adaptive is not None else s.strategy)
+    if adaptive is not None:  # a frozen value: the strategy it fused with, and why
+        base["adaptive"] = adaptive
     stage_ids["merged"] = [f.id for f in fused]
     stage_scores["merged"] = {f.id: f.score for f in fused}
 

@@ -15,7 +15,7 @@ from retrieval.fusion import catalogue
 from retrieval.pipeline.adaptive import RULE_STRENGTHS, features, shift_of
 from retrieval.pipeline.assemble import best_dense, complete_lists, deep_enough
 from retrieval.pipeline.explain import dense_terms, list_names
-from retrieval.pipeline.settings import KNOBS
+from retrieval.pipeline.settings import FUSION_PARAMS, KNOBS
 
 TEXT_CHARS = 400  # the text a row and an explanation show (the page's own table shows the whole text)
 BM25_TERMS_FOR = 60  # candidates whose BM25 terms are looked up and sent (a look-up each; the rest say so)
@@ -92,7 +92,7 @@ def _record_part(rec, s) -> dict[str, Any]:
 
 def _setting(s) -> dict[str, Any]:
     k = s.fusion_defaults()  # the browser's controls switch fusion too: every fusion knob, the unused the preset's
-    return {**{n: k[n] for n in ("fusion", "normalization", "dense_weight", "sparse_weight", "rrf_k")},
+    return {**{n: k[n] for n in ("fusion", *FUSION_PARAMS)},  # every declared fusion knob, never a hand list
             "rerank_weight": s.rerank_weight, "recall_top_k": s.recall_top_k}
 
 

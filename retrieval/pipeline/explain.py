@@ -61,7 +61,7 @@ def explain(diag: Any, trace_id: str, lookup: Any = None, sees: Callable[[str], 
     rec = diag.record
     out: dict[str, Any] = {"trace_id": trace_id, "stages": {st: _stage(diag, st, trace_id) for st in diag.stage_ids}}
     if getattr(diag, "adaptive", None) is not None:
-        out["adaptive"] = dict(diag.adaptive)
+        out["adaptive"] = diag.adaptive.as_dict()
     for fact_trace, fact in zip(rec.fact_traces, rec.facts):
         if fact_trace.id == trace_id:
             out["fact"] = {"subject": fact.subject, "predicate": fact.predicate, "object": fact.object,

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from retrieval.pipeline.explain import Explanation, explain
-from retrieval.pipeline.adaptive import Strengths
+from retrieval.pipeline.adaptive import Adapted, Strengths
 from retrieval.pipeline.settings import RetrievalSettings
 from retrieval.types import Mood, Scope, ScoredMemoryTrace
 
@@ -149,8 +149,8 @@ class Diagnostics:
     cut_by_rerank: frozenset = frozenset()
     imputed: FrozenDict = field(default_factory=FrozenDict)  # id -> list whose rank was completed
     pool: FrozenDict = field(default_factory=FrozenDict)  # id -> trace as it stands after rerank/split
-    # With `settings.adaptive`: the weights fusion used and why ({"dense_weight", "sparse_weight", "reasons", …}).
-    adaptive: FrozenDict | None = None
+    # With `settings.adaptive`: the strategy fusion used (this query's weights) and why; as a mapping, plain data.
+    adaptive: Adapted | None = None
     # The store's learned adaptive rule strengths this assembly used (None: the shipped rules): the store's record,
     # not a knob, so it travels beside the settings value; `reweight` keeps it.
     strengths: Strengths | None = None
@@ -177,9 +177,7 @@ class Diagnostics:
     @property
     def fusion_weights(self) -> tuple[float, float]:
         """The (dense, sparse) weights fusion used: the adapted ones under `adaptive`, else the settings'."""
-        if self.adaptive is not None:
-            return float(self.adaptive["dense_weight"]), float(self.adaptive["sparse_weight"])
-        return self.settings.strategy.weights
+        return (self.adaptive.strategy if self.adaptive is not None else self.settings.strategy).weights
 
     def explain(self, trace_id: str, lookup: Any = None, sees: Callable[[str], bool] | None = None) -> Explanation:
         """Why `trace_id` is where it is (or why it is not in the final list). See `retrieval.pipeline.explain`.

@@ -130,17 +130,23 @@ def undo_calibration(store: Any) -> CalibrationRecord | None:
     return _parse(undo_record(store, KEY_CALIBRATION, KEY_PREVIOUS, "calibration"), "previous calibration")
 
 
-def calibrated_knobs(store: Any, preset: Any = CALIBRATED_PRESET) -> dict[str, Any]:
-    """The fusion defaults a recorded calibration gives `preset` on this store ({} for none, or another preset)."""
+def calibrated_fusion(store: Any, preset: Any = CALIBRATED_PRESET) -> FusionStrategy | None:
+    """The fusion strategy a recorded calibration gives `preset` on this store (None for none, or another preset)."""
     name = getattr(preset, "name", preset)
     if name != CALIBRATED_PRESET:
-        return {}
+        return None
     try:
         record = read_calibration(store)
     except Exception as exc:  # an unreadable table: the preset's defaults, as before calibration existed
         log.warning("could not read the store's calibration: %s", exc)
-        return {}
-    return record.knobs() if record is not None else {}
+        return None
+    return record.fusion if record is not None else None
+
+
+def calibrated_knobs(store: Any, preset: Any = CALIBRATED_PRESET) -> dict[str, Any]:
+    """`calibrated_fusion` as flat knobs ({} for none): the strategy's `knobs()`."""
+    fusion = calibrated_fusion(store, preset)
+    return fusion.knobs() if fusion is not None else {}
 
 
 # HybridRetriever's constructor names for the knobs a calibration sets.
@@ -157,5 +163,6 @@ def with_calibration(store: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     return {**kwargs, **{arg: knobs[k] for arg, k in RETRIEVER_ARGS.items() if k in knobs}}
 
 
-__all__ = ["CALIBRATED_PRESET", "KEY_CALIBRATION", "KEY_PREVIOUS", "CalibrationRecord", "calibrated_knobs",
+__all__ = ["CALIBRATED_PRESET", "KEY_CALIBRATION", "KEY_PREVIOUS", "CalibrationRecord", "calibrated_fusion",
+           "calibrated_knobs",
            "read_calibration", "read_previous", "undo_calibration", "with_calibration", "write_calibration"]
