@@ -43,11 +43,12 @@ class Run:
         return [ln for ln in self.err.replace("\r", "\n").splitlines() if ln.startswith("error:")]
 
 
-def run(argv: list[str]) -> Run:
+def run(argv: list[str], parser: argparse.ArgumentParser | None = None) -> Run:
+    """`main(argv)` in this process with the test process's parser (or `parser`), its output captured."""
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            rc = main(argv, PARSER)
+            rc = main(argv, parser or PARSER)
         except SystemExit as exc:  # argparse: usage errors (2) and --help (0)
             rc = exc.code if isinstance(exc.code, int) else 2
     return Run(rc, out.getvalue(), err.getvalue())

@@ -137,6 +137,15 @@ def _git_status() -> str | None:
     return out.stdout if out.returncode == 0 else None
 
 
+def pytest_configure(config):
+    """The xdist controller names the run (its workers share demo templates under that name, tests/demostore.py)."""
+    if not hasattr(config, "workerinput") and getattr(config.option, "numprocesses", None) and \
+            not getattr(config.option, "testrunuid", None):
+        import uuid
+
+        config.option.testrunuid = uuid.uuid4().hex
+
+
 def pytest_sessionstart(session):
     session.config._git_status_before = _git_status()
 
@@ -144,6 +153,13 @@ def pytest_sessionstart(session):
 def pytest_sessionfinish(session, exitstatus):
     """A test that writes into the repository (a store opened at a relative path, an artefact outside
     tests/artifacts) fails the run, naming what changed: `make test` must leave `git status` clean."""
+    run = getattr(session.config.option, "testrunuid", None)
+    if run and not hasattr(session.config, "workerinput"):  # every worker has finished: their shared templates go
+        import shutil
+
+        from demostore import shared_dir
+
+        shutil.rmtree(shared_dir(run), ignore_errors=True)
     before = getattr(session.config, "_git_status_before", None)
     after = _git_status()
     if before is None or after is None or before == after or hasattr(session.config, "workerinput"):

@@ -18,12 +18,11 @@ PV = ".pv"
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    from retrieval.ingest.demo import build_demo_index
-    from retrieval.models.registry import make_embedder
+    from demostore import copy_demo
     from ui.serve import start_app
 
     db = tmp_path_factory.mktemp("present_live") / "db"
-    build_demo_index(str(db), log=lambda m: None, embedder=make_embedder("minilm"))
+    copy_demo(db, "minilm")
     proc, url = start_app(db, embedder="minilm")
     yield url, db
     proc.terminate()

@@ -197,7 +197,7 @@ def test_an_unexpected_exception_is_one_line_and_its_traceback_on_request(built,
         raise KeyError("oops")
 
     env.setattr(cli_main, "build_parser", _patched_parser(bug))
-    out = run(["status", "--db", str(base)])
+    out = run(["status", "--db", str(base)], cli_main.build_parser())
     assert out.rc == 1 and len(out.error_lines) == 1 and "internal error (KeyError" in out.err
     assert "Traceback" not in out.err
     env.setenv("RETRIEVAL_TRACEBACK", "1")

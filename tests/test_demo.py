@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from demostore import copy_demo
 from retrieval.ingest.demo import EXAMPLES, JUDGMENTS, TRACES, build_demo_index, load_examples
 from retrieval.eval.runner import load_judgments
 from retrieval.types import Mood, Scope
@@ -30,8 +31,7 @@ def test_corpus_shape_and_judgments_point_at_real_traces():
 def demo(tmp_path_factory):
     from retrieval.workspace.core import Workspace
 
-    uri = str(tmp_path_factory.mktemp("demo") / "db")
-    build_demo_index(uri, log=lambda m: None)
+    uri = copy_demo(tmp_path_factory.mktemp("demo") / "db", "minilm")  # what build-demo builds (MiniLM), built once
     return Workspace(uri)
 
 
