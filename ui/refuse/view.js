@@ -360,6 +360,7 @@ function build(parent, P) {
 export default function (component) {
   const { data, parentElement, setTriggerValue, setStateValue } = component;
   if (data && data.mode === "present") { mountPresent(component); return; } // presenter mode's live step
+  if (data && data.mode === "scopes") { mountScopes(component); return; } // Home's traces per scope
   let P = PANELS.get(parentElement);
   if (!P) {
     P = { dragging: false, pending: null, mode: "query", case: null, commits: 0 };
