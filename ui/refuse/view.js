@@ -412,10 +412,12 @@ function build(parent, P) {
   root.append(buildControls(P), ...buildModes(P), P.status, P.caseBox, P.queryBox);
   const pick = (id) => {
     if (!id) return;
+    const t0 = performance.now();
     P.selected = id;
     drawExplain(P, P.out);
     for (const tr of P.tbody.children) tr.classList.toggle("rf-sel", tr.dataset.id === id);
     drawFlow(P, P.out);
+    P.root.dataset.pickMs = (performance.now() - t0).toFixed(2); // the click's own redraw, for benchmarks
     P.later("explain", id); // after the frame: the explanation is painted before any message work
   };
   table.addEventListener("click", (e) => pick(e.target.closest("tr[data-id]")?.dataset.id));
