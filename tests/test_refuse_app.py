@@ -84,3 +84,22 @@ def test_home_draws_its_scope_table_with_the_panels_component_or_a_plain_table(d
     assert not at.exception
     assert [list(r) for r in at.table[-1].value.itertuples(index=False)] == [["user:maya", 113], ["user:tomas", 98],
                                                                              ["user:priya", 83]]
+
+
+def test_a_click_while_a_commit_is_pending_applies_that_commit_again():
+    """The click's request carries the sidebar's value from before the commit (the browser had not drawn the
+    commit's run): naming the commit as pending re-applies it; a stale or absent `pending` changes no setting."""
+    from ui.refuse import explained
+
+    commit_ = {"dense_weight": 0.4, "sparse_weight": 0.5, "fusion": "convex", "at": "9-2"}
+    state: dict = {"i_refuse": {"commit": commit_, "explain": {"id": "t1", "pending": "9-2"}}, "i_dense_weight": 0.5}
+    explained("i_", "i_refuse", "i_typed", state)
+    assert (state["i_dense_weight"], state["i_typed"], state["i_refuse_applied"]) == (0.4, "t1", "9-2")
+    for pending in (None, "9-1"):  # nothing pending, or an older commit than the one held: the sidebar stands
+        other: dict = {"i_refuse": {"commit": commit_, "explain": {"id": "t2", "pending": pending}},
+                       "i_dense_weight": 0.7}
+        explained("i_", "i_refuse", "i_typed", other)
+        assert (other["i_dense_weight"], other["i_typed"]) == (0.7, "t2")
+    legacy: dict = {"i_refuse": {"explain": "t3"}}  # a plain id still explains
+    explained("i_", "i_refuse", "i_typed", legacy)
+    assert legacy["i_typed"] == "t3"

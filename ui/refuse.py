@@ -84,12 +84,22 @@ def commit(prefix: str, key: str, state: MutableMapping[str, Any] | None = None)
         return
     for name, v in new.items():
         state_[f"{prefix}{name}"] = int(v) if name == "rrf_k" else v
+    state_[f"{prefix}refuse_applied"] = value.get("at")  # sent back with the record: the browser knows it landed
 
 
-def explained(key: str, target_key: str) -> None:
-    value = (st.session_state.get(key) or {}).get("explain")
+def explained(prefix: str, key: str, target_key: str, state: MutableMapping[str, Any] | None = None) -> None:
+    """A row the browser explained: `{"id": …}`, with `pending` when the browser has not yet seen its last commit
+    land. Then this request also carries the sidebar's widget values as the browser last drew them, from before
+    the commit, and Streamlit takes them as the person's own change: the commit is applied again after them."""
+    state_: MutableMapping[str, Any] = st.session_state if state is None else state  # type: ignore[assignment]
+    value = (state_.get(key) or {}).get("explain")
+    if isinstance(value, dict):
+        if value.get("pending") is not None and value.get("pending") == ((state_.get(key) or {}).get("commit")
+                                                                          or {}).get("at"):
+            commit(prefix, key, state_)
+        value = value.get("id")
     if isinstance(value, str) and value:
-        st.session_state[target_key] = value
+        state_[target_key] = value
 
 
 def opened(prefix: str, key: str, target_key: str, state: MutableMapping[str, Any] | None = None) -> None:
@@ -119,9 +129,9 @@ def refuse_panel(prefix: str, diag, grades: dict[str, int], target: str | None, 
         return
     key = f"{prefix}refuse"
     data = {**payload(prefix, diag), "grades": {k: int(v) for k, v in grades.items()}, "target": target,
-            "case": case, "prefix": prefix}
+            "case": case, "prefix": prefix, "committed": st.session_state.get(f"{prefix}refuse_applied")}
     _MOUNT(key=key, data=data, on_commit_change=partial(commit, prefix, key),
-           on_explain_change=partial(explained, key, target_key),
+           on_explain_change=partial(explained, prefix, key, target_key),
            on_open_change=partial(opened, prefix, key, target_key))
 
 

@@ -63,7 +63,8 @@ function buildControls(P) {
     P.outs[name] = out;
     P.labs[name] = lab;
     input.addEventListener("pointerdown", () => { P.dragging = true; });
-    input.addEventListener("input", () => { P.setting[name] = Number(input.value); P.renderSoon(); });
+    // A drag's steps draw once a frame (a drag can fire several between two frames); a key's step draws at once.
+    input.addEventListener("input", () => { P.setting[name] = Number(input.value); if (P.dragging) P.renderSoon(); else P.render(); });
     input.addEventListener("change", () => { P.dragging = false; P.setting[name] = Number(input.value); P.commit(); });
   }
   P.fusion.addEventListener("change", () => { P.setting.fusion = P.fusion.value; P.render(); P.commit(); });
@@ -358,6 +359,7 @@ function serverOut(d) {
 }
 
 function receive(P, data) {
+  if (P.pending && data.committed === P.pendingAt) P.pending = null; // the server has applied our last commit
   const fresh = !P.data || P.data.sig !== data.sig;
   const view = JSON.stringify([data.sig, data.setting, data.grades, data.server_final, data.adaptive]);
   const targetMoved = P.data && data.target !== P.data.target && data.target !== P.selected;
@@ -418,7 +420,9 @@ function build(parent, P) {
     for (const tr of P.tbody.children) tr.classList.toggle("rf-sel", tr.dataset.id === id);
     drawFlow(P, P.out);
     P.root.dataset.pickMs = (performance.now() - t0).toFixed(2); // the click's own redraw, for benchmarks
-    P.later("explain", id); // after the frame: the explanation is painted before any message work
+    // After the frame: the explanation is painted before any message work. While our last commit has not come back
+    // applied, this request carries the sidebar's values from before it: the server applies the commit again.
+    P.later("explain", { id, pending: P.pending ? P.pendingAt : null });
   };
   table.addEventListener("click", (e) => pick(e.target.closest("tr[data-id]")?.dataset.id));
   table.addEventListener("keydown", (e) => {
@@ -442,17 +446,17 @@ export default function (component) {
   if (!P) {
     P = { dragging: false, pending: null, mode: "query", case: null, commits: 0 };
     P.render = () => { P.frame = 0; render(P); };
-    // Input events between two frames draw once, at the next frame (a drag can fire several per frame).
     P.renderSoon = () => { if (!P.frame) P.frame = requestAnimationFrame(P.render); };
     P.commit = () => {
       const s = P.setting;
       if (s.dense_weight === 0 && s.sparse_weight === 0) return;
       if (sameSetting(s, P.data.setting)) return;
       P.pending = { ...s };
+      P.pendingAt = `${Date.now()}-${++P.commits}`;
       // A state value, not a trigger: Streamlit keeps one trigger list per component and a newer request's list
       // replaces a queued one, so a commit followed at once by a row click was lost. State merges: the newest holds
       // every key. `at` makes each commit a change (its callback runs on a change only).
-      P.keepLater("commit", { ...s, at: `${Date.now()}-${++P.commits}` });
+      P.keepLater("commit", { ...s, at: P.pendingAt });
     };
     build(parentElement, P);
     PANELS.set(parentElement, P);
