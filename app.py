@@ -9,7 +9,7 @@ from ui.cache import db_uri, workspace
 from ui.access import page_guard
 from ui.text import code, plain
 from ui.calibration import caption as calibration_caption
-from ui.charts import scopes_figure
+from ui.refuse import scopes_table
 from ui.widgets import nav
 
 if st.query_params.get("present") == "1":  # presenter mode: the Home examples as a guided story
@@ -93,8 +93,9 @@ for n, ex in enumerate(examples):
                      query_params={k: str(v) for k, v in ex["params"].items()})
 
 if status["scopes"]:
-    # Last on the page, under the examples: the corpus at a glance. Its chart is also what makes Inspect open fast
-    # from here: the browser loads and runs the chart code while the visitor reads this page (measured idle: Home's
-    # example → Inspect's live rows 3.7 s → 2.0 s median; docs/BENCHMARKS.md, live tuning).
+    # Last on the page, under the examples: the corpus at a glance. It is drawn by the live panel's own component
+    # (ui/refuse.py), which is also what makes Inspect open fast from here: the browser loads the component and runs
+    # its script while the visitor reads this page, so Inspect's live rows draw when the search's result arrives,
+    # before the charts and grids below them (a plotly chart here instead made Inspect wait for its rank-flow chart).
     st.subheader("Traces per scope")
-    st.plotly_chart(scopes_figure(status["scopes"]), key="home_scopes", config={"displayModeBar": False})
+    scopes_table("home_scopes", status["scopes"])

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 
 from apphelpers import served_demo
+from waits import settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.integration]
 
@@ -172,4 +174,64 @@ def test_adaptive_weights_refuse_live_as_the_library_adapts(browser, served):
     assert "this query's rules moved the weights" in page.locator(".rf-explain").inner_text()
     page.locator(".rf-status", has_text="The saved setting.").wait_for()
     assert same_scored(final_scored(page), want) and page.locator(ERRORS).count() == 0
+    page.close()
+
+
+def pump_until(page, predicate, what: str, timeout_ms: int = 30_000) -> None:
+    """Poll `predicate` (state kept by Playwright's route handlers, which run only while Playwright is called) until
+    it holds; fail naming `what`."""
+    for _ in range(timeout_ms // 20):
+        if predicate():
+            return
+        page.wait_for_timeout(20)  # sleep-ok: the poll interval of a deadline wait that lets the handlers run
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_commits_then_a_click_before_the_server_answers_end_on_the_last_commit(browser, served):
+    """Two key commits and a row click while the server's answers are held back, so every request the browser sends
+    carries the sidebar's Dense weight as it was drawn before the commits and Streamlit takes it for the person's
+    own change: the server must still end on the last commit (it ended on the value from before both, 3 of 3 runs,
+    before the click re-applied a commit the browser had not seen land)."""
+    import re
+
+    url, _ = served
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    page.set_default_timeout(90_000)
+    gate: dict = {"hold": False, "held": [], "sent": 0}
+
+    def route(ws) -> None:
+        server = ws.connect_to_server()
+        server.on_message(lambda m: gate["held"].append(m) if gate["hold"] else ws.send(m))
+
+        def up(m) -> None:
+            gate["sent"] += 1
+            server.send(m)
+        ws.on_message(up)
+        gate["ws"] = ws
+
+    page.route_web_socket(re.compile(r".*/_stcore/stream.*"), route)
+    page.goto(url + LINK)
+    page.locator(ROWS).first.wait_for()
+    page.locator(".rf-status", has_text="The saved setting.").wait_for()
+    settled(page)
+    live = page.locator("input[aria-label='Live dense weight']")
+    live.focus()
+    gate["hold"] = True
+    for _ in range(2):
+        sent = gate["sent"]
+        page.keyboard.press("ArrowLeft")
+        pump_until(page, lambda: gate["sent"] > sent, "the commit to reach the server")  # noqa: B023
+    want = float(live.input_value())
+    row = page.locator(ROWS).nth(3)
+    tid = row.get_attribute("data-id")
+    sent = gate["sent"]
+    row.locator(".rf-text").click()
+    pump_until(page, lambda: gate["sent"] > sent, "the click to reach the server")
+    while gate["held"]:  # in order; anything arriving meanwhile is held and sent in turn
+        gate["ws"].send(gate["held"].pop(0))
+    gate["hold"] = False
+    page.wait_for_function("([sel, id]) => [...document.querySelectorAll(sel)].some(e => e.value === id)",
+                           arg=["input[aria-label='Trace id to explain']", tid])  # the click's run has been drawn
+    settled(page)
+    assert f"dense_weight={want}," in unquote(page.url), unquote(page.url)
     page.close()

@@ -57,3 +57,49 @@ def test_a_panel_that_cannot_be_built_says_so_and_the_servers_table_stays(demo_e
     assert not at.exception
     assert any("live tuning panel could not be built" in w.value for w in at.warning)
     assert any("class='rt-stages'" in h.value for h in at.get("html"))
+
+
+def test_homes_traces_per_scope_come_largest_first_with_the_rest_on_one_row():
+    from ui.refuse import scope_rows
+
+    assert scope_rows({"b": 3, "a": 3, "c": 9}) == [("c", 9), ("a", 3), ("b", 3)]  # ties by name
+    assert scope_rows({"a": 5, "b": 4, "c": 2, "d": 1}, top=2) == [("a", 5), ("b", 4), ("2 more scopes", 3)]
+    assert scope_rows({"a": 5, "b": 4, "c": 2}, top=2)[-1] == ("1 more scope", 2)
+
+
+def test_home_draws_its_scope_table_with_the_panels_component_or_a_plain_table(demo_env, monkeypatch):
+    """Home's traces per scope are the live panel's component (so Inspect's live rows draw at once after an
+    example, docs/BENCHMARKS.md); without the component, a plain table says the same."""
+    from ui import refuse
+
+    sent: list[dict] = []
+    real = refuse._MOUNT
+    monkeypatch.setattr(refuse, "_MOUNT", lambda **kw: sent.append(kw) or real(**kw))
+    at = open_page("app.py", TIMEOUT)
+    assert not at.exception
+    (home,) = [kw for kw in sent if kw["key"] == "home_scopes"]
+    assert home["data"] == {"mode": "scopes", "rows": [("user:maya", 113), ("user:tomas", 98), ("user:priya", 83)]}
+    monkeypatch.setattr(refuse, "_MOUNT", None)
+    at = open_page("app.py", TIMEOUT)
+    assert not at.exception
+    assert [list(r) for r in at.table[-1].value.itertuples(index=False)] == [["user:maya", 113], ["user:tomas", 98],
+                                                                             ["user:priya", 83]]
+
+
+def test_a_click_while_a_commit_is_pending_applies_that_commit_again():
+    """The click's request carries the sidebar's value from before the commit (the browser had not drawn the
+    commit's run): naming the commit as pending re-applies it; a stale or absent `pending` changes no setting."""
+    from ui.refuse import explained
+
+    commit_ = {"dense_weight": 0.4, "sparse_weight": 0.5, "fusion": "convex", "at": "9-2"}
+    state: dict = {"i_refuse": {"commit": commit_, "explain": {"id": "t1", "pending": "9-2"}}, "i_dense_weight": 0.5}
+    explained("i_", "i_refuse", "i_typed", state)
+    assert (state["i_dense_weight"], state["i_typed"], state["i_refuse_applied"]) == (0.4, "t1", "9-2")
+    for pending in (None, "9-1"):  # nothing pending, or an older commit than the one held: the sidebar stands
+        other: dict = {"i_refuse": {"commit": commit_, "explain": {"id": "t2", "pending": pending}},
+                       "i_dense_weight": 0.7}
+        explained("i_", "i_refuse", "i_typed", other)
+        assert (other["i_dense_weight"], other["i_typed"]) == (0.7, "t2")
+    legacy: dict = {"i_refuse": {"explain": "t3"}}  # a plain id still explains
+    explained("i_", "i_refuse", "i_typed", legacy)
+    assert legacy["i_typed"] == "t3"

@@ -25,8 +25,8 @@ from retrieval.pipeline.settings import check_choice, check_knob
 
 ASSETS = Path(__file__).resolve().parent / "refuse"
 NAME = "retrieval_inspector.refuse"
-LOADING = ("<div class='rf-loading'>Loading the live tuning panel… If this stays, it could not load in this browser: "
-           "the sidebar and the table below are the server's and still work.</div>")
+LOADING = ("<div class='rf-loading'>Loading the live part of this page… If this stays, it could not load in this "
+           "browser: the rest of the page (the sidebar, the server's tables) is the server's and still works.</div>")
 KNOBS = ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight", "recall_top_k")
 
 
@@ -38,9 +38,10 @@ def _inline(name: str) -> str:
 
 def script() -> str:
     """fuse.mjs and case.mjs (the re-fusion and the case metric), then the views: the case mode (caseview.js), the
-    presenter's live step (present.js) and the panel (view.js, whose default export mounts them)."""
+    presenter's live step (present.js), Home's traces per scope (scopes.js) and the panel (view.js, whose default
+    export mounts them)."""
     parts = [_inline("fuse.mjs"), _inline("case.mjs")]
-    parts += [(ASSETS / n).read_text(encoding="utf-8") for n in ("caseview.js", "present.js", "view.js")]
+    parts += [(ASSETS / n).read_text(encoding="utf-8") for n in ("caseview.js", "present.js", "scopes.js", "view.js")]
     return "\n".join(parts)
 
 
@@ -83,12 +84,22 @@ def commit(prefix: str, key: str, state: MutableMapping[str, Any] | None = None)
         return
     for name, v in new.items():
         state_[f"{prefix}{name}"] = int(v) if name == "rrf_k" else v
+    state_[f"{prefix}refuse_applied"] = value.get("at")  # sent back with the record: the browser knows it landed
 
 
-def explained(key: str, target_key: str) -> None:
-    value = (st.session_state.get(key) or {}).get("explain")
+def explained(prefix: str, key: str, target_key: str, state: MutableMapping[str, Any] | None = None) -> None:
+    """A row the browser explained: `{"id": …}`, with `pending` when the browser has not yet seen its last commit
+    land. Then this request also carries the sidebar's widget values as the browser last drew them, from before
+    the commit, and Streamlit takes them as the person's own change: the commit is applied again after them."""
+    state_: MutableMapping[str, Any] = st.session_state if state is None else state  # type: ignore[assignment]
+    value = (state_.get(key) or {}).get("explain")
+    if isinstance(value, dict):
+        if value.get("pending") is not None and value.get("pending") == ((state_.get(key) or {}).get("commit")
+                                                                          or {}).get("at"):
+            commit(prefix, key, state_)
+        value = value.get("id")
     if isinstance(value, str) and value:
-        st.session_state[target_key] = value
+        state_[target_key] = value
 
 
 def opened(prefix: str, key: str, target_key: str, state: MutableMapping[str, Any] | None = None) -> None:
@@ -118,10 +129,31 @@ def refuse_panel(prefix: str, diag, grades: dict[str, int], target: str | None, 
         return
     key = f"{prefix}refuse"
     data = {**payload(prefix, diag), "grades": {k: int(v) for k, v in grades.items()}, "target": target,
-            "case": case, "prefix": prefix}
+            "case": case, "prefix": prefix, "committed": st.session_state.get(f"{prefix}refuse_applied")}
     _MOUNT(key=key, data=data, on_commit_change=partial(commit, prefix, key),
-           on_explain_change=partial(explained, key, target_key),
+           on_explain_change=partial(explained, prefix, key, target_key),
            on_open_change=partial(opened, prefix, key, target_key))
+
+
+def scope_rows(counts: dict[str, int], top: int = 12) -> list[tuple[str, int]]:
+    """The largest `top` scopes by traces (ties by name), the rest summed on one row."""
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    rows = [(str(k), int(v)) for k, v in ranked[:top]]
+    rest = ranked[top:]
+    if rest:
+        rows.append((f"{len(rest)} more scope{'s' if len(rest) > 1 else ''}", sum(int(v) for _, v in rest)))
+    return rows
+
+
+def scopes_table(key: str, counts: dict[str, int]) -> None:
+    """Home's traces per scope, drawn by this component (ui/refuse/scopes.js) so that the browser has loaded the
+    component, and run our script, before an example opens Inspect: the live panel's rows then draw as soon as the
+    search's result arrives, ahead of the page's heavier elements (measured: docs/BENCHMARKS.md, live tuning)."""
+    rows = scope_rows(counts)
+    if _MOUNT is None:
+        st.table([{"scope": k, "traces": v} for k, v in rows], hide_index=True)
+        return
+    _MOUNT(key=key, data={"mode": "scopes", "rows": rows})
 
 
 def live_step(key: str, data: dict[str, Any]) -> None:

@@ -63,7 +63,8 @@ function buildControls(P) {
     P.outs[name] = out;
     P.labs[name] = lab;
     input.addEventListener("pointerdown", () => { P.dragging = true; });
-    input.addEventListener("input", () => { P.setting[name] = Number(input.value); P.render(); });
+    // A drag's steps draw once a frame (a drag can fire several between two frames); a key's step draws at once.
+    input.addEventListener("input", () => { P.setting[name] = Number(input.value); if (P.dragging) P.renderSoon(); else P.render(); });
     input.addEventListener("change", () => { P.dragging = false; P.setting[name] = Number(input.value); P.commit(); });
   }
   P.fusion.addEventListener("change", () => { P.setting.fusion = P.fusion.value; P.render(); P.commit(); });
@@ -105,63 +106,92 @@ function syncControls(P) {
   P.labs.rerank_weight.title = P.data.rerank ? "" : "No reranker ran for this search";
   for (const name of KNOBS) {
     if (Number(P.ranges[name].value) !== s[name]) P.ranges[name].value = s[name];
-    P.outs[name].textContent = name === "rrf_k" || name === "recall_top_k" ? String(s[name]) : s[name].toFixed(2);
+    put(P.outs[name], name === "rrf_k" || name === "recall_top_k" ? String(s[name]) : s[name].toFixed(2));
   }
+}
+
+// A slider step redraws in place: every row, line, dot and label is an element kept from the last frame whose text
+// and attributes change only where they differ, so a step costs no new DOM (no style recalculation of a rebuilt
+// table, no layout of a rebuilt SVG).
+function put(node, text) {
+  if (node.textContent !== text) node.textContent = text;
+}
+
+function attr(node, name, value) {
+  if (node.getAttribute(name) !== value) node.setAttribute(name, value);
 }
 
 function metricsLine(P, finalIds) {
   const grades = P.data.grades || {};
-  P.metrics.replaceChildren();
   if (!Object.keys(grades).length) {
-    P.metrics.append(el("span", { class: "rf-muted" }, "No grades for this query yet: grade rows below and "
-      + "nDCG@10 and recall@10 move here as you drag."));
+    if (P.metricsKey !== "none") {
+      P.metrics.replaceChildren(el("span", { class: "rf-muted" }, "No grades for this query yet: grade rows below and "
+        + "nDCG@10 and recall@10 move here as you drag."));
+      P.metricsKey = "none";
+    }
     return;
   }
   const saved = P.savedIds, nd = ndcgAt(finalIds, grades, K), rc = recallAt(finalIds, grades, K);
   const nd0 = ndcgAt(saved, grades, K), rc0 = recallAt(saved, grades, K);
   const unjudged = finalIds.slice(0, K).filter((i) => own(grades, i) === undefined).length;
+  const key = JSON.stringify([nd, rc, nd0, rc0, unjudged]);
+  if (key === P.metricsKey) return; // the same numbers: nothing to draw
+  P.metricsKey = key;
   const part = (name, v, v0, cls) => {
     const s = el("span", { class: "rf-metric " + cls });
     s.append(el("b", {}, `${name} ${v.toFixed(3)}`), el("span", { class: v > v0 ? "rf-up" : v < v0 ? "rf-down" : "rf-muted" },
       ` (${signed(v - v0)} vs saved)`));
     return s;
   };
-  P.metrics.append(part("nDCG@10", nd, nd0, "rf-ndcg"), part("recall@10", rc, rc0, "rf-recall"));
+  P.metrics.replaceChildren(part("nDCG@10", nd, nd0, "rf-ndcg"), part("recall@10", rc, rc0, "rf-recall"));
   if (unjudged) P.metrics.append(el("span", { class: "rf-unjudged-count" }, `${unjudged} of the top ${K} unjudged`));
 }
 
-function clipped(text) {
-  const td = el("td", { class: "rf-text" });
-  td.append(el("div", { class: "rf-clip" }, text)); // two lines at most; the explanation shows the whole text
-  return td;
+const CELLS = new WeakMap(); // a row of the final table → its cells
+
+function newRow() {
+  const tr = el("tr", { tabindex: "0" });
+  const c = { rank: el("td", { class: "rf-rank" }), move: el("td"), id: el("td", { class: "rf-id" }),
+              text: el("td", { class: "rf-text" }), clip: el("div", { class: "rf-clip" }), score: el("td", { class: "rf-num" }),
+              dense: el("td", { class: "rf-num" }), sparse: el("td", { class: "rf-num" }), grade: el("td") };
+  c.text.append(c.clip); // two lines at most; the explanation shows the whole text
+  tr.append(c.rank, c.move, c.id, c.text, c.score, c.dense, c.sparse, c.grade);
+  CELLS.set(tr, c);
+  return tr;
 }
 
 function drawTable(P, out) {
   const grades = P.data.grades || {}, graded = Object.keys(grades).length > 0;
   const savedRank = new Map(P.savedIds.map((id, i) => [id, i + 1]));
-  const body = el("tbody");
+  const rows = P.tbody.children;
+  while (rows.length > out.final.length) P.tbody.lastElementChild.remove();
+  if (rows.length < out.final.length) {
+    const more = [];
+    for (let i = rows.length; i < out.final.length; i++) more.push(newRow());
+    P.tbody.append(...more);
+  }
   out.final.forEach((t, i) => {
-    const tr = el("tr", { tabindex: "0", "data-id": t.id, "data-score": String(t.score), "aria-label": `Explain ${t.id}` });
-    if (t.id === P.selected) tr.classList.add("rf-sel");
+    const tr = rows[i], c = CELLS.get(tr);
+    attr(tr, "data-id", t.id);
+    attr(tr, "data-score", String(t.score));
+    attr(tr, "aria-label", `Explain ${t.id}`);
+    tr.classList.toggle("rf-sel", t.id === P.selected);
     const was = savedRank.get(t.id);
     const move = was === undefined ? "new" : was === i + 1 ? "" : was > i + 1 ? `↑${was - i - 1}` : `↓${i + 1 - was}`;
     const f = t.fused;
     const grade = own(grades, t.id) !== undefined ? `● ${own(grades, t.id)}` : graded && i < K ? "unjudged" : "";
-    const cells = [
-      el("td", { class: "rf-rank" }, i + 1),
-      el("td", { class: "rf-move " + (move.startsWith("↑") || move === "new" ? "rf-up" : "rf-down") }, move),
-      el("td", { class: "rf-id", title: t.id }, shortId(t.id)),
-      clipped((own(P.data.texts, t.id) || "").slice(0, 200)),
-      el("td", { class: "rf-num" }, g(t.score)),
-      el("td", { class: "rf-num" }, f ? (f.ranks[0] ?? "—") : t.fact ? "fact" : "—"),
-      el("td", { class: "rf-num" }, f ? (f.ranks[P.data.dense.length] ?? "—") : "—"),
-      el("td", { class: grade === "unjudged" ? "rf-unjudged" : "rf-grade" }, grade),
-    ];
-    tr.append(...cells);
-    body.append(tr);
+    put(c.rank, String(i + 1));
+    attr(c.move, "class", "rf-move " + (move.startsWith("↑") || move === "new" ? "rf-up" : "rf-down"));
+    put(c.move, move);
+    attr(c.id, "title", t.id);
+    put(c.id, shortId(t.id));
+    put(c.clip, (own(P.data.texts, t.id) || "").slice(0, 200));
+    put(c.score, g(t.score));
+    put(c.dense, String(f ? (f.ranks[0] ?? "—") : t.fact ? "fact" : "—"));
+    put(c.sparse, String(f ? (f.ranks[P.data.dense.length] ?? "—") : "—"));
+    attr(c.grade, "class", grade === "unjudged" ? "rf-unjudged" : "rf-grade");
+    put(c.grade, grade);
   });
-  P.tbody.replaceWith(body);
-  P.tbody = body;
 }
 
 function flowColumns(P, out) {
@@ -170,31 +200,62 @@ function flowColumns(P, out) {
           ["Final", ids(out.final)]];
 }
 
-function drawFlow(P, out) {
-  const cols = flowColumns(P, out), W = 480, top = 30, row = 24, H = top + row * (K + 1) + 8;
-  const x = (c) => 34 + c * 78; // the labels after the Final column get the remaining ~190 units
-  const y = (r) => top + row * Math.min(r, K);
-  const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, class: "rf-flow", role: "img",
+const FLOW = { W: 480, top: 30, row: 24 };
+const flowX = (c) => 34 + c * 78; // the labels after the Final column get the remaining ~190 units
+const flowY = (r) => FLOW.top + FLOW.row * Math.min(r, K);
+
+function buildFlow(P) {
+  const H = FLOW.top + FLOW.row * (K + 1) + 8;
+  const s = svg("svg", { viewBox: `0 0 ${FLOW.W} ${H}`, class: "rf-flow", role: "img",
                          "aria-label": "Rank flow: each trace's rank in dense, sparse, merged and final" });
-  cols.forEach(([name], c) => s.append(svg("text", { x: x(c), y: 16, "text-anchor": "middle", class: "rf-col" }, name)));
-  s.append(svg("text", { x: 8, y: y(K) + 4, class: "rf-deeper" }, `>${K}`));
-  const pos = cols.map(([, l]) => new Map(l.map((id, i) => [id, i])));
-  const finalTop = cols[3][1].slice(0, K);
-  for (const id of finalTop) {
-    const pts = pos.map((m, c) => (m.has(id) ? [x(c), y(m.get(id))] : null)).filter(Boolean);
-    const sel = id === P.selected;
-    s.append(svg("polyline", { points: pts.map((p) => p.join(",")).join(" "), class: sel ? "rf-line rf-line-sel" : "rf-line" }));
-  }
-  cols.forEach(([, l], c) => l.slice(0, K).forEach((id, i) => {
-    const dot = svg("circle", { cx: x(c), cy: y(i), r: id === P.selected ? 6 : 4, "data-id": id,
-                                class: finalTop.includes(id) ? "rf-dot" : "rf-dot rf-dot-out" });
-    dot.append(svg("title", {}, `${id}: #${i + 1} ${cols[c][0].toLowerCase()}`));
-    s.append(dot);
+  ["Dense", "Sparse", "Merged", "Final"].forEach((name, c) => s.append(svg("text", { x: flowX(c), y: 16,
+    "text-anchor": "middle", class: "rf-col" }, name)));
+  s.append(svg("text", { x: 8, y: flowY(K) + 4, class: "rf-deeper" }, `>${K}`));
+  // Kept for every frame, in drawing order: the lines under the dots, the dots under the labels.
+  P.lines = Array.from({ length: K }, () => svg("polyline", { class: "rf-line", display: "none" }));
+  P.dots = [0, 1, 2, 3].map((c) => Array.from({ length: K }, (_, i) => {
+    const dot = svg("circle", { cx: flowX(c), cy: flowY(i), r: 4, class: "rf-dot", display: "none" });
+    dot.append(svg("title"));
+    return dot;
   }));
-  finalTop.forEach((id, i) => s.append(svg("text", { x: x(3) + 10, y: y(i) + 4, class: "rf-label", "data-id": id },
-                                            shortId(id, 24))));
-  P.flow.replaceWith(s);
-  P.flow = s;
+  P.labels = Array.from({ length: K }, (_, i) => svg("text", { x: flowX(3) + 10, y: flowY(i) + 4, class: "rf-label",
+                                                             display: "none" }));
+  s.append(...P.lines, ...P.dots.flat(), ...P.labels);
+  return s;
+}
+
+function shown(node, on) {
+  if (on) { if (node.hasAttribute("display")) node.removeAttribute("display"); } else attr(node, "display", "none");
+}
+
+function drawFlow(P, out) {
+  const cols = flowColumns(P, out);
+  const pos = cols.map(([, l]) => new Map(l.map((id, i) => [id, i])));
+  const finalTop = cols[3][1].slice(0, K), inFinal = new Set(finalTop);
+  P.lines.forEach((line, i) => {
+    const id = finalTop[i];
+    shown(line, id !== undefined);
+    if (id === undefined) return;
+    const pts = pos.map((m, c) => (m.has(id) ? `${flowX(c)},${flowY(m.get(id))}` : null)).filter(Boolean);
+    attr(line, "points", pts.join(" "));
+    attr(line, "class", id === P.selected ? "rf-line rf-line-sel" : "rf-line");
+  });
+  cols.forEach(([name, l], c) => P.dots[c].forEach((dot, i) => {
+    const id = l[i];
+    shown(dot, id !== undefined);
+    if (id === undefined) return;
+    attr(dot, "r", id === P.selected ? "6" : "4");
+    attr(dot, "data-id", id);
+    attr(dot, "class", inFinal.has(id) ? "rf-dot" : "rf-dot rf-dot-out");
+    put(dot.firstChild, `${id}: #${i + 1} ${name.toLowerCase()}`);
+  }));
+  P.labels.forEach((label, i) => {
+    const id = finalTop[i];
+    shown(label, id !== undefined);
+    if (id === undefined) return;
+    attr(label, "data-id", id);
+    put(label, shortId(id, 24));
+  });
 }
 
 function explainLines(P, id, out) {
@@ -238,14 +299,28 @@ function explainLines(P, id, out) {
 
 function drawExplain(P, out) {
   const id = P.selected;
-  P.explain.replaceChildren();
-  if (!id) return;
+  if (!id) {
+    P.explain.replaceChildren();
+    P.explainKey = null;
+    return;
+  }
+  const lines = explainLines(P, id, out), text = own(P.data.texts, id);
+  const shape = JSON.stringify([id, text, lines.map(([k]) => k)]);
+  if (shape === P.explainKey) { // the same trace and the same lines: only numbers move (a slider step)
+    lines.forEach(([, v], i) => put(P.explainDd[i], v));
+    return;
+  }
+  P.explainKey = shape;
   const head = el("div", { class: "rf-x-head" });
   head.append(el("b", {}, "Why is it here? "), el("code", { class: "rf-x-id" }, id));
   const list = el("dl", { class: "rf-x" });
-  for (const [k, v] of explainLines(P, id, out)) list.append(el("dt", {}, k), el("dd", {}, v));
-  const text = own(P.data.texts, id);
-  P.explain.append(head, list);
+  P.explainDd = [];
+  for (const [k, v] of lines) {
+    const dd = el("dd", {}, v);
+    P.explainDd.push(dd);
+    list.append(el("dt", {}, k), dd);
+  }
+  P.explain.replaceChildren(head, list);
   if (text) P.explain.append(el("p", { class: "rf-x-text" }, text));
   P.explain.dataset.explained = id;
 }
@@ -274,6 +349,7 @@ function render(P) {
     : live ? (sameSetting(s, P.data.setting) ? "The saved setting." : `Re-fused ${what}${what ? " " : ""}in your `
       + `browser in ${ms.toFixed(2)} ms; saved when you let go (or press a key).`) : caseMode ? P.case.why : P.why;
   P.root.dataset.renders = String(Number(P.root.dataset.renders || 0) + 1);
+  P.root.dataset.drawMs = (performance.now() - t0).toFixed(2); // this frame's whole redraw, for benchmarks
   P.root.dataset.setting = JSON.stringify(s);
 }
 
@@ -283,6 +359,7 @@ function serverOut(d) {
 }
 
 function receive(P, data) {
+  if (P.pending && data.committed === P.pendingAt) P.pending = null; // the server has applied our last commit
   const fresh = !P.data || P.data.sig !== data.sig;
   const view = JSON.stringify([data.sig, data.setting, data.grades, data.server_final, data.adaptive]);
   const targetMoved = P.data && data.target !== P.data.target && data.target !== P.selected;
@@ -326,7 +403,7 @@ function build(parent, P) {
   thead.append(head);
   P.tbody = el("tbody");
   table.append(thead, P.tbody);
-  P.flow = svg("svg");
+  P.flow = buildFlow(P);
   P.explain = el("div", { class: "rf-explain", "aria-live": "polite" });
   const lower = el("div", { class: "rf-lower" });
   const flowBox = el("div", { class: "rf-flowbox" });
@@ -337,11 +414,15 @@ function build(parent, P) {
   root.append(buildControls(P), ...buildModes(P), P.status, P.caseBox, P.queryBox);
   const pick = (id) => {
     if (!id) return;
+    const t0 = performance.now();
     P.selected = id;
     drawExplain(P, P.out);
     for (const tr of P.tbody.children) tr.classList.toggle("rf-sel", tr.dataset.id === id);
     drawFlow(P, P.out);
-    P.later("explain", id); // after the frame: the explanation is painted before any message work
+    P.root.dataset.pickMs = (performance.now() - t0).toFixed(2); // the click's own redraw, for benchmarks
+    // After the frame: the explanation is painted before any message work. While our last commit has not come back
+    // applied, this request carries the sidebar's values from before it: the server applies the commit again.
+    P.later("explain", { id, pending: P.pending ? P.pendingAt : null });
   };
   table.addEventListener("click", (e) => pick(e.target.closest("tr[data-id]")?.dataset.id));
   table.addEventListener("keydown", (e) => {
@@ -360,19 +441,22 @@ function build(parent, P) {
 export default function (component) {
   const { data, parentElement, setTriggerValue, setStateValue } = component;
   if (data && data.mode === "present") { mountPresent(component); return; } // presenter mode's live step
+  if (data && data.mode === "scopes") { mountScopes(component); return; } // Home's traces per scope
   let P = PANELS.get(parentElement);
   if (!P) {
     P = { dragging: false, pending: null, mode: "query", case: null, commits: 0 };
-    P.render = () => render(P);
+    P.render = () => { P.frame = 0; render(P); };
+    P.renderSoon = () => { if (!P.frame) P.frame = requestAnimationFrame(P.render); };
     P.commit = () => {
       const s = P.setting;
       if (s.dense_weight === 0 && s.sparse_weight === 0) return;
       if (sameSetting(s, P.data.setting)) return;
       P.pending = { ...s };
+      P.pendingAt = `${Date.now()}-${++P.commits}`;
       // A state value, not a trigger: Streamlit keeps one trigger list per component and a newer request's list
       // replaces a queued one, so a commit followed at once by a row click was lost. State merges: the newest holds
       // every key. `at` makes each commit a change (its callback runs on a change only).
-      P.keepLater("commit", { ...s, at: `${Date.now()}-${++P.commits}` });
+      P.keepLater("commit", { ...s, at: P.pendingAt });
     };
     build(parentElement, P);
     PANELS.set(parentElement, P);
