@@ -111,20 +111,6 @@ def bar_figure(values: Mapping[str, float], title: str, color: str = "#1f77b4", 
     return go.Figure(data=[bar], layout=layout, _validate=False)  # unvalidated, as rank_flow_figure
 
 
-def scopes_figure(counts: Mapping[str, int], top: int = 12) -> go.Figure:
-    """Traces per scope, the largest `top` (the rest summed on one bar); scope names are data, escaped."""
-    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-    shown = {plotly_plain(k): float(v) for k, v in ranked[:top]}
-    rest = ranked[top:]
-    if rest:
-        shown[f"{len(rest)} more scopes"] = float(sum(v for _, v in rest))
-    fig = bar_figure(shown, "", color="#4c78a8", height=50 + 26 * max(len(shown), 1),
-                     labels=[f"{v:,.0f}" for v in shown.values()])
-    fig.update_traces(textposition="outside", textangle=0, cliponaxis=False)  # counts upright, beside each bar
-    fig.update_layout(margin={"l": 10, "r": 40, "t": 10, "b": 10})
-    return fig
-
-
 def dense_terms_figure(terms: Sequence[Mapping[str, float]]) -> go.Figure:
     """The dense (cognitive) score as weight × value per term: the bars sum to the dense score."""
     total = sum(float(t["points"]) for t in terms)
