@@ -113,14 +113,19 @@ def thread_rows(handle: Any, keys: Iterable[ThreadKey], ids: Sequence[str] = (),
                 cache: ThreadCache | None = None) -> tuple[list[Stored], set[ThreadKey], set[ThreadKey]]:
     """Every stored trace of the threads `keys` and of the threads the stored traces `ids` belong to (no vectors,
     only what a context reads), the threads of those `ids`, and the threads taken from `cache` (those it holds at
-    the table's version). Usually one scan: the ids ride along."""
+    the table's version). Usually one scan: the ids ride along, or the cache knows every stored id (no scan for
+    them at all)."""
     tbl, keys = handle.table(), set(keys)
     if tbl is None or (not keys and not ids) or "thread" not in tbl.schema.names:
         return [], set(), set()
     held = cache.usable(handle) if cache is not None else {}
+    known = _known_ids(tbl, cache)
     fresh = {k for k in keys if k not in held}
     names = sorted({k[2] for k in fresh})
-    if len(names) <= NAMES_PER_QUERY and len(ids) <= NAMES_PER_QUERY:
+    if known is not None:  # which ids are stored, and where: the writer knows the table at this version
+        owned = {k for i in ids if (k := known.get(i)) is not None}
+        out = _members(tbl, names, fresh)
+    elif len(names) <= NAMES_PER_QUERY and len(ids) <= NAMES_PER_QUERY:
         where = [f"thread IN ({', '.join(sql_quote(n) for n in names)})"] if names else []
         got = _scan(tbl, " OR ".join(where + ([ids_filter(ids)] if ids else [])))
         wanted = set(ids)
@@ -134,6 +139,19 @@ def thread_rows(handle: Any, keys: Iterable[ThreadKey], ids: Sequence[str] = (),
     out += [t for k in sorted(kept) for t in held[k]]
     fresh_extra = extra - kept
     return out + _members(tbl, sorted({k[2] for k in fresh_extra}), fresh_extra), owned, kept
+
+
+def _known_ids(tbl: Any, cache: ThreadCache | None) -> dict[str, ThreadKey | None] | None:
+    """Every stored id → its thread, as the writer's `cache` knows them at the table's version (call after
+    `usable`); read in one narrow scan when it does not yet and the table is small enough to keep them; None when
+    it cannot know (no cache, a large table, an id stored twice)."""
+    if cache is None or cache.version is None:
+        return None
+    if cache.ids is None and tbl.count_rows() <= cache.max_rows:
+        cols = tbl.search().select(["id", "scope", "scope_id", "thread"]).limit(None).to_arrow().to_pydict()
+        cache.learn_ids(cols["id"], [(a, b, c) if c is not None else None
+                                     for a, b, c in zip(cols["scope"], cols["scope_id"], cols["thread"])])
+    return cache.ids
 
 
 def rows_with_vectors(handle: Any, ids: Sequence[str]) -> list[tuple[MemoryTrace, np.ndarray]]:
