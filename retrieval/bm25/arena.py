@@ -5,19 +5,22 @@ count, term ids below its vocabulary size — is ever overwritten; growth copies
 leaves the old ones to the readers that hold them.
 
 Compact at scale: every document's (term id, tf) pairs live in two flat arrays (int32, float32)
-indexed by a slot pointer array, not one numpy object per document, and an index built in bulk (a
-loaded sidecar, a compaction) holds each term's postings as a view into one sorted array. A million
-documents of ~40 distinct terms take ~0.7 GB instead of ~2.5 GB (docs/BENCHMARKS.md, Scale).
+indexed by a slot pointer array, not one numpy object per document, and the postings are a few runs of
+arrays grouped by term (`bm25/runs.py`): an index built in bulk (a loaded sidecar, a compaction) is one run,
+and each write appends one. A million documents of ~40 distinct terms take ~0.7 GB instead of ~2.5 GB
+(docs/BENCHMARKS.md, Scale).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from retrieval.bm25.runs import TF, TID, PostingRuns
 from retrieval.types import Scope
 
 UNSCOPED = -1
-TID = np.int32  # term ids and posting slots: 2**31 distinct terms / documents per index
-TF = np.float32  # term frequencies are counts, exact in float32 up to 2**24
+# TID (int32): term ids and posting slots, 2**31 distinct terms / documents per index; TF (float32): term
+# frequencies are counts, exact in float32 up to 2**24
+__all__ = ["TF", "TID", "UNSCOPED", "Arena", "gather"]
 
 
 def _grow(arr: np.ndarray, need: int, fill=0) -> np.ndarray:
@@ -46,8 +49,7 @@ class Arena:
     def __init__(self, terms: list[str], scope_list: list[Scope]):
         self.terms = terms
         self.vocab = {t: i for i, t in enumerate(terms)}
-        self.post_docs: list[np.ndarray] = [np.zeros(0, TID) for _ in terms]
-        self.post_tf: list[np.ndarray] = [np.zeros(0, TF) for _ in terms]
+        self.postings = PostingRuns()  # every term's postings (slots ascending): `postings.get(term id, n)`
         self.scope_list = scope_list
         self.scopes = {s: i for i, s in enumerate(scope_list)}
         self.ids: list[str] = []  # slot -> id, never cleared (liveness is per version)
@@ -81,9 +83,7 @@ class Arena:
         del slot_of  # each temporary goes as soon as it is used: the peak at 1M is ~1 GB, not ~1.5
         tfs = a.flat_f[order]
         del order
-        bounds = np.r_[0, np.cumsum(df)].tolist()
-        a.post_docs = [docs[bounds[i]:bounds[i + 1]] for i in range(len(terms))]
-        a.post_tf = [tfs[bounds[i]:bounds[i + 1]] for i in range(len(terms))]
+        a.postings = PostingRuns.bulk(docs, tfs, df)
         return a, df, df.copy()
 
     def doc_terms(self, slot: int) -> np.ndarray:
@@ -101,10 +101,8 @@ class Arena:
         tid = self.vocab.get(term)
         if tid is None:
             tid = len(self.terms)
-            self.post_docs.append(np.zeros(0, TID))
-            self.post_tf.append(np.zeros(0, TF))
             self.terms.append(term)
-            self.vocab[term] = tid  # last: a reader that finds the id finds its posting arrays
+            self.vocab[term] = tid  # last: a reader that finds the id finds its term
         return tid
 
     def scope_id(self, scope: Scope | None) -> int:
@@ -138,29 +136,9 @@ class Arena:
         return slot
 
     def append_postings(self, plen: np.ndarray, t: np.ndarray, d: np.ndarray, f: np.ndarray) -> None:
-        """Append (term, slot, tf) triples past each term's length in `plen` (updated in place)."""
+        """Append (term, slot, tf) triples — slots past every stored one — after each term's postings, and count
+        them into `plen` (the next version's posting length per term, updated in place): one run (`bm25/runs.py`)."""
         if len(t) == 0:
             return
-        order = np.argsort(t, kind="stable")
-        t, d, f = t[order], d[order], f[order]
-        starts = np.flatnonzero(np.r_[True, t[1:] != t[:-1]])
-        ends = np.r_[starts[1:], len(t)]
-        terms = t[starts]
-        # one Python step per distinct term, its numbers read as Python ints up front; a single posting (most of a
-        # batch's rare terms) is set as an item, not copied as a slice
-        d_at, f_at = d.tolist(), f.tolist()
-        post_docs, post_tf = self.post_docs, self.post_tf
-        for tid, n, s, e in zip(terms.tolist(), plen[terms].tolist(), starts.tolist(), ends.tolist()):
-            add = e - s
-            docs, tfs = post_docs[tid], post_tf[tid]
-            if n + add > len(docs):  # grow geometrically into new arrays; old readers keep the old ones
-                cap = max(n + add, 2 * len(docs), 4)
-                docs = np.concatenate([docs[:n], np.empty(cap - n, TID)])
-                tfs = np.concatenate([tfs[:n], np.empty(cap - n, TF)])
-                post_docs[tid], post_tf[tid] = docs, tfs
-            if add == 1:
-                docs[n], tfs[n] = d_at[s], f_at[s]
-            else:
-                docs[n:n + add] = d[s:e]
-                tfs[n:n + add] = f[s:e]
-        plen[terms] += ends - starts
+        self.postings.append(t, d, f)
+        plen += np.bincount(t, minlength=len(plen))
