@@ -10,6 +10,7 @@ context columns existed gains them here, on its first write.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import chain
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
@@ -112,9 +113,10 @@ def _members(tbl: Any, names: Sequence[str], keys: set[ThreadKey]) -> list[Store
 def thread_rows(handle: Any, keys: Iterable[ThreadKey], ids: Sequence[str] = (),
                 cache: ThreadCache | None = None) -> tuple[list[Stored], set[ThreadKey], set[ThreadKey]]:
     """Every stored trace of the threads `keys` and of the threads the stored traces `ids` belong to (no vectors,
-    only what a context reads), the threads of those `ids`, and the threads taken from `cache` (those it holds at
-    the table's version). Usually one scan: the ids ride along, or the cache knows every stored id (no scan for
-    them at all)."""
+    only what a context reads) except those of the threads `cache` holds at the table's version, the threads of
+    those `ids`, and the threads to take from `cache.threads` instead (those it holds: never copied or regrouped
+    here, a writer continuing its threads holds them all). Usually one scan: the ids ride along, or the cache knows
+    every stored id (no scan for them at all)."""
     tbl, keys = handle.table(), set(keys)
     if tbl is None or (not keys and not ids) or "thread" not in tbl.schema.names:
         return [], set(), set()
@@ -136,7 +138,6 @@ def thread_rows(handle: Any, keys: Iterable[ThreadKey], ids: Sequence[str] = (),
         out = _members(tbl, names, fresh)
     extra = owned - keys  # a thread a stored id leaves (its followers there change)
     kept = {k for k in keys | extra if k in held}
-    out += [t for k in sorted(kept) for t in held[k]]
     fresh_extra = extra - kept
     return out + _members(tbl, sorted({k[2] for k in fresh_extra}), fresh_extra), owned, kept
 
@@ -184,11 +185,14 @@ def plan(handle: Any, batch: Sequence[MemoryTrace], removed: Iterable[str] = (),
         return Plan([_with(t, none) for t in batch])
     touched = set(keys) | {k for t in batch if (k := thread_key(t)) is not None}
     rows, owned, kept = thread_rows(handle, touched, [t.id for t in batch] + sorted(removed), cache)  # ids: left
-    new_ids = {t.id for t in batch}
-    stored = [t for t in rows if t.id not in new_ids and t.id not in removed]
+    gone = {t.id for t in batch} | removed
+    olds = by_thread(t for t in rows if t.id not in gone)
+    held = cache.threads if cache is not None else {}
+    for key in sorted(kept):  # only a thread holding a stored id of the write can lose a trace to it
+        olds[key] = [t for t in held[key] if t.id not in gone] if key in owned else held[key]
     computed: dict[str, tuple[str | None, str | None]] = {}
     appends = not removed and not owned and not setting.next  # no stored trace replaced or removed, none looks ahead
-    olds, news = by_thread(stored), by_thread(batch)
+    news = by_thread(batch)
     groups: dict[ThreadKey, list[Turn]] = {}  # each touched thread: its stored traces (as read), then its new ones
     appended: dict[ThreadKey, int] = {}  # a kept thread only added to, and how many new traces it gained
     moved: set[str] = set()
@@ -203,7 +207,8 @@ def plan(handle: Any, batch: Sequence[MemoryTrace], removed: Iterable[str] = (),
         computed.update(contexts(groups[key], setting))
         moved.update(t.id for t in old if computed[t.id] != (t.context, t.context_sides))
     out = Plan([_with(t, computed.get(t.id, none)) for t in batch])
-    order = {t.id: i for i, t in reversed(list(enumerate(stored)))} if moved else {}  # followers as threads were read
+    # followers in the order their threads were read (each id once: the first place wins)
+    order = {t.id: i for i, t in reversed(list(enumerate(chain.from_iterable(olds.values()))))} if moved else {}
     for t, vec in sorted(rows_with_vectors(handle, sorted(moved)), key=lambda tv: order[tv[0].id]):
         new = _with(t, computed.get(t.id, none))
         if new is t:
