@@ -16,17 +16,16 @@ this writer did not commit right after the one it knew drops it, and the next wr
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC
 from typing import Any
 
 from retrieval.store.context import ThreadKey
-from retrieval.types import MemoryTrace
 
 MAX_ROWS = 200_000
 
 
 class ThreadCache:
-    """ThreadKey → its stored traces (`threads.Stored`) in thread order (`context.thread_order`: a write that only
+    """ThreadKey → its stored traces as rows (`threads.as_row`: tuples of `threads.Stored`'s fields, the id first) in
+    thread order (`context.thread_order`: a write that only
     appends to a held thread reads the turns before its new ones off the end), valid at table version `version`
     (None: nothing held)."""
 
@@ -63,7 +62,7 @@ class ThreadCache:
             self.clear()
             return
         for key, rows in after.items():
-            if len({r.id for r in rows}) != len(rows):  # an id stored twice: read it from the table next time
+            if len({r[0] for r in rows}) != len(rows):  # an id stored twice: read it from the table next time
                 self.clear()
                 return
             self.threads[key] = list(rows)
@@ -79,11 +78,4 @@ class ThreadCache:
         self.version = version
 
 
-def as_stored(t: MemoryTrace, stored: type) -> Any:
-    """A trace as the table will hold it (creation time in UTC), in the light form a thread is read in."""
-    return stored(id=t.id, content=t.content, scope=t.scope, scope_id=t.scope_id, thread=t.thread,
-                  position=t.position, created_at=t.created_at.astimezone(UTC), is_active=t.is_active,
-                  context=t.context, context_sides=t.context_sides)
-
-
-__all__ = ["MAX_ROWS", "ThreadCache", "as_stored"]
+__all__ = ["MAX_ROWS", "ThreadCache"]
