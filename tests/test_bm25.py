@@ -592,10 +592,10 @@ def test_documents_of_several_lines_match_the_reference_and_number_terms_in_orde
 @settings(max_examples=60, deadline=None)
 @given(sizes=st.lists(st.integers(1, 40), min_size=1, max_size=30), seed=st.integers(0, 2**16))
 def test_posting_runs_hold_every_terms_postings_in_slot_order_for_every_version(sizes, seed):
-    """A write's postings are one run (`bm25/runs.py`), merged with the runs before it while those are small: every
-    term's first n postings are what it was given, in order, for the n of every earlier version too, and only about
-    log2(postings) runs stay."""
-    from retrieval.bm25.runs import PostingRuns
+    """A write's postings are one run (`bm25/arena.py` `PostingRuns`), merged with the runs before it while those are
+    small: every term's first n postings are what it was given, in order, for the n of every earlier version too, and
+    only about log2(postings) runs stay."""
+    from retrieval.bm25.arena import PostingRuns
 
     rng = np.random.default_rng(seed)
     runs = PostingRuns()

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from retrieval.bm25.runs import PostingRuns
+from retrieval.bm25.arena import PostingRuns
 from retrieval.types import Scope
 
 STATISTICS = ("store", "scope")  # N/df/avgdl over every document (the seed's) | over the scopes a query reads
