@@ -75,7 +75,7 @@ def ingest(traces: list[MemoryTrace], setting: ContextSetting, batch: int, uri: 
     took, cpu = time.perf_counter() - t0, time.process_time() - c0
     lance = du(uri / "traces.lance") if (uri / "traces.lance").exists() else du(uri)
     side = ws.bm25_path.stat().st_size if ws.bm25_path and ws.bm25_path.exists() else 0
-    return ws, {"setting": setting.describe(), "ingest_s": round(took, 1), "ingest_cpu_s": round(cpu, 1),
+    return ws, {"setting": setting.describe(), "ingest_s": round(took, 1), "ingest_cpu_s": round(cpu, 2),
                 "ingest_per_1k_s": round(1000 * took / len(traces), 2), "load_before": before, "load_after": load(),
                 "lance_mb": round(lance / 2**20, 1), "bm25_sidecar_mb": round(side / 2**20, 1),
                 "with_context": sum(t.context is not None for t in ws.store.get([f"t{i}" for i in range(200)]))}

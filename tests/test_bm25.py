@@ -587,3 +587,53 @@ def test_documents_of_several_lines_match_the_reference_and_number_terms_in_orde
     got = idx.search(q, top_k=100)
     assert [i for i, _ in got] == sorted(ref, key=lambda i: (-ref[i], i))
     assert [s for _, s in got] == pytest.approx([ref[i] for i, _ in got], rel=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(sizes=st.lists(st.integers(1, 40), min_size=1, max_size=30), seed=st.integers(0, 2**16))
+def test_posting_runs_hold_every_terms_postings_in_slot_order_for_every_version(sizes, seed):
+    """A write's postings are one run (`bm25/arena.py` `PostingRuns`), merged with the runs before it while those are
+    small: every term's first n postings are what it was given, in order, for the n of every earlier version too, and
+    only about log2(postings) runs stay."""
+    from retrieval.bm25.arena import PostingRuns
+
+    rng = np.random.default_rng(seed)
+    runs = PostingRuns()
+    given_: dict[int, list[tuple[int, float]]] = {}
+    versions: list[dict[int, int]] = []
+    slot = 0
+    for size in sizes:
+        t = rng.integers(0, 12, size).astype(np.int32)
+        d = np.arange(slot, slot + size, dtype=np.int32)
+        f = rng.integers(1, 5, size).astype(np.float32)
+        slot += size
+        runs.append(t, d, f)
+        for term, s, tf in zip(t.tolist(), d.tolist(), f.tolist()):
+            given_.setdefault(term, []).append((s, tf))
+        versions.append({term: len(p) for term, p in given_.items()})
+        assert len(runs.runs) <= 1 + math.log2(runs.postings())
+    for plen in [*versions[::-1], *versions]:  # newest first, then oldest first: joins of more and of fewer runs
+        for term, n in plen.items():
+            docs, tfs = runs.get(term, n)
+            assert list(zip(docs.tolist(), tfs.tolist())) == given_[term][:n]
+
+
+@settings(max_examples=30, deadline=None)
+@given(batches=st.lists(st.lists(st.tuples(st.integers(0, 30), doc_text), min_size=1, max_size=12), min_size=1,
+                        max_size=25),
+       query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4))
+def test_every_version_kept_through_many_writes_scores_as_the_reference(batches, query):
+    """Writes of many sizes (their posting runs merged as they come): each version taken along the way still gives
+    exactly the reference scores of the documents it held, after every later write."""
+    idx, corpus, kept = BM25Index(), {}, []
+    q = " ".join(query)
+    for batch in batches:
+        idx.add_documents([(f"d{k}", text) for k, text in batch])
+        corpus.update((f"d{k}", text) for k, text in batch)
+        kept.append((idx.snapshot(), dict(corpus)))
+    for snap, docs in kept:
+        ref = reference_scores(docs, q)
+        got = snap.search(q, top_k=100)
+        assert [i for i, _ in got] == sorted(ref, key=lambda i: (-ref[i], i))
+        assert [s for _, s in got] == pytest.approx([ref[i] for i, _ in got], rel=1e-9)
+        assert snap.scores_for(q, list(ref)) == dict(got)

@@ -91,6 +91,53 @@ def test_a_delete_after_kept_threads_rewrites_the_follower(tmp_path, thread_read
 
 
 
+def test_a_writer_knows_which_ids_are_stored_only_while_no_other_writer_committed(tmp_path, monkeypatch):
+    """The writer answers "which of my ids are stored, and in which thread?" from the ids it keeps (no scan for
+    the batch's ids) while the table is at the version its own last commit made; after another writer's commit it
+    reads them from the table again, and so finds a turn that writer stored in another thread."""
+    learned: list[tuple[ThreadCache, int]] = []
+    id_scans: list[str] = []
+    learn, scan = ThreadCache.learn_ids, threads._scan
+
+    def counted_learn(self, ids, keys):
+        learned.append((self, len(ids)))
+        learn(self, ids, keys)
+
+    def counted_scan(tbl, where):
+        if "id IN" in where:
+            id_scans.append(where)
+        return scan(tbl, where)
+
+    monkeypatch.setattr(ThreadCache, "learn_ids", counted_learn)
+    monkeypatch.setattr(threads, "_scan", counted_scan)
+    uri = tmp_path / "s"
+    mine, theirs = ws_at(uri, W1), ws_at(uri, W1)
+    mine.ingest([turn("a0", "Did you adopt the greyhound?", 0)])
+    mine.ingest([turn("a1", "Yes, last Tuesday!", 1)])
+    mine.ingest([turn("a2", "What colour is the lead?", 2)])
+    learned.clear()
+    mine.ingest([turn("a3", "Red", 3)])
+    assert (learned, id_scans) == ([], [])  # known from my own commits: no scan for the ids
+    theirs.ingest([turn("x0", "Where is the invoice?", 0, "s9"), turn("x1", "In the blue folder", 1, "s9"),
+                   turn("x2", "Thanks", 2, "s9")])
+    mine.ingest([turn("x1", "Whippet", 4)])  # their turn moved into my thread: its old thread's follower changes
+    # theirs read the 4 ids stored before its write; mine, after it, the 7 (the table moved past my last commit)
+    assert [n for c, n in learned] == [4, 7] and learned[1][0] is mine.store.writes.threads
+    assert {t.id: t.context for t in mine.store.get(["x1", "x2"])} == {"x1": "Red", "x2": "Where is the invoice?"}
+    assert mine.store.writes.threads.ids is not None and mine.store.writes.threads.ids["x1"] == ("user", "u1", "s1")
+    assert [i for i, _ in mine.bm25.search("invoice", top_k=5, scopes=[U1])] == ["x0", "x2"]
+
+
+def test_a_writer_keeps_no_ids_of_a_table_past_its_bound(tmp_path):
+    ws = ws_at(tmp_path / "s", W1)
+    ws.store.writes.threads = ThreadCache(max_rows=2)
+    ws.ingest([turn("t0", "Did you adopt the greyhound?", 0), turn("t1", "Yes, last Tuesday!", 1)])
+    ws.ingest([turn("t2", "What colour is the lead?", 2)])
+    assert ws.store.writes.threads.ids is None  # 2 rows stored before the write: read; 3 after it: none kept
+    ws.ingest([turn("t1", "No, the whippet", 1, "s2")])  # a move, found by the scan for the batch's ids
+    assert [t.context for t in ws.store.get(["t1", "t2"])] == [None, "Did you adopt the greyhound?"]
+
+
 WORDS = ["greyhound", "invoice", "folder", "lead", "blue", "tuesday", "whippet", "colour", "red", "bye", "adopt",
          "thanks"]
 

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from retrieval.bm25.arena import PostingRuns
 from retrieval.types import Scope
 
 STATISTICS = ("store", "scope")  # N/df/avgdl over every document (the seed's) | over the scopes a query reads
@@ -37,8 +38,8 @@ class ScopeDf:
     """df per term id over a fixed ascending array of live slots, counted on first use (an array-like
     for the plans: `len` is the vocabulary size, `[tid]` the count)."""
 
-    def __init__(self, post_docs: Sequence[np.ndarray], plen: np.ndarray, n_terms: int, slots: np.ndarray):
-        self._post_docs, self._plen, self._slots, self._n = post_docs, plen, slots, n_terms
+    def __init__(self, postings: PostingRuns, plen: np.ndarray, n_terms: int, slots: np.ndarray):
+        self._postings, self._plen, self._slots, self._n = postings, plen, slots, n_terms
         self._cache: dict[int, int] = {}
 
     def __len__(self) -> int:
@@ -55,7 +56,7 @@ class ScopeDf:
         n, slots = int(self._plen[tid]), self._slots
         if n == 0 or len(slots) == 0:
             return 0
-        docs = self._post_docs[tid][:n]  # ascending slots, dead ones included; `slots` holds live ones only
+        docs = self._postings.get(tid, n)[0]  # ascending slots, dead ones included; `slots` holds live ones only
         if n <= len(slots):
             pos = np.minimum(np.searchsorted(slots, docs), len(slots) - 1)
             return int(np.count_nonzero(slots[pos] == docs))

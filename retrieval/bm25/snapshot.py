@@ -68,7 +68,7 @@ class BM25Snapshot:
         codes = scope_codes(self._a.scopes, len(self._a.scope_list), scopes)
         slots = self.scope_slots(codes)
         total = float(np.sum(self._a.doc_len[slots], dtype=np.float64)) if len(slots) else 0.0
-        df = ScopeDf(self._a.post_docs, self._plen, len(self._df), slots)
+        df = ScopeDf(self._a.postings, self._plen, len(self._df), slots)
         return BM25Snapshot(self._a, self.k1, self.b, self.tokenizer, self._live, df,  # type: ignore[arg-type]
                             self._plen, len(slots), total, self.version, within=(scopes, codes))
 
@@ -314,10 +314,10 @@ def next_version(cur: BM25Snapshot, adds: Prepared, removes: Sequence[str]) -> t
         pend_t.append(tids)
         pend_d.append(np.full(len(tids), slot, np.int32))
         pend_f.append(tfs)
-    if pend_t:
-        a.append_postings(plen, np.concatenate(pend_t), np.concatenate(pend_d), np.concatenate(pend_f))
     nxt = BM25Snapshot(a, cur.k1, cur.b, cur.tokenizer, live[: len(a.ids)], df, plen, n_docs, total,
                        cur.version + 1)
+    if pend_t:  # last: postings once appended stay, so nothing may fail after them (plen is the version's own array)
+        a.append_postings(plen, np.concatenate(pend_t), np.concatenate(pend_d), np.concatenate(pend_f))
     if len(a.ids) - n_docs > max(4096, n_docs):  # mostly dead slots: move the live ones to a fresh arena
         nxt = build_snapshot(cur.k1, cur.b, cur.tokenizer, nxt.terms, nxt.live_rows(), nxt.version)
     return nxt, removed
@@ -330,8 +330,9 @@ def _encode(a: Arena, adds: Prepared) -> list[tuple[str, np.ndarray, np.ndarray,
     counters = [counts for counts, _ in adds.values()]
     terms = list(chain.from_iterable(counters))
     tids = list(map(a.vocab.get, terms))
-    for k in [k for k, t in enumerate(tids) if t is None]:
-        tids[k] = a.term_id(terms[k])
+    if None in tids:  # a scan in C, 4x faster than the loop below: a batch of known terms only skips the loop
+        for k in [k for k, t in enumerate(tids) if t is None]:
+            tids[k] = a.term_id(terms[k])
     flat_t = np.array(tids, dtype=TID)
     flat_f = np.fromiter(chain.from_iterable(c.values() for c in counters), dtype=TF, count=len(terms))
     ends = np.cumsum([len(c) for c in counters]).tolist()

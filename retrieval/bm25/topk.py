@@ -82,11 +82,11 @@ class TopK:
 
     def _saturated(self, tid: int, avgdl: float) -> tuple[np.ndarray, np.ndarray]:
         """(posting slots, saturated tf — 0 for dead slots) of term `tid` in this version, cached."""
-        a, n = self.p.arena, int(self.p.plen[tid])
-        docs = a.post_docs[tid][:n]
+        a = self.p.arena
+        docs, tfs = a.postings.get(tid, int(self.p.plen[tid]))
         sat = self._sat.get(tid)
         if sat is None:  # two readers may both compute it; the values are equal
-            sat = scoring.saturation(a.post_tf[tid][:n].astype(np.float64), a.doc_len[docs], avgdl, self.p.k1, self.p.b)
+            sat = scoring.saturation(tfs.astype(np.float64), a.doc_len[docs], avgdl, self.p.k1, self.p.b)
             sat = np.where(self.p.live[docs], sat, 0.0)
             if self._cache_sat:
                 self._sat[tid] = sat
@@ -144,12 +144,12 @@ class TopK:
         a = self.p.arena
         total = np.zeros(len(slots), dtype=np.float64)
         for tid, weight, n in terms:
-            docs = a.post_docs[tid][:n]
+            docs, tfs = a.postings.get(tid, n)
             pos = np.minimum(np.searchsorted(docs, slots), n - 1)
             hit = docs[pos] == slots
             p = pos[hit]
             sat = np.zeros(len(slots), dtype=np.float64)
-            sat[hit] = scoring.saturation(a.post_tf[tid][p].astype(np.float64), a.doc_len[slots[hit]], avgdl,
+            sat[hit] = scoring.saturation(tfs[p].astype(np.float64), a.doc_len[slots[hit]], avgdl,
                                           self.p.k1, self.p.b)
             total += weight * sat
         return total

@@ -19,7 +19,7 @@ import numpy as np
 from retrieval.store.context import (KEY_CONTEXT, ContextSetting, ThreadKey, Turn, by_thread, contexts,
                                      read_setting, thread_key, thread_order, thread_order_key)
 from retrieval.store.rows import from_row, ids_filter, missing_columns, sql_quote
-from retrieval.store.thread_cache import ThreadCache, as_stored
+from retrieval.store.thread_cache import ThreadCache
 from retrieval.types import MemoryTrace
 
 NAMES_PER_QUERY = 2_000
@@ -89,6 +89,7 @@ class Stored:
 
 
 STORED = tuple(f.name for f in fields(Stored))
+ID, POSITION, CREATED_AT, ACTIVE = (STORED.index(n) for n in ("id", "position", "created_at", "is_active"))
 
 
 def _stored(row: dict) -> Stored:
@@ -112,15 +113,21 @@ def _members(tbl: Any, names: Sequence[str], keys: set[ThreadKey]) -> list[Store
 def thread_rows(handle: Any, keys: Iterable[ThreadKey], ids: Sequence[str] = (),
                 cache: ThreadCache | None = None) -> tuple[list[Stored], set[ThreadKey], set[ThreadKey]]:
     """Every stored trace of the threads `keys` and of the threads the stored traces `ids` belong to (no vectors,
-    only what a context reads), the threads of those `ids`, and the threads taken from `cache` (those it holds at
-    the table's version). Usually one scan: the ids ride along."""
+    only what a context reads) except those of the threads `cache` holds at the table's version, the threads of
+    those `ids`, and the threads to take from `cache.threads` instead (those it holds: never copied or regrouped
+    here, a writer continuing its threads holds them all). Usually one scan: the ids ride along, or the cache knows
+    every stored id (no scan for them at all)."""
     tbl, keys = handle.table(), set(keys)
     if tbl is None or (not keys and not ids) or "thread" not in tbl.schema.names:
         return [], set(), set()
     held = cache.usable(handle) if cache is not None else {}
+    known = _known_ids(tbl, cache)
     fresh = {k for k in keys if k not in held}
     names = sorted({k[2] for k in fresh})
-    if len(names) <= NAMES_PER_QUERY and len(ids) <= NAMES_PER_QUERY:
+    if known is not None:  # which ids are stored, and where: the writer knows the table at this version
+        owned = {k for i in ids if (k := known.get(i)) is not None}
+        out = _members(tbl, names, fresh)
+    elif len(names) <= NAMES_PER_QUERY and len(ids) <= NAMES_PER_QUERY:
         where = [f"thread IN ({', '.join(sql_quote(n) for n in names)})"] if names else []
         got = _scan(tbl, " OR ".join(where + ([ids_filter(ids)] if ids else [])))
         wanted = set(ids)
@@ -131,9 +138,21 @@ def thread_rows(handle: Any, keys: Iterable[ThreadKey], ids: Sequence[str] = (),
         out = _members(tbl, names, fresh)
     extra = owned - keys  # a thread a stored id leaves (its followers there change)
     kept = {k for k in keys | extra if k in held}
-    out += [t for k in sorted(kept) for t in held[k]]
     fresh_extra = extra - kept
     return out + _members(tbl, sorted({k[2] for k in fresh_extra}), fresh_extra), owned, kept
+
+
+def _known_ids(tbl: Any, cache: ThreadCache | None) -> dict[str, ThreadKey | None] | None:
+    """Every stored id → its thread, as the writer's `cache` knows them at the table's version (call after
+    `usable`); read in one narrow scan when it does not yet and the table is small enough to keep them; None when
+    it cannot know (no cache, a large table, an id stored twice)."""
+    if cache is None or cache.version is None:
+        return None
+    if cache.ids is None and tbl.count_rows() <= cache.max_rows:
+        cols = tbl.search().select(["id", "scope", "scope_id", "thread"]).limit(None).to_arrow().to_pydict()
+        cache.learn_ids(cols["id"], [(a, b, c) if c is not None else None
+                                     for a, b, c in zip(cols["scope"], cols["scope_id"], cols["thread"])])
+    return cache.ids
 
 
 def rows_with_vectors(handle: Any, ids: Sequence[str]) -> list[tuple[MemoryTrace, np.ndarray]]:
@@ -166,70 +185,101 @@ def plan(handle: Any, batch: Sequence[MemoryTrace], removed: Iterable[str] = (),
         return Plan([_with(t, none) for t in batch])
     touched = set(keys) | {k for t in batch if (k := thread_key(t)) is not None}
     rows, owned, kept = thread_rows(handle, touched, [t.id for t in batch] + sorted(removed), cache)  # ids: left
-    new_ids = {t.id for t in batch}
-    stored = [t for t in rows if t.id not in new_ids and t.id not in removed]
-    computed: dict[str, tuple[str | None, str | None]] = {}
+    gone = {t.id for t in batch} | removed
+    olds = by_thread(t for t in rows if t.id not in gone)
+    held = cache.threads if cache is not None else {}
+    raw = {key: [r for r in held[key] if r[ID] not in gone] if key in owned else held[key]  # only a thread holding
+           for key in sorted(kept)}  # a stored id of the write can lose a trace to it
     appends = not removed and not owned and not setting.next  # no stored trace replaced or removed, none looks ahead
-    olds, news = by_thread(stored), by_thread(batch)
-    groups: dict[ThreadKey, list[Turn]] = {}  # each touched thread: its stored traces (as read), then its new ones
-    appended: dict[ThreadKey, int] = {}  # a kept thread only added to, and how many new traces it gained
-    moved: set[str] = set()
-    for key in dict.fromkeys([*olds, *news]):
-        old, added = olds.get(key, []), news.get(key, [])
-        groups[key] = [*old, *added]
-        got = _appended(old, added, setting) if appends and key in kept else None
-        if got is not None:  # a kept thread holds the contexts its last write computed; turns after it change none
-            computed.update(got)
-            appended[key] = len(added)
-            continue
-        computed.update(contexts(groups[key], setting))
-        moved.update(t.id for t in old if computed[t.id] != (t.context, t.context_sides))
-    out = Plan([_with(t, computed.get(t.id, none)) for t in batch])
-    order = {t.id: i for i, t in reversed(list(enumerate(stored)))} if moved else {}  # followers as threads were read
-    for t, vec in sorted(rows_with_vectors(handle, sorted(moved)), key=lambda tv: order[tv[0].id]):
-        new = _with(t, computed.get(t.id, none))
+    w = _Written(setting)
+    for key, added in _by_key(olds, raw, by_thread(batch)):
+        if key not in raw:
+            w.thread(key, olds.get(key, []), added)
+        elif not (appends and w.appended(key, raw[key], added)):  # a held thread only added to: its new turns only
+            w.thread(key, [Stored(*r) for r in raw[key]], added)
+    out = Plan([_with(t, w.computed.get(t.id, none)) for t in batch])
+    order = {t.id: i for i, t in reversed(list(enumerate(w.read)))} if w.moved else {}  # followers as threads were read
+    for t, vec in sorted(rows_with_vectors(handle, sorted(w.moved)), key=lambda tv: order[tv[0].id]):
+        new = _with(t, w.computed.get(t.id, none))
         if new is t:
             continue
         out.followers.append(new)
         if new.text_for("dense") == t.text_for("dense"):
             out.vectors[t.id] = vec  # no re-embedding for these
     if cache is not None:
-        out.after = _after(touched | owned, groups, appended, out)
+        out.after = w.after(touched | owned, out)
     return out
 
 
-def _appended(old: Sequence[Turn], new: Sequence[Turn], setting: ContextSetting) -> dict | None:
-    """The contexts of a kept thread's `new` traces when they all come after its `old` ones (held in thread order,
-    `ThreadCache`), read from the last `window` active old ones alone (a window looks only back here); None when
-    some new trace does not come after them all (or there is none)."""
-    if not new or old and min(map(thread_order_key, new)) <= thread_order_key(old[-1]):
-        return None
-    tail: list[Turn] = []
-    for t in reversed(old):
-        if len(tail) == setting.window:
-            break
-        if t.is_active:
-            tail.append(t)
-    return contexts([*tail[::-1], *new], setting, only={t.id for t in new})
+def _by_key(olds: dict[ThreadKey, Any], raw: dict[ThreadKey, Any], news: dict[ThreadKey, list[MemoryTrace]]):
+    """Every thread a write touches (read, held or written to), with its new traces."""
+    return [(key, news.get(key, [])) for key in dict.fromkeys([*olds, *raw, *news])]
 
 
-def _after(keys: set[ThreadKey], groups: dict[ThreadKey, list[Turn]], appended: dict[ThreadKey, int],
-           p: Plan) -> dict[ThreadKey, list[Any]]:
-    """The threads `keys` as the write `p` leaves them, each in thread order (for the writer's `ThreadCache`):
-    `groups` holds each thread's stored traces the write keeps, then its new ones; written ones as `p` writes
-    them. An `appended` thread's stored traces were held in order and its new ones (that many, at the end of its
-    group) come after them all."""
-    written = {t.id: t for t in p.batch}
-    written.update((t.id, t) for t in p.followers)
-    after: dict[ThreadKey, list[Any]] = {k: [] for k in keys}
-    for key, group in groups.items():
-        k = appended.get(key)
-        if k:
-            added = [as_stored(written[t.id], Stored) for t in thread_order(group[-k:])]
-            after[key] = [*group[:len(group) - k], *added]
-        else:
-            after[key] = thread_order(as_stored(written[t.id], Stored) if t.id in written else t for t in group)
-    return after
+class _Written:
+    """The contexts of one write, thread by thread: every trace's (`computed`), the stored traces whose context
+    changes (`moved`), and what each thread holds after the write (`after`, for the writer's `ThreadCache`)."""
+
+    def __init__(self, setting: ContextSetting):
+        self.setting = setting
+        self.computed: dict[str, tuple[str | None, str | None]] = {}
+        self.moved: set[str] = set()
+        self.read: list[Stored] = []  # the stored traces of every thread recomputed whole, as read
+        self.groups: dict[ThreadKey, list[Any]] = {}  # each such thread: its stored traces, then its new ones
+        self.appends: dict[ThreadKey, tuple[list[tuple], list[MemoryTrace]]] = {}  # a held thread only added to
+
+    def thread(self, key: ThreadKey, old: list[Stored], added: list[MemoryTrace]) -> None:
+        """Every context of the thread recomputed."""
+        group = self.groups[key] = [*old, *added]
+        self.read += old
+        self.computed.update(contexts(group, self.setting))
+        self.moved.update(t.id for t in old if self.computed[t.id] != (t.context, t.context_sides))
+
+    def appended(self, key: ThreadKey, old: list[tuple], new: list[MemoryTrace]) -> bool:
+        """The contexts of a held thread's `new` traces when they all come after its `old` rows (held in thread
+        order, `ThreadCache`), read from the last `window` active old ones alone (a window looks only back here):
+        a held thread holds the contexts its last write computed, and turns after it change none. False when some
+        new trace does not come after them all (or there is none)."""
+        if not new or old and min(map(thread_order_key, new)) <= _row_order(old[-1]):
+            return False
+        tail: list[Turn] = []
+        for r in reversed(old):
+            if len(tail) == self.setting.window:
+                break
+            if r[ACTIVE]:
+                tail.append(Stored(*r))
+        self.computed.update(contexts([*tail[::-1], *new], self.setting, only={t.id for t in new}))
+        self.appends[key] = (old, new)
+        return True
+
+    def after(self, keys: set[ThreadKey], p: Plan) -> dict[ThreadKey, list[tuple]]:
+        """The threads `keys` as the write `p` leaves them, each in thread order, as rows (`as_row`); written
+        traces as `p` writes them."""
+        written = {t.id: t for t in p.batch}
+        written.update((t.id, t) for t in p.followers)
+        out: dict[ThreadKey, list[tuple]] = {k: [] for k in keys}
+        for key, (old, new) in self.appends.items():
+            out[key] = [*old, *(as_row(written[t.id]) for t in thread_order(new))]
+        for key, group in self.groups.items():
+            out[key] = sorted((as_row(written[t.id]) if t.id in written else _row(t) for t in group), key=_row_order)
+        return out
+
+
+def as_row(t: MemoryTrace) -> tuple:
+    """A trace as the table will hold it (creation time in UTC), as a row of `Stored`'s fields: the form a writer's
+    `ThreadCache` holds its threads in — a plain tuple of strings, numbers and a datetime, which the collector
+    stops walking (a kept `Stored` object it would walk on every full collection)."""
+    return (t.id, t.content, t.scope, t.scope_id, t.thread, t.position, t.created_at.astimezone(UTC), t.is_active,
+            t.context, t.context_sides)
+
+
+def _row(t: Any) -> tuple:
+    return tuple(getattr(t, name) for name in STORED)
+
+
+def _row_order(r: tuple) -> tuple[bool, int, datetime, str]:
+    """`context.thread_order_key` of a row."""
+    return (r[POSITION] is None, r[POSITION] or 0, r[CREATED_AT], r[ID])
 
 
 def recorded(handle: Any) -> str | None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from retrieval.store.ann import ANN_MIN_ROWS, AnnIndex
+from retrieval.store.context import ThreadKey, thread_key
 from retrieval.store.row_cache import OVERLAY_MAX
 from retrieval.store.identity import StoreIdentity, check_embedder, read_identity, write_identity
 from retrieval.store.rows import ids_filter, to_row
@@ -94,7 +95,7 @@ class StoreWrites:
                 res = tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(rows)
                 change["upserts"] = rows
                 self.last_commit = int(getattr(res, "version", 0) or tbl.version)
-            self.threads.committed(p.after, self.last_commit)
+            self.threads.committed(p.after, self.last_commit, written(p))
             self.last_add_report.written = len(batch)
             self.last_add_report.traces = p.batch + p.followers
             if read_identity(tbl).embedder is None:  # a store from before identities: record it now
@@ -176,7 +177,7 @@ class StoreWrites:
                 if int(tbl.version) == before:  # nothing matched, nothing committed
                     return 0
                 self.last_commit = int(tbl.version)
-                self.threads.committed(p.after, self.last_commit)
+                self.threads.committed(p.after, self.last_commit, written(p), removed=ids)
                 self.last_recontexted = p.followers
                 # counted from the commit itself (the row counts Lance records per version), never from a view
                 # that another writer's commit may have made stale; the followers a merge rewrote keep their
@@ -218,8 +219,13 @@ class StoreWrites:
             tbl.merge_insert("id").when_matched_update_all().execute(rows)
             change["upserts"] = rows
             self.last_commit = int(tbl.version)
-        self.threads.committed(p.after, self.last_commit)
+        self.threads.committed(p.after, self.last_commit, written(p))
         self.last_recontexted = p.followers
+
+
+def written(p: Plan) -> list[tuple[str, ThreadKey | None]]:
+    """Every id a plan's commit stores, with its thread (the writer's `ThreadCache` keeps its stored ids in step)."""
+    return [(t.id, thread_key(t)) for t in p.batch + p.followers]
 
 
 def rows_removed_by(tbl, version: int) -> int:
