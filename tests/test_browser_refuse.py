@@ -14,7 +14,7 @@ from urllib.parse import unquote
 import pytest
 
 from apphelpers import served_demo
-from waits import settled
+from waits import pump_until, settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.integration]
 
@@ -175,16 +175,6 @@ def test_adaptive_weights_refuse_live_as_the_library_adapts(browser, served):
     page.locator(".rf-status", has_text="The saved setting.").wait_for()
     assert same_scored(final_scored(page), want) and page.locator(ERRORS).count() == 0
     page.close()
-
-
-def pump_until(page, predicate, what: str, timeout_ms: int = 30_000) -> None:
-    """Poll `predicate` (state kept by Playwright's route handlers, which run only while Playwright is called) until
-    it holds; fail naming `what`."""
-    for _ in range(timeout_ms // 20):
-        if predicate():
-            return
-        page.wait_for_timeout(20)  # sleep-ok: the poll interval of a deadline wait that lets the handlers run
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_commits_then_a_click_before_the_server_answers_end_on_the_last_commit(browser, served):

@@ -55,4 +55,4 @@ def test_the_marked_sleeps_left_are_the_known_ones():
                     if SLEEP.search(line) and MARK.search(line))
     assert [f for f, _ in marked] == ["tests/fake_llm_server.py", "tests/many_writers_worker.py",
                                       "tests/test_cache.py", "tests/test_crash.py", "tests/test_crash.py",
-                                      "tests/waits.py", "ui/serve.py"]
+                                      "tests/waits.py", "tests/waits.py", "ui/serve.py"]

@@ -31,3 +31,13 @@ def stage_table_listening(page) -> None:
     into view and wait for the listener's mark on <html>."""
     page.locator("table.rt-stages").first.scroll_into_view_if_needed()
     page.wait_for_function("() => Number(document.documentElement.dataset.rtTableEvents || 0) > 0")
+
+
+def pump_until(page, predicate, what: str, timeout_ms: int = 30_000) -> None:
+    """Poll `predicate` (state kept by Playwright's route handlers, which run only while Playwright is called) until
+    it holds; fail naming `what`."""
+    for _ in range(timeout_ms // 20):
+        if predicate():
+            return
+        page.wait_for_timeout(20)  # sleep-ok: the poll interval of a deadline wait that lets the handlers run
+    raise AssertionError(f"timed out waiting for {what}")
