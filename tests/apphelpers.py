@@ -27,14 +27,13 @@ def demo_app_env(tmp_path_factory, name: str):
 
 def served_demo(tmp_path_factory, name: str):
     """The demo store built with the hashing embedder and served by a real app (browser tests); yields (url, db)."""
-    from ui.serve import start_app
+    from ui.serve import start_app, stop_app
 
     db = tmp_path_factory.mktemp(name) / "db"
     copy_demo(str(db))
     proc, url = start_app(db, embedder="hashing")
     yield url, db
-    proc.terminate()
-    proc.wait(timeout=20)
+    stop_app(proc)
 
 
 def open_page(path: str | None, timeout: float, user: dict | None = None, **params) -> AppTest:

@@ -12,7 +12,7 @@ from retrieval.ingest.demo import load_examples
 def test_opening_an_example_link_logs_no_widget_state_warning(browser, tmp_path):
     from urllib.parse import urlencode
 
-    from ui.serve import start_app
+    from ui.serve import start_app, stop_app
 
     db, log = tmp_path / "db", tmp_path / "streamlit.log"
     copy_demo(str(db))
@@ -25,8 +25,7 @@ def test_opening_an_example_link_logs_no_widget_state_warning(browser, tmp_path)
         page.get_by_text("Why is it here?").first.wait_for()
         assert page.locator("[data-testid=stException]").count() == 0
     finally:
-        proc.terminate()
-        proc.wait(timeout=120)  # a ceiling: at load 18 the server took over 20 s to stop
+        stop_app(proc)
     text = log.read_text()
     assert "Uvicorn server started" in text or "You can now view" in text  # the log is the server's
     assert "Session State API" not in text, text[-3000:]

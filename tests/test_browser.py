@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from demostore import copy_demo
-from ui.serve import ROOT, free_port, start_app
+from ui.serve import ROOT, free_port, start_app, stop_app
 from waits import painted, stage_table_listening, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.integration]
@@ -29,8 +29,7 @@ def app_url(tmp_path_factory):
     copy_demo(str(db))
     proc, url = start_app(db, embedder="hashing")
     yield url
-    proc.terminate()
-    proc.wait(timeout=20)
+    stop_app(proc)
 
 
 def wait_text(page, text: str, timeout: int = 90_000):

@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 import pytest
 
 from demostore import copy_demo
-from ui.serve import start_app
+from ui.serve import start_app, stop_app
 
 HEADER = "X-Forwarded-Email"
 POLICY = '[users."maya@example.com"]\nscopes = ["user:maya"]\n'
@@ -29,8 +29,7 @@ def app_url(tmp_path_factory):
                           env={"RETRIEVAL_AUTH": "proxy", "RETRIEVAL_POLICY": str(root / "access.toml"),
                                "RETRIEVAL_MODE": None})
     yield url
-    proc.terminate()
-    proc.wait(timeout=20)
+    stop_app(proc)
 
 
 def as_user(browser, email: str | None):

@@ -12,7 +12,7 @@ from urllib.parse import urlencode, urljoin, urlsplit
 
 import pytest
 
-from ui.serve import start_app
+from ui.serve import start_app, stop_app
 from waits import painted, settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.integration]
@@ -99,8 +99,7 @@ def hostile_app(tmp_path_factory):
     proc, url = start_app(db, embedder="hashing", log=root / "streamlit.log", env={"RETRIEVAL_MODE": None,
                                                                                   "RETRIEVAL_AUTH": None})
     yield url, images, traces
-    proc.terminate()
-    proc.wait(timeout=20)
+    stop_app(proc)
     images.close()
 
 

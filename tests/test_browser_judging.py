@@ -7,7 +7,7 @@ import json
 
 import pytest
 from apphelpers import load_script
-from ui.serve import start_app
+from ui.serve import start_app, stop_app
 from waits import painted
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.integration]
@@ -47,5 +47,4 @@ def test_two_raters_judge_the_same_case_agreement_and_export(browser, tmp_path, 
         assert {r["grade"] for r in rows if r["rater"] == "alice"} == {3}
         (artifacts / "judge-steps-ms.json").write_text(json.dumps(sorted(round(s) for s in steps)))
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        stop_app(proc)

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from demostore import copy_demo
-from ui.serve import start_app
+from ui.serve import start_app, stop_app
 from waits import rerun_after
 
 from retrieval.history import pin
@@ -63,4 +63,4 @@ def test_import_a_log_then_inspect_a_logged_query_as_of_its_time(browser, tmp_pa
         page.screenshot(path=str(artifacts / "log-fail.png"), full_page=True)
         raise
     finally:
-        proc.terminate()
+        stop_app(proc)

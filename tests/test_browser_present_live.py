@@ -19,14 +19,13 @@ PV = ".pv"
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     from demostore import copy_demo
-    from ui.serve import start_app
+    from ui.serve import start_app, stop_app
 
     db = tmp_path_factory.mktemp("present_live") / "db"
     copy_demo(db, "minilm")
     proc, url = start_app(db, embedder="minilm")
     yield url, db
-    proc.terminate()
-    proc.wait(timeout=20)
+    stop_app(proc)
 
 
 def library_rank(db, dense: float) -> int:

@@ -7,7 +7,7 @@ import json
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from demostore import copy_demo
-from ui.serve import start_app
+from ui.serve import start_app, stop_app
 from waits import rerun_after, settled
 
 from retrieval.ingest.demo import JUDGMENTS
@@ -112,8 +112,7 @@ def test_snapshots_in_a_real_browser(browser, tmp_path, artifacts):
         new = {t: g for t, g in after.items() if t not in before}
         assert list(new.values()) == [3, 3, 3]
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        stop_app(proc)
 
     proc, url = start_app(db, embedder="hashing")  # a restart: nothing in memory survives
     try:
@@ -136,5 +135,4 @@ def test_snapshots_in_a_real_browser(browser, tmp_path, artifacts):
         from urllib.parse import parse_qs, urlparse  # the knobs are inside the link's one settings field
         assert "dense_weight=1.0," in parse_qs(urlparse(page.url).query)["i_settings"][0]
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        stop_app(proc)

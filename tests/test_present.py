@@ -230,14 +230,13 @@ def test_home_with_present_1_switches_to_presenter_mode(demo_env, no_llm):
 def served(tmp_path_factory):
     """The app on the demo store built with the real MiniLM embedder."""
     from demostore import copy_demo
-    from ui.serve import start_app
+    from ui.serve import start_app, stop_app
 
     db = tmp_path_factory.mktemp("present-browser") / "db"
     copy_demo(db, "minilm")
     proc, url = start_app(db)
     yield url
-    proc.terminate()
-    proc.wait(timeout=20)
+    stop_app(proc)
 
 
 @pytest.mark.browser

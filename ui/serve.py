@@ -62,6 +62,19 @@ def start_app(db: Path, embedder: str = "minilm", *, env: dict[str, str] | None 
     raise RuntimeError(f"streamlit did not start: {log.read_text()[-2000:]}")
 
 
+def stop_app(proc: subprocess.Popen, grace_s: float = 60.0) -> None:
+    """Stop a server `start_app` started: SIGTERM, then SIGKILL if it has not exited within `grace_s` (on a loaded
+    machine Streamlit has taken over 30 s to stop; a test's teardown must not fail on that)."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
 def wait_healthy(url: str, proc: subprocess.Popen, timeout_s: float) -> bool:
     deadline = time.time() + timeout_s
     while time.time() < deadline and proc.poll() is None:
