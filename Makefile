@@ -83,7 +83,8 @@ lint: $(VENV)/.installed-test
 # One worker per core (`-n auto`), each test file whole on one worker (`--dist loadfile`: a file's module fixtures,
 # e.g. its served app, are built once), the longest files first (tests/durations.json, by scripts/test_durations.py;
 # `--no-loadscope-reorder` keeps that order rather than xdist's by test count, so short files fill the end).
-# `CI=true make test` on 2 cores with nothing else running: pytest 11 min 08 s.
+# `CI=true make test` on 2 cores with nothing else running: pytest 9 min 45 s (`-n 3` there: 10 min 16 s); beside 4 CPU
+# burners (load 5-12): 30 min 34 s.
 test: lint chromium nodejs install-ray
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n auto --dist loadfile --no-loadscope-reorder
 
