@@ -3,7 +3,9 @@ listing it) run with hostile values in each of its arguments: exit code 0 or 2, 
 failure exactly one `error:` line. `RETRIEVAL_TRACEBACK=1` makes a bug raise here instead of hiding as a line.
 
 Bounded: every argument gets the values that matter most to it plus a rotating share of the rest, in-process
-on one small demo store (hashing embedder), run from a directory deep inside tmp so `../..` stays in tmp."""
+on one small demo store (hashing embedder), run from a directory deep inside tmp so `../..` stays in tmp. An
+`s3://` value reaches moto's S3 on 127.0.0.1 (its bucket exists, its store does not): an endpoint that answers
+nothing costs LanceDB's connect 2.5-5 s of retries, paid once below rather than by every command."""
 from __future__ import annotations
 
 import argparse
@@ -11,6 +13,7 @@ import argparse
 import pytest
 
 from cligen import build_store, commands, run, sample_argv
+from s3server import moto_s3
 
 SECRET = "s3cr3tKEY"
 HOSTILE = ["", " ", "0", "-1", str(10**30), "nan", "inf", "../..", "a\x00b", "\ud800", "x" * 5000,
@@ -73,6 +76,21 @@ def _replace(command: str, argv: list[str], parser: argparse.ArgumentParser, des
 
 
 @pytest.fixture(scope="module")
+def s3_endpoint():
+    with moto_s3("bucket") as url:  # the bucket the hostile `s3://…@bucket/x` value names
+        yield url
+
+
+def _hostile_env(monkeypatch, endpoint: str) -> None:
+    for k, v in {"RETRIEVAL_TRACEBACK": "1", "AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "x",
+                 "AWS_SECRET_ACCESS_KEY": "y", "AWS_REGION": "us-east-1", "HF_HUB_OFFLINE": "1"}.items():
+        monkeypatch.setenv(k, v)
+    for k in ("RETRIEVAL_MODE", "RETRIEVAL_AUTH", "RETRIEVAL_POLICY", "RETRIEVAL_USER", "RETRIEVAL_DB",
+              "LANCEDB_STORAGE_OPTIONS"):
+        monkeypatch.delenv(k, raising=False)
+
+
+@pytest.fixture(scope="module")
 def fuzzed(tmp_path_factory):
     root = tmp_path_factory.mktemp("fuzz")
     db, files = build_store(root)
@@ -96,14 +114,10 @@ def test_the_commands_together_try_every_hostile_value_of_every_shared_store_fla
 
 
 @pytest.mark.parametrize("command", sorted(commands()))
-def test_every_command_with_hostile_arguments_fails_in_one_line(fuzzed, monkeypatch, command):
+def test_every_command_with_hostile_arguments_fails_in_one_line(fuzzed, s3_endpoint, monkeypatch, command):
     db, files, deep = fuzzed
     monkeypatch.chdir(deep)
-    for k, v in {"RETRIEVAL_TRACEBACK": "1", "AWS_ENDPOINT_URL": "http://127.0.0.1:1", "AWS_ACCESS_KEY_ID": "x",
-                 "AWS_SECRET_ACCESS_KEY": "y", "AWS_REGION": "us-east-1", "HF_HUB_OFFLINE": "1"}.items():
-        monkeypatch.setenv(k, v)
-    for k in ("RETRIEVAL_MODE", "RETRIEVAL_AUTH", "RETRIEVAL_POLICY", "RETRIEVAL_USER", "RETRIEVAL_DB"):
-        monkeypatch.delenv(k, raising=False)
+    _hostile_env(monkeypatch, s3_endpoint)
     parser = commands()[command]
     base = sample_argv(command, parser, db, files) + FAST.get(command, [])
     tried = 0
@@ -120,3 +134,13 @@ def test_every_command_with_hostile_arguments_fails_in_one_line(fuzzed, monkeypa
             assert len(out.error_lines) == 1, shown
         assert SECRET not in out.out + out.err, shown
     assert tried > 0
+
+
+def test_an_s3_store_whose_endpoint_answers_nothing_fails_in_one_line_without_its_secret(fuzzed, monkeypatch):
+    """The fuzz's `s3://` values reach a live (fake) S3; this is the endpoint that refuses every connection."""
+    _, _, deep = fuzzed
+    monkeypatch.chdir(deep)
+    _hostile_env(monkeypatch, "http://127.0.0.1:1")
+    out = run(["status", "--db", f"s3://AKIA:{SECRET}@bucket/x"])
+    assert out.rc == 2 and len(out.error_lines) == 1, out.err[-800:]
+    assert SECRET not in out.out + out.err
