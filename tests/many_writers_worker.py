@@ -1,6 +1,7 @@
 """One process of tests/test_many_writers.py: a writer, a crashing writer, an agent's plain LanceDB code, a reader or
-the final checker. Run as `python tests/many_writers_worker.py ROLE URI START` with its own cwd, HOME and TMPDIR;
-prints one JSON line. Times are absolute (START + offsets), so the writers' commits race."""
+the final checker. Run as `python tests/many_writers_worker.py ROLE URI` with its own cwd, HOME and TMPDIR; a racer
+prints `ready` once its store is open and reads the agreed start (a Unix time) from stdin; every role ends by
+printing one JSON line. Times are absolute (start + offsets), so the writers' commits race."""
 from __future__ import annotations
 
 import json
@@ -36,7 +37,13 @@ def wait(start: float, offset: float) -> None:
         time.sleep(0.005)  # sleep-ok: spin to the agreed instant; the writers' race is the subject
 
 
-def writer(uri: str, start: float, k: int) -> dict:
+def ready() -> float:
+    """Tell the test this process is open and wait for the start every racer was given (no fixed head start)."""
+    print("ready", flush=True)
+    return float(sys.stdin.readline())
+
+
+def writer(uri: str, k: int) -> dict:
     """Three writers upsert the same ids in each round, each with its own text. In round 1 writer 1 deletes ids that
     writer 3 upserts at the same instant, writer 2 is killed (-9) right after its commit (before its facts and
     audit), and writer 3 then starts a large batch and is killed in the middle of it (nothing committed)."""
@@ -44,6 +51,7 @@ def writer(uri: str, start: float, k: int) -> dict:
 
     ws = workspace(uri)
     ws.bm25  # noqa: B018 - open before the race
+    start = ready()
     for r in range(ROUNDS):
         batch = [trace(f"s{r}-{i}", f"w{k} round {r} note {i}: I live in {CITIES[(i + k) % 7]}.",
                        "u1" if i % 3 else "u2", minutes=r) for i in range(SHARED)]
@@ -108,11 +116,13 @@ def agent(uri: str, start: float) -> dict:
     return {"role": "agent"}
 
 
-def reader(uri: str, start: float) -> dict:
+def reader(uri: str) -> dict:
     from retrieval.types import Scope
 
     ws = workspace(uri)
     ws.demo_mode = True  # a read-only server
+    ws.bm25  # noqa: B018 - open before the race
+    start = ready()
     n = failures = 0
     errors: list[str] = []
     while time.time() < start + GAP * ROUNDS + 2:
@@ -157,11 +167,11 @@ def check(uri: str) -> dict:
 
 
 def main() -> None:
-    role, uri, start = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    role, uri = sys.argv[1], sys.argv[2]
     if role.startswith("w"):
-        out = writer(uri, start, int(role[1:]))
+        out = writer(uri, int(role[1:]))
     else:
-        out = {"agent": agent, "reader": reader}[role](uri, start) if role != "check" else check(uri)
+        out = {"reader": reader, "check": check}[role](uri)
     print(json.dumps(out))
 
 

@@ -43,10 +43,19 @@ def _env(tmp: Path, extra: dict) -> dict:
             "HF_HUB_OFFLINE": "1"}
 
 
-def _run(role: str, uri: str, start: float, tmp: Path, extra: dict) -> subprocess.Popen:
+def _run(role: str, uri: str, tmp: Path, extra: dict) -> subprocess.Popen:
     tmp.mkdir(parents=True, exist_ok=True)
-    return subprocess.Popen([sys.executable, str(WORKER), role, uri, str(start)], cwd=tmp, env=_env(tmp, extra),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen([sys.executable, str(WORKER), role, uri], cwd=tmp, env=_env(tmp, extra),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _opened(role: str, proc: subprocess.Popen) -> None:
+    """Wait for the racer's `ready` line (its store open). Nothing else is written to its stdout until it is given
+    the start, so no output is left in this pipe's buffer for `communicate` to miss."""
+    while (line := proc.stdout.readline()) and line.strip() != "ready":
+        pass
+    if not line:
+        raise AssertionError(f"{role} exited before its store was open: {proc.communicate(timeout=60)[1][-2000:]}")
 
 
 def _out(proc: subprocess.Popen, timeout: float = 120) -> tuple[int, dict | None, str]:
@@ -61,8 +70,13 @@ def _race(uri: str, tmp_path: Path, extra: dict) -> dict:
     # the store exists before the race (creating a table is not what is raced here)
     _in_env(extra, lambda: Workspace(uri, embedder=HashingEmbedder(32)).ingest([MemoryTrace(
         id="seed", content="I live in Lisbon.", scope="user", scope_id="u1", created_at=NOW)], actor="setup"))
-    start = time.time() + 15  # every process imported and opened by then
-    procs = {r: _run(r, uri, start, tmp_path / r, extra) for r in ROLES}
+    procs = {r: _run(r, uri, tmp_path / r, extra) for r in ROLES}
+    for role, proc in procs.items():
+        _opened(role, proc)
+    start = time.time() + 0.5  # every racer is open: they all start from this instant
+    for proc in procs.values():
+        proc.stdin.write(f"{start}\n")
+        proc.stdin.flush()
     _in_env(extra, lambda: agent(uri, start))  # an agent's plain LanceDB calls, from this process
     return {r: _out(p) for r, p in procs.items()}
 
@@ -78,7 +92,7 @@ def _in_env(extra: dict, fn):
 
 
 def _check(uri: str, tmp: Path, extra: dict) -> dict:
-    rc, out, err = _out(_run("check", uri, 0, tmp, extra))
+    rc, out, err = _out(_run("check", uri, tmp, extra))
     assert rc == 0 and out is not None, err
     return out
 
