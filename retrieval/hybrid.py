@@ -26,7 +26,7 @@ from retrieval.pipeline.records import (ESC_EMPTY, ESC_FACTS, ESC_HYDE, ESC_MULT
                       ESC_SPLIT, ESC_TRUNCATED, STAGES, Explanation, RetrievalResult, frozen)
 from retrieval.pipeline.search import Hyde, Reranker, Services, StoreLookup, bm25_reader, search
 from retrieval.pipeline.adaptive import Strengths
-from retrieval.pipeline.settings import RetrievalSettings, check_knob, resolve_settings
+from retrieval.pipeline.settings import FUSION_PARAMS, RetrievalSettings, check_knob, resolve_settings
 from retrieval.pipeline.split import validate_threshold
 from retrieval.types import MemoryTrace, Mood, Scope
 
@@ -269,7 +269,7 @@ def _seed_overrides(seed: dict[str, Any]) -> dict[str, Any]:
 
 
 # The fusion knobs a retriever built from a settings value keeps for a call that switches preset or fusion.
-_FUSION_OVERRIDES = ("dense_weight", "sparse_weight", "rrf_k", "normalization", "rerank_weight", "adaptive")
+_FUSION_OVERRIDES = (*FUSION_PARAMS, "rerank_weight", "adaptive")
 
 
 def _check_one_source(settings: RetrievalSettings, given: dict[str, Any]) -> None:
