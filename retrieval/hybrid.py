@@ -12,9 +12,10 @@ from __future__ import annotations
 import copy
 import time
 from dataclasses import replace
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from retrieval.fusion import FusionStrategy
 from retrieval.pipeline.assemble import assemble
 from retrieval.pipeline.assemble import reweight as _reweight
 from retrieval.bm25.index import BM25Index
@@ -25,7 +26,7 @@ from retrieval.pipeline.records import (ESC_EMPTY, ESC_FACTS, ESC_HYDE, ESC_MULT
                       ESC_SPLIT, ESC_TRUNCATED, STAGES, Explanation, RetrievalResult, frozen)
 from retrieval.pipeline.search import Hyde, Reranker, Services, StoreLookup, bm25_reader, search
 from retrieval.pipeline.adaptive import Strengths
-from retrieval.pipeline.settings import RetrievalSettings, check_knob, resolve_settings
+from retrieval.pipeline.settings import FUSION_PARAMS, RetrievalSettings, check_knob, resolve_settings
 from retrieval.pipeline.split import validate_threshold
 from retrieval.types import MemoryTrace, Mood, Scope
 
@@ -48,11 +49,13 @@ class HybridRetriever:
                  split_ambiguous_threshold: float | None = None, default_dense_weight: float | None = None,
                  default_sparse_weight: float | None = None, default_rrf_k: float | None = None,
                  preset: str | Preset = HYBRID, rerank_weight: float | None = None, multi_query_llm=None,
-                 multi_query_n: int = 0, fusion: str | None = None, normalization: str | None = None,
+                 multi_query_n: int = 0, fusion: str | FusionStrategy | None = None,
+                 normalization: str | None = None,
                  writer=None, bm25_statistics: str | None = None, adaptive: bool | None = None,
                  adaptive_strengths: tuple[float, ...] | None = None, settings: RetrievalSettings | None = None):
         """Fusion defaults left as None come from the preset (agentos: 0.7/0.3, k 60 as in AgentOS;
-        hybrid: see retrieval.pipeline.presets). A value given here overrides the preset for every call.
+        hybrid: see retrieval.pipeline.presets). A value given here overrides the preset for every call; `fusion`
+        may be a `FusionStrategy` (its weights and parameters; a seed keyword beside it changes that knob of it).
         `writer` (a Workspace) makes `index`/`delete` go through its one write path. `bm25_statistics`
         (`store` | `scope`, None = the index's setting) is what a scoped query's BM25 is scored with;
         `scope` reads N, df and avgdl of the queried scope only (a visitor limited by a policy gets it)."""
@@ -81,9 +84,7 @@ class HybridRetriever:
             self.defaults = settings
         else:
             self.split_ambiguous_threshold = validate_threshold(split_ambiguous_threshold)
-            self._overrides = {"dense_weight": default_dense_weight, "sparse_weight": default_sparse_weight,
-                               "rrf_k": default_rrf_k, "rerank_weight": rerank_weight, "fusion": fusion,
-                               "normalization": normalization, "adaptive": adaptive}
+            self._overrides = _seed_overrides(seed)
             self.defaults = resolve_settings(self.preset, overrides=self._overrides,
                                              split_threshold=self.split_ambiguous_threshold)
         self.top_k = (self.defaults.recall_top_k, self.defaults.over_fetch_multiplier)
@@ -245,8 +246,30 @@ class HybridRetriever:
                          normalization=normalization, adaptive=adaptive)
 
 
+# The seed's constructor keywords (SPEC §6) that set a fusion knob, by the knob each sets: the one place they are
+# renamed (every other seed keyword is its knob's own name).
+SEED_FUSION_KEYWORDS = {"default_dense_weight": "dense_weight", "default_sparse_weight": "sparse_weight",
+                        "default_rrf_k": "rrf_k", "fusion": "fusion", "normalization": "normalization"}
+
+
+def names_fusion(kwargs: Mapping[str, Any]) -> bool:
+    """Whether `HybridRetriever(**kwargs)` is told its fusion: a settings value or any seed fusion keyword (what a
+    store's calibration must not be mixed with)."""
+    return any(kwargs.get(k) is not None for k in ("settings", *SEED_FUSION_KEYWORDS))
+
+
+def _seed_overrides(seed: dict[str, Any]) -> dict[str, Any]:
+    """The seed's constructor keywords as flat knobs (None: the preset's). A `FusionStrategy` given as `fusion` is
+    its own knobs, with a loose seed keyword beside it changing that knob (as `RetrievalSettings.with_`)."""
+    knobs = {SEED_FUSION_KEYWORDS.get(k, k): v for k, v in seed.items() if k != "split_ambiguous_threshold"}
+    strategy = knobs["fusion"]
+    if isinstance(strategy, FusionStrategy):
+        knobs = {**knobs, **strategy.knobs(), **{k: v for k, v in knobs.items() if v is not None and k != "fusion"}}
+    return knobs
+
+
 # The fusion knobs a retriever built from a settings value keeps for a call that switches preset or fusion.
-_FUSION_OVERRIDES = ("dense_weight", "sparse_weight", "rrf_k", "normalization", "rerank_weight", "adaptive")
+_FUSION_OVERRIDES = (*FUSION_PARAMS, "rerank_weight", "adaptive")
 
 
 def _check_one_source(settings: RetrievalSettings, given: dict[str, Any]) -> None:

@@ -32,6 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from retrieval.fusion import FusionStrategy, strategy_for  # noqa: E402
 from retrieval.pipeline.presets import AGENTOS_PRESET, HYBRID_PRESET  # noqa: E402
 from retrieval.cli.eval import open_clocked_set, open_eval_workspace  # noqa: E402
 from retrieval.eval.clock import CLOCK_HELP, clock_arg, make_clock  # noqa: E402
@@ -49,6 +50,12 @@ SINGLE_TODAY = (BM25_LABEL, "f. dense alone (cognitive score)")  # the single si
 
 def log(m: str) -> None:
     print(m, file=sys.stderr, flush=True)
+
+
+def grid_strategies(base: FusionStrategy) -> list[list[FusionStrategy]]:
+    """The grid around a variant's own fusion `base`, one row per dense weight (`FusionStrategy.balanced`: sparse =
+    1 − dense), one column per RRF k (a strategy without k keeps its own parameters, so its columns agree)."""
+    return [[strategy_for(base.knobs(), rrf_k=k).balanced(w) for k in KS] for w in WEIGHTS]
 
 
 def grid(spec: str, metric_name: str, cache_dir: str, clock=None) -> dict:
@@ -72,9 +79,9 @@ def grid(spec: str, metric_name: str, cache_dir: str, clock=None) -> dict:
         for q in queries:
             with sc.scoped(q.scope):
                 runs.append((q, r.retrieve(q.query, scope=q.scope, recall_top_k=10)))
-        out["grids"][label] = [[round(mean([metric(credited_ids(r.reweight(x, dense_weight=w, sparse_weight=1 - w,
-                                                                            rrf_k=k), "final"), q)
-                                            for q, x in runs]), 4) for k in KS] for w in WEIGHTS]
+        out["grids"][label] = [[round(mean([metric(credited_ids(r.reweight(x, x.diagnostics.settings.with_(fusion=f)),
+                                                                "final"), q) for q, x in runs]), 4) for f in row]
+                               for row in grid_strategies(r.retrieval_settings.strategy)]
         log(f"{label} {out['grids'][label]}")
     return out
 

@@ -48,6 +48,27 @@ def test_a_committed_setting_lands_in_the_sidebar_and_a_bad_one_is_refused():
     assert bad["i_refuse_note"].startswith("The live panel sent a setting the server refused: dense_weight=7.0")
 
 
+@pytest.mark.parametrize("fusion", FUSIONS)
+def test_the_write_back_is_generated_from_the_payloads_declared_knobs(fusion):
+    """Every knob the browser's setting holds (one declaration: `SETTING_KNOBS`, from the registered strategies'
+    parameters) lands in the sidebar's widget of that name, a whole-step slider's value as an int; nothing else."""
+    from retrieval.fusion import get_strategy
+    from retrieval.pipeline.browser import SETTING_KNOBS, browser_setting, controls
+    from retrieval.pipeline.settings import FUSION_PARAMS, RetrievalSettings
+    from ui.refuse import commit
+
+    sent = browser_setting(RetrievalSettings(fusion=get_strategy(fusion).from_knobs({"dense_weight": 0.35})))
+    assert set(sent) == set(SETTING_KNOBS) >= set(FUSION_PARAMS)
+    state: dict = {"i_refuse": {"commit": {**sent, "at": "1-1", "not_a_knob": 3}}}
+    commit("i_", "i_refuse", state)
+    assert {k: v for k, v in state.items() if k not in ("i_refuse", "i_refuse_applied")} == \
+        {f"i_{k}": v for k, v in sent.items()}
+    assert state["i_refuse_applied"] == "1-1" and state["i_dense_weight"] == 0.35
+    for name, control in controls().items():
+        assert isinstance(state[f"i_{name}"], int) == (control["kind"] == "int"), name
+    assert type(state["i_rrf_k"]) is int
+
+
 def test_a_panel_that_cannot_be_built_says_so_and_the_servers_table_stays(demo_env, monkeypatch):
     from ui import refuse
 

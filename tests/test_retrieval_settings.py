@@ -101,6 +101,26 @@ def test_hybrid_retriever_takes_the_value_and_the_seed_keywords_build_the_same_o
         HybridRetriever(store, settings=value, default_rrf_k=30, preset="agentos")
 
 
+def test_the_seed_adapter_takes_a_strategy_as_fusion_and_says_when_a_fusion_is_named(tmp_path):
+    from retrieval import HybridRetriever, MemoryStore
+    from retrieval.hybrid import SEED_FUSION_KEYWORDS, names_fusion
+
+    store = MemoryStore(str(tmp_path / "db"))
+    cal = RRF(k=20, weights=(0.3, 0.7))
+    r = HybridRetriever(store, fusion=cal)
+    assert r.retrieval_settings.strategy == cal and r.default_dense_weight == 0.3 and r.default_rrf_k == 20
+    # a seed keyword beside the strategy changes that knob of it
+    assert HybridRetriever(store, fusion=cal, default_dense_weight=0.9).retrieval_settings.strategy == \
+        RRF(k=20, weights=(0.9, 0.7))
+    assert HybridRetriever(store, fusion=Convex(normalization="minmax", weights=(0.2, 0.8))).defaults["fusion"] \
+        == "convex"
+    assert not names_fusion({"preset": "hybrid", "rerank_weight": 0.4, "fusion": None})
+    for keyword in (*SEED_FUSION_KEYWORDS, "settings"):
+        assert names_fusion({keyword: object()}), keyword
+    with pytest.raises(ValueError, match="give either settings= or fusion, not both"):
+        HybridRetriever(store, settings=RetrievalSettings(), fusion=cal)
+
+
 def test_the_config_parser_uses_the_value():
     cfg = PipelineConfig.for_preset("hybrid", fusion="dbsf", dense_weight=0.7, sparse_weight=0.3)
     assert cfg.retrieval_settings().fusion == DBSF(weights=(0.7, 0.3))

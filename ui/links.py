@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Mapping, Sequence
 
-from retrieval.pipeline.config import (CLASSIFIER_CHOICES, GENERATOR_CHOICES, KNOB_OF, LEGACY_NAMES,
-                                       RERANKER_CHOICES, PipelineConfig)
+from retrieval.pipeline.config import (CLASSIFIER_CHOICES, GENERATOR_CHOICES, LEGACY_NAMES, RERANKER_CHOICES,
+                                       PipelineConfig)
 from retrieval.fusion import FUSIONS, NORMALIZATIONS, FusionStrategy
 from retrieval.pipeline.presets import PRESETS, get_preset
 from retrieval.pipeline.settings import KNOBS, SETTINGS_KNOBS, SWITCHES, RetrievalSettings
@@ -87,7 +87,7 @@ class Field:
 
 def _numeric(name: str) -> Field:
     """A numeric config field's link rule, from the one rule table (`KNOBS`): the slider's range."""
-    knob = KNOBS[KNOB_OF[name]]
+    knob = KNOBS[name]
     lo, hi = knob.ui_range
     if name == "split_threshold":
         lo = 0.0  # the slider's 0 = off
@@ -111,7 +111,7 @@ FIELDS: dict[str, Field] = {
     "facts": Field("bool"),
     "classifier": Field("choice", CLASSIFIER_CHOICES),
     **{name: Field("bool") for name in SWITCHES},  # on/off knobs (`adaptive`); a link without one leaves it off
-    **{name: _numeric(name) for name in KNOB_OF},
+    **{name: _numeric(name) for name in KNOBS},
 }
 # View fields: the query, the scope, the explained id, the rank-flow depth and the store version.
 VIEW_FIELDS: dict[str, Field] = {"q": Field("text", max_len=MAX_QUERY), "id": Field("text"),
@@ -221,7 +221,7 @@ def _read_settings(param: str, raw: str, cfg: dict[str, Any], ignored: list[Igno
         ignored.append(Ignored(param, raw, str(exc)))
         return None
     for name, value in settings.config_fields().items():
-        if name in KNOB_OF:  # the value's own number, exactly: the slider shows it and makes the same value again
+        if name in KNOBS:  # the value's own number, exactly: the slider shows it and makes the same value again
             try:
                 value = FIELDS[name].check(value)
             except ValueError as exc:

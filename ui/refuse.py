@@ -20,14 +20,12 @@ from typing import Any
 
 import streamlit as st
 
-from retrieval.pipeline.browser import refuse_payload
-from retrieval.pipeline.settings import check_choice, check_knob
+from retrieval.pipeline.browser import committed, refuse_payload
 
 ASSETS = Path(__file__).resolve().parent / "refuse"
 NAME = "retrieval_inspector.refuse"
 LOADING = ("<div class='rf-loading'>Loading the live part of this page… If this stays, it could not load in this "
            "browser: the rest of the page (the sidebar, the server's tables) is the server's and still works.</div>")
-KNOBS = ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight", "recall_top_k")
 
 
 def _inline(name: str) -> str:
@@ -77,13 +75,12 @@ def commit(prefix: str, key: str, state: MutableMapping[str, Any] | None = None)
     if not isinstance(value, dict):
         return
     try:
-        new: dict[str, Any] = {n: check_knob(n, value[n]) for n in KNOBS if n in value}
-        new.update({n: check_choice(n, value[n]) for n in ("fusion", "normalization") if n in value})
+        new = committed(value)  # every knob the payload's setting declares, as the sidebar's widgets hold it
     except ValueError as exc:
         state_[f"{prefix}refuse_note"] = f"The live panel sent a setting the server refused: {exc}"
         return
     for name, v in new.items():
-        state_[f"{prefix}{name}"] = int(v) if name == "rrf_k" else v
+        state_[f"{prefix}{name}"] = v
     state_[f"{prefix}refuse_applied"] = value.get("at")  # sent back with the record: the browser knows it landed
 
 

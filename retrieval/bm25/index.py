@@ -21,7 +21,8 @@ from typing import Any
 
 from retrieval.bm25.persist import load_index, save_index
 from retrieval.bm25.scoped import check_statistics
-from retrieval.bm25.snapshot import BM25Snapshot, Prepared, build_snapshot, empty_snapshot, next_version
+from retrieval.bm25.snapshot import BM25Snapshot
+from retrieval.bm25.versions import Prepared, build_snapshot, empty_snapshot, next_version
 from retrieval.bm25.tokenizer import (STOPWORDS, TOKENIZER_VERSION, LineTokens, Tokenizer, default_tokenizer,
                                       normalize_text, reads_by_line, tokenizer_id)
 from retrieval.types import Scope

@@ -2,20 +2,19 @@
 
 The arena is shared by every version of one index: nothing a published version can read (postings
 below its lengths, slots below its slot count) is ever overwritten, so a version stays valid while
-writers build the next one. Scoring uses the one formula in `bm25/formula.py`.
+writers build the next one (`bm25/versions.py`). Scoring uses the one formula in `bm25/formula.py`.
 """
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from itertools import chain
 from typing import Any
 
 import numpy as np
 
 import retrieval.bm25.formula as scoring
 from retrieval.cache import BoundedCache
-from retrieval.bm25.arena import TF, TID, Arena
+from retrieval.bm25.arena import Arena
 from retrieval.bm25.scoped import ScopeDf, scope_codes
 from retrieval.bm25.topk import Postings, TopK
 from retrieval.bm25.tokenizer import Tokenizer
@@ -23,13 +22,6 @@ from retrieval.types import Scope
 
 _EMPTY_I = np.zeros(0, dtype=np.int64)
 SCOPED_VIEWS = 64  # scope sets whose statistics a version keeps (least recently used dropped)
-
-
-def _pad(arr: np.ndarray, n: int, fill=0) -> np.ndarray:
-    """A private copy of `arr` with exactly `n` entries (the next version's per-version array)."""
-    out = np.full(n, fill, dtype=arr.dtype)
-    out[: min(n, len(arr))] = arr[:n]
-    return out
 
 
 class BM25Snapshot:
@@ -84,9 +76,9 @@ class BM25Snapshot:
         return self._n_docs
 
     def __contains__(self, doc_id: object) -> bool:
-        return isinstance(doc_id, str) and self._slot_of(doc_id) is not None
+        return isinstance(doc_id, str) and self.slot_of(doc_id) is not None
 
-    def _slot_of(self, doc_id: str) -> int | None:
+    def slot_of(self, doc_id: str) -> int | None:
         a = self._a
         s = a.latest.get(doc_id)
         while s is not None and s >= self._n_slots:  # re-added after this version: walk back
@@ -95,6 +87,16 @@ class BM25Snapshot:
         if s is None or not self._live[s]:
             return None
         return s if self._within is None or int(self._a.scope_code[s]) in self._within else None
+
+    @property
+    def arena(self) -> Arena:
+        """The append-only storage this version reads (shared with every version of its index)."""
+        return self._a
+
+    def per_version(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, float]:
+        """This version's own arrays and totals — (live, df, plen, documents, total length) — that the next version
+        starts from (`bm25/versions.py` copies them; nothing here is written)."""
+        return self._live, self._df, self._plen, self._n_docs, self._total_len
 
     def _tid(self, term: str) -> int | None:
         tid = self._a.vocab.get(term)
@@ -153,7 +155,7 @@ class BM25Snapshot:
     def scores_for(self, query: str, ids: Iterable[str]) -> dict[str, float]:
         """Exact BM25 score of each known id (unknown ids skipped), the query tokenized once."""
         counts = Counter(self.tokenizer(query or ""))
-        slots = {i: self._slot_of(i) for i in ids if isinstance(i, str)}
+        slots = {i: self.slot_of(i) for i in ids if isinstance(i, str)}
         return {i: self._plans.canonical_sum(counts, self._contributions(counts, s)) for i, s in slots.items()
                 if s is not None}
 
@@ -162,7 +164,7 @@ class BM25Snapshot:
 
         A repeated query term appears once with its contributions summed. Unknown id → KeyError.
         """
-        slot = self._slot_of(id) if isinstance(id, str) else None
+        slot = self.slot_of(id) if isinstance(id, str) else None
         if slot is None:
             raise KeyError(f"document {id!r} is not in the BM25 index")
         return self._contributions(Counter(self.tokenizer(query or "")), slot)
@@ -189,7 +191,7 @@ class BM25Snapshot:
         length norm `1 − b + b·dl/avgdl`, `saturation` and `score = qtf·idf·saturation`. The scores sum
         to the document's BM25 score. Unknown id → KeyError.
         """
-        slot = self._slot_of(id) if isinstance(id, str) else None
+        slot = self.slot_of(id) if isinstance(id, str) else None
         if slot is None:
             raise KeyError(f"document {id!r} is not in the BM25 index")
         return self._tree(Counter(self.tokenizer(query or "")), slot)
@@ -197,7 +199,7 @@ class BM25Snapshot:
     def explain_terms_for(self, query: str, ids: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
         """`explain_terms` of every id of `ids` this version holds (the others left out), the query read once."""
         counts = Counter(self.tokenizer(query or ""))
-        slots = {i: self._slot_of(i) for i in dict.fromkeys(ids) if isinstance(i, str)}
+        slots = {i: self.slot_of(i) for i in dict.fromkeys(ids) if isinstance(i, str)}
         return {i: self._tree(counts, slot) for i, slot in slots.items() if slot is not None}
 
     def query_idf(self, query: str) -> tuple[dict[str, float], int]:
@@ -263,96 +265,3 @@ class BM25Snapshot:
     @property
     def terms(self) -> list[str]:
         return self._a.terms[: self._n_terms]
-
-
-def empty_snapshot(k1: float, b: float, tokenizer: Tokenizer) -> BM25Snapshot:
-    return BM25Snapshot(Arena([], []), k1, b, tokenizer, np.zeros(0, bool), _EMPTY_I, _EMPTY_I, 0, 0.0, 0)
-
-
-Prepared = dict[str, tuple[Counter, "Scope | None"]]
-
-
-def next_version(cur: BM25Snapshot, adds: Prepared, removes: Sequence[str]) -> tuple[BM25Snapshot, int]:
-    """The version after removing `removes` and (re)adding `adds` (id -> token counts, scope).
-
-    Call with the index's writer lock held: it appends to the shared arena (past every published
-    length) and returns a new version, leaving `cur` untouched. An unchanged document is skipped so
-    that re-ingest causes no churn. Returns (version, how many of `removes` were live).
-    """
-    a = cur._a
-    encoded = _encode(a, adds)
-    # Slots past cur's count that a failed batch may have left in the arena stay dead.
-    live = _pad(cur._live, len(a.ids) + len(encoded), False)
-    df, plen = _pad(cur._df, len(a.terms)), _pad(cur._plen, len(a.terms))
-    n_docs, total, removed = cur._n_docs, cur._total_len, 0
-
-    def drop(slot: int) -> None:
-        nonlocal n_docs, total
-        live[slot] = False
-        df[a.doc_terms(slot)] -= 1  # term ids are unique per document
-        n_docs -= 1
-        total -= float(a.doc_len[slot])
-
-    for doc_id in removes:
-        slot = cur._slot_of(doc_id)
-        if slot is not None and live[slot]:
-            drop(slot)
-            removed += 1
-    pend_t, pend_d, pend_f = [], [], []
-    for doc_id, tids, tfs, code in encoded:
-        old = cur._slot_of(doc_id)
-        if (old is not None and int(a.scope_code[old]) == code and np.array_equal(a.doc_terms(old), tids)
-                and np.array_equal(a.doc_tfs(old), tfs)):
-            continue
-        if old is not None:
-            drop(old)
-        slot = a.new_slot(doc_id, tids, tfs, code)
-        live[slot] = True
-        df[tids] += 1
-        n_docs += 1
-        total += float(np.sum(tfs, dtype=np.float64))
-        pend_t.append(tids)
-        pend_d.append(np.full(len(tids), slot, np.int32))
-        pend_f.append(tfs)
-    nxt = BM25Snapshot(a, cur.k1, cur.b, cur.tokenizer, live[: len(a.ids)], df, plen, n_docs, total,
-                       cur.version + 1)
-    if pend_t:  # last: postings once appended stay, so nothing may fail after them (plen is the version's own array)
-        a.append_postings(plen, np.concatenate(pend_t), np.concatenate(pend_d), np.concatenate(pend_f))
-    if len(a.ids) - n_docs > max(4096, n_docs):  # mostly dead slots: move the live ones to a fresh arena
-        nxt = build_snapshot(cur.k1, cur.b, cur.tokenizer, nxt.terms, nxt.live_rows(), nxt.version)
-    return nxt, removed
-
-
-def _encode(a: Arena, adds: Prepared) -> list[tuple[str, np.ndarray, np.ndarray, int]]:
-    """Each document of `adds` as (id, term ids, tfs, scope code), its terms in their counter's order. The whole
-    batch's terms are looked up in one pass; a term the arena lacks gets the next id at its first occurrence, as
-    looking the terms up one by one would give it (a document read in its context holds several turns' terms)."""
-    counters = [counts for counts, _ in adds.values()]
-    terms = list(chain.from_iterable(counters))
-    tids = list(map(a.vocab.get, terms))
-    if None in tids:  # a scan in C, 4x faster than the loop below: a batch of known terms only skips the loop
-        for k in [k for k, t in enumerate(tids) if t is None]:
-            tids[k] = a.term_id(terms[k])
-    flat_t = np.array(tids, dtype=TID)
-    flat_f = np.fromiter(chain.from_iterable(c.values() for c in counters), dtype=TF, count=len(terms))
-    ends = np.cumsum([len(c) for c in counters]).tolist()
-    starts = [0, *ends[:-1]]
-    return [(doc_id, flat_t[s:e], flat_f[s:e], a.scope_id(scope))
-            for (doc_id, (_, scope)), s, e in zip(adds.items(), starts, ends)]
-
-
-def build_snapshot(k1: float, b: float, tokenizer: Tokenizer, terms: Sequence[str], rows: tuple,
-                   version: int) -> BM25Snapshot:
-    """Bulk-build a version from `rows` = (ids, lengths, term ids, tfs, scope codes, scope list) — the
-    shape of `live_rows()` and of a loaded sidecar — vectorised; unused terms are dropped."""
-    ids, lens, tids, tfs, codes, scope_list = rows
-    tids = np.asarray(tids, TID)
-    used = np.flatnonzero(np.bincount(tids, minlength=len(terms)))
-    if len(used) < len(terms):  # drop unused terms (a compaction); a saved index has none
-        remap = np.full(len(terms), -1, TID)
-        remap[used] = np.arange(len(used), dtype=TID)
-        tids = remap[tids]
-    a, df, plen = Arena.bulk([terms[i] for i in used.tolist()], list(scope_list), list(ids),
-                             np.asarray(lens, np.int64), tids, tfs, codes)
-    n = len(ids)
-    return BM25Snapshot(a, k1, b, tokenizer, np.ones(n, bool), df, plen, n, float(a.doc_len.sum()), version)

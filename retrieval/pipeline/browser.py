@@ -9,23 +9,29 @@ the part re-fusion reads (a case's queries are sent so: `retrieval.judgments.liv
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from retrieval.fusion import catalogue
 from retrieval.pipeline.adaptive import RULE_STRENGTHS, features, shift_of
 from retrieval.pipeline.assemble import best_dense, complete_lists, deep_enough
 from retrieval.pipeline.explain import dense_terms, list_names
-from retrieval.pipeline.settings import FUSION_PARAMS, KNOBS
+from retrieval.pipeline.settings import CHOICES, FUSION_PARAMS, KNOBS, check_choice, check_knob
 
 TEXT_CHARS = 400  # the text a row and an explanation show (the page's own table shows the whole text)
 BM25_TERMS_FOR = 60  # candidates whose BM25 terms are looked up and sent (a look-up each; the rest say so)
-KNOB_NAMES = ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight", "recall_top_k")
+# The knobs the browser's setting holds and commits back: the fusion, every declared fusion parameter (the weights and
+# each strategy's own), the rerank weight and the depth. The payload's setting, its numeric controls and the
+# write-back of a commit (`committed`) are made from it, so a strategy's new parameter needs no edit in any of them.
+SETTING_KNOBS = ("fusion", *FUSION_PARAMS, "rerank_weight", "recall_top_k")
+KNOB_NAMES = tuple(n for n in SETTING_KNOBS if n in KNOBS)  # the numeric ones: a slider each
 
 
 def _knob(name: str) -> dict[str, Any]:
     k = KNOBS[name]
     lo, hi = k.ui_range
-    integer = k.integer or name == "rrf_k"  # the panel's RRF k slider moves in whole steps
+    # A slider whose range and step are whole numbers (RRF k) moves in whole steps (as `ui.links` reads the table).
+    integer = k.integer or all(float(x).is_integer() for x in (lo, hi, k.step))
     return {"name": name, "kind": "int" if integer else "float", "min": lo, "max": hi, "step": k.step}
 
 
@@ -90,10 +96,23 @@ def _record_part(rec, s) -> dict[str, Any]:
             "list_names": list_names(rec)}
 
 
-def _setting(s) -> dict[str, Any]:
-    k = s.fusion_defaults()  # the browser's controls switch fusion too: every fusion knob, the unused the preset's
-    return {**{n: k[n] for n in ("fusion", *FUSION_PARAMS)},  # every declared fusion knob, never a hand list
-            "rerank_weight": s.rerank_weight, "recall_top_k": s.recall_top_k}
+def browser_setting(s) -> dict[str, Any]:
+    """The settings value as the browser's controls hold it: every knob of `SETTING_KNOBS` (the browser switches
+    fusion too, so every fusion knob, the ones the strategy does not use at the preset's value)."""
+    k = {**s.fusion_defaults(), "rerank_weight": s.rerank_weight, "recall_top_k": s.recall_top_k}
+    return {n: k[n] for n in SETTING_KNOBS}
+
+
+def committed(value: Mapping[str, Any]) -> dict[str, Any]:
+    """A setting the browser committed (`browser_setting`'s shape, any part of it) as its controls hold it: each knob of
+    `SETTING_KNOBS` it carries, checked by the library's rules (ValueError naming the knob and what is allowed), a
+    whole-step slider's (RRF k) as an int. Anything else it carries is not a setting and is left out."""
+    kinds = {n: c["kind"] for n, c in controls().items()}
+    out: dict[str, Any] = {}
+    for name in (n for n in SETTING_KNOBS if n in value):
+        v = check_choice(name, value[name]) if name in CHOICES else check_knob(name, value[name])
+        out[name] = int(v) if kinds.get(name) == "int" else v
+    return out
 
 
 def _explain_part(diag, rec) -> dict[str, Any]:
@@ -131,7 +150,7 @@ def fusion_payload(diag) -> dict[str, Any]:
     under and the server's own final list (the browser checks itself against it). A case's queries travel so
     (`retrieval.judgments.live`)."""
     rec, s = diag.record, diag.settings
-    return {"v": 1, **_record_part(rec, s), "setting": _setting(s), "adaptive": bool(s.adaptive),
+    return {"v": 1, **_record_part(rec, s), "setting": browser_setting(s), "adaptive": bool(s.adaptive),
             "adaptive_shift": adaptive_shift(rec, s, diag.strengths),
             "preset": s.rules.name, "fusions": list(s.rules.fusions),
             "max_top_k": max(1, rec.over_fetch_top_k // max(1, rec.over_fetch_multiplier)),

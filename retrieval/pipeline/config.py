@@ -15,13 +15,14 @@ from typing import Any
 
 from retrieval.fusion import FUSIONS, NORMALIZATIONS
 from retrieval.pipeline.presets import PRESETS
-from retrieval.pipeline.settings import SETTINGS_KNOBS, SWITCHES, RetrievalSettings, check_knob, check_switch
+from retrieval.pipeline.settings import (FUSION_PARAMS, KNOBS, SETTINGS_KNOBS, SWITCHES, RetrievalSettings, check_knob,
+                                        check_switch)
 
 RERANKER_CHOICES = ("none", "embedding", "cohere", "cross-encoder")
 GENERATOR_CHOICES = ("gemma", "cohere", "openai")
 CLASSIFIER_CHOICES = ("keyword", "agentos")
 # The knobs a re-fusion can change without a new search (what `reweight` accepts): the settings value's fusion part.
-FUSION_FIELDS = ("dense_weight", "sparse_weight", "rrf_k", "rerank_weight", "fusion", "normalization", "adaptive")
+FUSION_FIELDS = ("fusion", *FUSION_PARAMS, "rerank_weight", "adaptive")
 # The settings value's search part: changing one of these needs a new search.
 SEARCH_KNOBS = ("preset", "recall_top_k", "over_fetch_multiplier", "split_threshold")
 CONFIG_MARKER = "hybrid-retrieval-inspector-config"
@@ -29,12 +30,6 @@ CONFIG_MARKER = "hybrid-retrieval-inspector-config"
 LEGACY_NAMES = {"top_k": "recall_top_k", "over_fetch": "over_fetch_multiplier"}
 _CHOICES = {"preset": PRESETS, "reranker": RERANKER_CHOICES, "generator": GENERATOR_CHOICES,
             "classifier": CLASSIFIER_CHOICES, "fusion": FUSIONS, "normalization": NORMALIZATIONS}
-# Config field (or knob) -> settings knob, for the fields whose range KNOBS defines.
-KNOB_OF = {"dense_weight": "dense_weight", "sparse_weight": "sparse_weight", "rrf_k": "rrf_k",
-           "rerank_weight": "rerank_weight", "recall_top_k": "recall_top_k",
-           "over_fetch_multiplier": "over_fetch_multiplier",
-           "multi_query_n": "multi_query_n", "split_threshold": "split_threshold", "valence": "valence",
-           "arousal": "arousal", "dominance": "dominance"}
 # The knobs an old config file held as fields of their own, with their types (read into the settings value).
 _FLAT_KNOBS: dict[str, type] = {"preset": str, "dense_weight": float, "sparse_weight": float, "rrf_k": int,
                                 "fusion": str, "normalization": str, "adaptive": bool, "over_fetch_multiplier": int,
@@ -87,7 +82,7 @@ class PipelineConfig:
                 raise ValueError(f"config field {name!r} is {getattr(self, name)!r}; allowed: {', '.join(allowed)}")
         for name in ("multi_query_n", "valence", "arousal", "dominance"):
             try:
-                check_knob(KNOB_OF[name], getattr(self, name))
+                check_knob(name, getattr(self, name))
             except ValueError as exc:
                 raise ValueError(f"config field {name!r}: {exc}") from None
         return self
@@ -156,8 +151,8 @@ def _settings_with(base: RetrievalSettings, knobs: dict[str, Any]) -> RetrievalS
                 raise ValueError(f"config field {name!r} is {value!r}; allowed: {', '.join(_CHOICES[name])}")
             if name in SWITCHES:
                 check_switch(name, value)
-            elif name in KNOB_OF and not (name == "split_threshold" and not value):
-                check_knob(KNOB_OF[name], value)
+            elif name in KNOBS and not (name == "split_threshold" and not value):
+                check_knob(name, value)
         except ValueError as exc:
             raise ValueError(exc.args[0] if str(exc).startswith("config field") else
                              f"config field {name!r}: {exc}") from None

@@ -149,20 +149,6 @@ def calibrated_knobs(store: Any, preset: Any = CALIBRATED_PRESET) -> dict[str, A
     return fusion.knobs() if fusion is not None else {}
 
 
-# HybridRetriever's constructor names for the knobs a calibration sets.
-RETRIEVER_ARGS = {"default_dense_weight": "dense_weight", "default_sparse_weight": "sparse_weight",
-                  "default_rrf_k": "rrf_k", "fusion": "fusion", "normalization": "normalization"}
-
-
-def with_calibration(store: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """`HybridRetriever` keyword arguments with the store's calibrated fusion defaults filled in — only when the
-    caller names none of the fusion knobs (explicit settings win as a whole, never mixed with calibrated ones)."""
-    if kwargs.get("settings") is not None or any(kwargs.get(name) is not None for name in RETRIEVER_ARGS):
-        return kwargs
-    knobs = calibrated_knobs(store, kwargs.get("preset") or CALIBRATED_PRESET)
-    return {**kwargs, **{arg: knobs[k] for arg, k in RETRIEVER_ARGS.items() if k in knobs}}
-
-
 __all__ = ["CALIBRATED_PRESET", "KEY_CALIBRATION", "KEY_PREVIOUS", "CalibrationRecord", "calibrated_fusion",
            "calibrated_knobs",
-           "read_calibration", "read_previous", "undo_calibration", "with_calibration", "write_calibration"]
+           "read_calibration", "read_previous", "undo_calibration", "write_calibration"]

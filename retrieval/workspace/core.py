@@ -314,13 +314,15 @@ class Workspace:
 
     def retriever(self, as_of=None, **kwargs):
         """A retriever over this store (fusion defaults: its calibration when no fusion knob is given)."""
-        from retrieval.hybrid import HybridRetriever
-        from retrieval.store.calibration import with_calibration
+        from retrieval.hybrid import HybridRetriever, names_fusion
+        from retrieval.store.calibration import CALIBRATED_PRESET, calibrated_fusion
 
         kwargs.setdefault("fact_store", self.facts)
+        if not names_fusion(kwargs):  # explicit settings win as a whole, never mixed with calibrated ones
+            kwargs["fusion"] = calibrated_fusion(self.store, kwargs.get("preset") or CALIBRATED_PRESET)
         if as_of is not None:  # as it was then, writing nothing (SPEC §16): the live BM25 is never opened
-            return HybridRetriever(self.store, writer=self, **with_calibration(self.store, kwargs)).at(as_of)
-        return HybridRetriever(self.store, bm25=self.bm25, writer=self, **with_calibration(self.store, kwargs))
+            return HybridRetriever(self.store, writer=self, **kwargs).at(as_of)
+        return HybridRetriever(self.store, bm25=self.bm25, writer=self, **kwargs)
 
     def status(self) -> dict:
         """What the Home page and `python -m retrieval status` show (`retrieval.workspace.status`)."""
