@@ -164,15 +164,16 @@ if not steps or ws.store.count() == 0:
 number = min(max(int(st.session_state.get(STEP, 1)), 1), len(steps))
 step = steps[number - 1]
 show_ids = bool(st.session_state.get("present_ids", False))
-header(step, show_ids)
+# The header and the step's claim and list each live in one placeholder, both made (so both cleared) before this
+# run writes the new question: the previous step's claim and list are never on screen under it, neither while a
+# slow step searches (HyDE) nor for the frames a remembered step takes. An element (not a container) replaces the
+# old region whole; a container at the same place would keep the old step's elements, faded, until the run ends.
+head, body = st.empty(), st.empty()
+st.page_link("app.py", label="Leave presenter mode", icon=":material/home:")
+with head.container():
+    header(step, show_ids)
 version = ws.store.version()  # a result searched before the store changed is searched again: the claim follows
 memo = st.session_state[RESULTS] = {k: v for k, v in st.session_state.get(RESULTS, {}).items() if k[1] == version}
-# The step's claim and list live in one placeholder, cleared as this run reaches it: while a slow step searches
-# (HyDE), the previous step's claim and list must not stay on screen, faded, under this step's question.
-# An element (not a container) replaces the old region whole; a container at the same place would keep the old
-# step's elements, faded, until the run ends.
-body = st.empty()
-st.page_link("app.py", label="Leave presenter mode", icon=":material/home:")
 if (step.id, version) not in memo:
     body.info("Searching for this step's answer…", icon=":material/hourglass_top:")
     memo[(step.id, version)] = run_step(ws, step)

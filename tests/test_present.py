@@ -324,8 +324,7 @@ def test_a_step_change_never_shows_the_previous_step(browser, artifacts, served)
     assert page.locator("[data-testid=stException]").count() == 0
     # it did look mid-run, and saw at least one search under way
     assert seen["frames"] > len(STEPS) and seen["searching"] > 0
-    if leftovers:  # a known fault of pages/9_Present.py that the old 100 ms sampling missed (see docs/RELIABILITY.md)
-        pytest.xfail("; ".join(leftovers) + " (stale, until the run reaches the step's body)")
+    assert not leftovers, "; ".join(leftovers)  # stale until the run reached the step's body (docs/RELIABILITY.md)
 
 
 def test_a_claim_without_a_story_is_shown_unchecked_never_ticked():
