@@ -66,9 +66,9 @@ def chromium() -> str:
     pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
 
 
-@pytest.fixture(scope="module")
-def browser(chromium):
-    """Headless Debian Chromium driven by Playwright, one per test module (never `playwright install`)."""
+@pytest.fixture(scope="session")
+def _chromium_browser(chromium):
+    """Headless Debian Chromium driven by Playwright, launched once per test process (never `playwright install`)."""
     from playwright.sync_api import sync_playwright
 
     from ui.serve import LAUNCH_ARGS
@@ -77,6 +77,15 @@ def browser(chromium):
         b = p.chromium.launch(executable_path=chromium, args=LAUNCH_ARGS)
         yield b
         b.close()
+
+
+@pytest.fixture(scope="module")
+def browser(_chromium_browser):
+    """The process's Chromium for one test module; every page (and its context) the module left open is closed
+    after it, so a module starts with no other module's pages, cookies or storage."""
+    yield _chromium_browser
+    for context in _chromium_browser.contexts:
+        context.close()
 
 
 @pytest.fixture(scope="session")
