@@ -225,3 +225,60 @@ def test_commits_then_a_click_before_the_server_answers_end_on_the_last_commit(b
     settled(page)
     assert f"dense_weight={want}," in unquote(page.url), unquote(page.url)
     page.close()
+
+
+def test_a_click_answered_late_does_not_take_back_a_newer_click(browser, served):
+    """Two row clicks, the first one's rerun held back until after the second was made: that rerun then arrives
+    naming the first row as the server's explained id. The panel keeps the newer click's explanation (before the
+    fix it went back to the first row until the second click's run landed)."""
+    import re
+
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    url, _ = served
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    page.set_default_timeout(90_000)
+    gate: dict = {"hold": False, "held": [], "sent": 0}
+
+    def route(ws) -> None:
+        server = ws.connect_to_server()
+        server.on_message(lambda m: gate["held"].append(m) if gate["hold"] else ws.send(m))
+
+        def up(m) -> None:
+            gate["sent"] += 1
+            server.send(m)
+        ws.on_message(up)
+        gate["ws"] = ws
+
+    def finished() -> bool:
+        return any(isinstance(m, bytes) and ForwardMsg.FromString(m).WhichOneof("type") == "script_finished"
+                   for m in gate["held"])
+
+    page.route_web_socket(re.compile(r".*/_stcore/stream.*"), route)
+    page.goto(url + LINK)
+    page.locator(ROWS).first.wait_for()
+    page.locator(".rf-status", has_text="The saved setting.").wait_for()
+    settled(page)
+    first, second = page.locator(ROWS).nth(2).get_attribute("data-id"), page.locator(ROWS).nth(4).get_attribute(
+        "data-id")
+    gate["hold"] = True
+    sent = gate["sent"]
+    page.locator(ROWS).nth(2).locator(".rf-text").click()
+    pump_until(page, lambda: gate["sent"] > sent, "the first click to reach the server")
+    pump_until(page, finished, "the first click's run to end on the server (its answer held)")
+    sent = gate["sent"]
+    page.locator(ROWS).nth(4).locator(".rf-text").click()
+    pump_until(page, lambda: gate["sent"] > sent, "the second click to reach the server")
+    page.evaluate("() => { const ex = [...document.querySelectorAll('*')].find(e => e.shadowRoot && "
+                  "e.shadowRoot.querySelector('.rf-explain')).shadowRoot.querySelector('.rf-explain'); "
+                  "window.__shown = []; new MutationObserver(() => window.__shown.push(ex.dataset.explained))"
+                  ".observe(ex, {attributes: true, attributeFilter: ['data-explained']}); }")
+    while gate["held"]:  # the first click's run, in order; anything arriving meanwhile is held and sent in turn
+        gate["ws"].send(gate["held"].pop(0))
+    gate["hold"] = False
+    page.wait_for_function("([sel, id]) => [...document.querySelectorAll(sel)].some(e => e.value === id)",
+                           arg=["input[aria-label='Trace id to explain']", second])  # the second click's run drawn
+    settled(page)
+    assert first not in page.evaluate("() => window.__shown"), page.evaluate("() => window.__shown")
+    assert page.locator(".rf-explain").get_attribute("data-explained") == second
+    page.close()
