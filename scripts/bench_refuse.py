@@ -8,7 +8,15 @@ Live panel (ui/refuse.py):
     top 10 (target ≤ 50 ms p90); and the same in case mode
     (the demo case's 45 queries re-fused, its mean nDCG@10 repainted and changed: `live_case_slider`);
 (b) a click on a row → the panel's explanation names that row, timed inside the page like (a) (≤ 100 ms p90); and
-    the same with Playwright's own click timed from outside (its protocol round trips and actionability waits);
+    the same click as a real input (`live_row_click_playwright`, ≤ 100 ms p90): the row's centre read first, then
+    `page.mouse.click` (CDP Input.dispatchMouseEvent, press and release), timed from Python's wall clock just
+    before it is sent to the page's stamp of the frame after the explanation is drawn (requestAnimationFrame, then
+    a task), the two clocks aligned by a round trip before each click (error ≤ ~1 ms). Its parts per click go beside
+    it (`parts`, `samples`): to the input event's timestamp, event → explanation drawn, drawn → painted, the click
+    call returning, the driver's wait seeing the painted stamp, and the server's script run starting (the click's
+    own rerun). `live_row_click_locator` is the measure this replaced, kept for comparison: `locator.click()`
+    (scroll, visible/stable/hit-test actionability) and a wait scanning every element on each frame, timed until
+    that wait returns in Python (with the same parts);
 (c) Home's first example → the panel's rows drawn (they take clicks from the moment they are drawn; ≤ 2 s);
 (d) one real mouse drag across the slider (20 moves): websocket messages sent between press and release (expect 0).
 Server-side path, the same run (scripts/bench_browser.py's steps): the sidebar's Dense weight moved one step → the
@@ -26,6 +34,7 @@ import argparse
 import contextlib
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -137,9 +146,7 @@ def server_caught_up(page, tid: str) -> None:
 def live_row_click_in_page(page):
     """A click event on a row's text → the frame after the explanation is drawn, timed inside the page."""
     def step(i: int) -> float:
-        ids = page.locator(ROWS).evaluate_all("rows => rows.map(r => r.dataset.id)")
-        current = page.locator(".rf-explain").get_attribute("data-explained")
-        tid = [t for t in ids if t != current][i % 4 + 1]
+        tid = next_row(page, i)
         out = page.evaluate(CLICK_JS, tid)
         if not out["ok"]:
             raise RuntimeError(f"the live panel did not explain {tid}")
@@ -148,22 +155,107 @@ def live_row_click_in_page(page):
     return step
 
 
-def live_row_click(page):
-    """Playwright's click (protocol, hit test, actionability waits included) → the explanation names the row."""
+# Installed once on the live page: the panel's host held (no page scan per poll), and stamps on the page's clock for
+# one armed click: the input events' own timestamps, the explanation drawn (a MutationObserver on its
+# `data-explained`, a microtask after the click handler) and painted (the frame after it: requestAnimationFrame,
+# then a task, as CLICK_JS), and the script runs starting and ending around it.
+WATCH_JS = """() => {
+  const host = [...document.querySelectorAll('*')].find(e => e.shadowRoot && e.shadowRoot.querySelector('.rf'));
+  const ex = host.shadowRoot.querySelector('.rf-explain'), app = document.querySelector('[data-testid=stApp]');
+  const W = window.__rfClick = { host, id: null, stamps: {} };
+  const stamp = (k, t) => { if (W.id !== null && W.stamps[k] === undefined) W.stamps[k] = t; };
+  for (const t of ['pointerdown', 'click']) window.addEventListener(t, e => stamp(t, e.timeStamp), true);
+  new MutationObserver(() => {
+    if (ex.dataset.explained !== W.id) return;
+    stamp('drawn', performance.now());
+    requestAnimationFrame(() => setTimeout(() => stamp('painted', performance.now()), 0));
+  }).observe(ex, { attributes: true, attributeFilter: ['data-explained'] });
+  new MutationObserver(() => stamp(app.getAttribute('data-test-script-state') === 'running' ? 'run' : 'run_end',
+                                   performance.now()))
+    .observe(app, { attributes: true, attributeFilter: ['data-test-script-state'] });
+}"""
+ARM_JS = "id => { window.__rfClick.id = id; window.__rfClick.stamps = {}; }"
+PAINTED_JS = "id => window.__rfClick.id === id && window.__rfClick.stamps.painted !== undefined"
+# The page's wall clock (ms since the epoch): the time origin plus the monotonic clock.
+NOW_JS = "() => performance.timeOrigin + performance.now()"
+PARTS = ("to_event", "event_to_drawn", "drawn_to_painted", "painted", "call_returned", "driver_saw", "run_started")
+
+
+def clock_offset(page) -> float:
+    """The page's wall clock minus Python's (ms), from one evaluate round trip (its error is at most half of it,
+    ~1 ms here)."""
+    a = time.time() * 1000
+    there = page.evaluate(NOW_JS)
+    return there - (a + time.time() * 1000) / 2
+
+
+def click_parts(page, w0: float, offset: float, t0: float, t1: float, t2: float) -> dict:
+    """One armed click's parts, in ms from `w0` (Python's wall clock just before the click was sent): the input
+    event's timestamp, the explanation drawn and painted, the click call returning, the driver seeing the painted
+    stamp, and the script run (the server's explanation) starting."""
+    origin, stamps = page.evaluate("() => [performance.timeOrigin, window.__rfClick.stamps]")
+    at = {k: round(origin + v - offset - w0, 1) for k, v in stamps.items()}
+    return {"to_event": at.get("pointerdown"), "event_to_drawn": round(at["drawn"] - at["pointerdown"], 1),
+            "drawn_to_painted": round(at["painted"] - at["drawn"], 1), "painted": at["painted"],
+            "call_returned": round((t1 - t0) * 1000, 1), "driver_saw": round((t2 - t0) * 1000, 1),
+            "run_started": at.get("run")}
+
+
+def next_row(page, i: int) -> str:
+    """Step `i`'s row: of the rows not explained now, the 2nd to 5th in turn."""
+    ids = page.locator(ROWS).evaluate_all("rows => rows.map(r => r.dataset.id)")
+    current = page.locator(".rf-explain").get_attribute("data-explained")
+    return [t for t in ids if t != current][i % 4 + 1]
+
+
+def live_row_click(page, parts: list[dict], how: str = "mouse"):
+    """A person's click on a row → the explanation painted. `how="mouse"` (the benchmark, `live_row_click_playwright`):
+    the row's centre read first, then one real input event pair (`page.mouse.click`: CDP Input.dispatchMouseEvent
+    press and release) timed from Python's wall clock just before it is sent to the page's stamp of the frame after
+    the explanation is drawn (the two clocks aligned by a round trip before each click). `how="locator"` (the old
+    measure, `live_row_click_locator`): Playwright's `locator.click()` (scroll, visible/stable/hit-test
+    actionability, then the same events) and a wait scanning every element for the explanation on each animation
+    frame, timed by Python until that wait returns. Each click's parts go to `parts` (`click_parts`)."""
+    page.evaluate(WATCH_JS)
+
     def step(i: int) -> float:
-        rows = page.locator(ROWS)
-        current = page.locator(".rf-explain").get_attribute("data-explained")
-        ids = [r.get_attribute("data-id") for r in rows.all()]
-        tid = [t for t in ids if t != current][i % 4 + 1]
-        t0 = time.perf_counter()
-        page.locator(f"table.rf-final tr[data-id='{tid}'] .rf-text").click()
-        page.wait_for_function("id => [...document.querySelectorAll('*')].some(e => e.shadowRoot && "
-                               "e.shadowRoot.querySelector(`.rf-explain[data-explained=\"${id}\"]`))", arg=tid,
-                               polling="raf")
-        ms = (time.perf_counter() - t0) * 1000
+        tid = next_row(page, i)
+        cell = page.locator(f"table.rf-final tr[data-id='{tid}'] .rf-text")
+        cell.scroll_into_view_if_needed()
+        box = cell.bounding_box()
+        offset = clock_offset(page)
+        page.evaluate(ARM_JS, tid)
+        w0, t0 = time.time() * 1000, time.perf_counter()
+        if how == "mouse":
+            page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+            t1 = time.perf_counter()
+            page.wait_for_function(PAINTED_JS, arg=tid, polling="raf")
+        else:
+            cell.click()
+            t1 = time.perf_counter()
+            page.wait_for_function("id => [...document.querySelectorAll('*')].some(e => e.shadowRoot && "
+                                   "e.shadowRoot.querySelector(`.rf-explain[data-explained=\"${id}\"]`))", arg=tid,
+                                   polling="raf")
+        t2 = time.perf_counter()
+        page.wait_for_function(PAINTED_JS, arg=tid, polling="raf")
+        got = click_parts(page, w0, offset, t0, t1, t2)
+        if i >= 0:
+            parts.append(got)
         server_caught_up(page, tid)
-        return ms
+        return got["painted"] if how == "mouse" else got["driver_saw"]
     return step
+
+
+def click_summary(parts: list[dict]) -> dict:
+    """Median and p90 of each part over the timed clicks (a part that did not happen, e.g. no run started before
+    the stamps were read, is left out of its own numbers), and the samples in the order taken."""
+    out: dict = {}
+    for k in PARTS:
+        xs = sorted(p[k] for p in parts if p.get(k) is not None)
+        if xs:
+            out[k] = {"median_ms": round(statistics.median(xs), 1), "p90_ms": round(xs[int(0.9 * (len(xs) - 1))], 1),
+                      "max_ms": xs[-1], "n": len(xs)}
+    return {"parts": out, "samples": parts}
 
 
 def live_home_example(browser, url: str):
@@ -228,8 +320,10 @@ def measure(db: Path, embedder: str, n: int, n_home: int) -> dict:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
             page = live_page(browser, url)
             live = {"live_slider": server.timed(n, live_slider(page)),
-                    "live_row_click": server.timed(n, live_row_click_in_page(page)),
-                    "live_row_click_playwright": server.timed(n, live_row_click(page))}
+                    "live_row_click": server.timed(n, live_row_click_in_page(page))}
+            for name, how in (("live_row_click_playwright", "mouse"), ("live_row_click_locator", "locator")):
+                parts: list[dict] = []
+                live[name] = {**server.timed(n, live_row_click(page, parts, how)), **click_summary(parts)}
             live["live_case_slider"] = server.timed(n, live_case_slider(page))
             page.close()
             live["live_home_example"] = server.timed(n_home, live_home_example(browser, url))

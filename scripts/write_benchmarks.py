@@ -801,7 +801,10 @@ REFUSE_ROWS = (("live_slider", "slider", "a Dense weight step → Final table an
                ("live_case_slider", None, "the same in case mode (the demo case's 45 queries re-fused, its mean "
                                           "repainted)"),
                ("live_row_click", "row_click", "a row click → its explanation shown (timed in the page)"),
-               ("live_row_click_playwright", "row_click", "the same click, timed from Playwright"),
+               ("live_row_click_playwright", "row_click", "the same click as a real input event (`page.mouse.click`), "
+                                                          "from before it is sent to the frame after the explanation"),
+               ("live_row_click_locator", None, "the measure it replaced: Playwright's `locator.click()` until its "
+                                                "whole-page-scan wait returned in Python (no target)"),
                ("live_home_example", "home_example", "Home's first example → the table clickable"))
 
 
@@ -833,6 +836,8 @@ def section_refuse(out: list[str]) -> None:
             b = r["load"]
             load_note = (f"; {b['burners']} CPU burners, measured from load {b['load_at_start']} (asked ≥ "
                          f"{b['min_load']:g}) to {b['load_at_end']}")
+        elif "load" in r:
+            load_note = f"; no burners, load {r['load']['load_at_start']} at the start, {r['load']['load_at_end']} at the end"
         out.append(f"- {name}: `python scripts/bench_refuse.py{flags} --out {path}` ({r['when']} UTC{load_note})")
     head = " | ".join(f"live, {n}: median / p90 (load)" for n, *_ in runs)
     side = " | ".join(f"server-side, {n}" for n, *_ in runs)
@@ -846,12 +851,36 @@ def section_refuse(out: list[str]) -> None:
         out.append(f"| {what} | {' | '.join(cells)} | {target} |")
     out.append("")
     for name, r, *_ in runs:
+        out += click_parts_lines(name, r["live"])
+    for name, r, *_ in runs:
         d = r["drag"]
         out.append(f"- A real drag, {name} ({d['moves']} mouse moves across the slider): {d['renders_while_down']} "
                    f"repaints while the button was down, {d['ws_messages_during_drag']} websocket messages to the "
                    f"server between press and release (target 0), {d['ws_messages_after_release']} after it (the "
                    "commit).")
-    out.append("")
+    notes = DOCS / "refuse-notes.md"
+    out += ["", notes.read_text().strip(), ""] if notes.is_file() else [""]
+
+
+CLICK_PARTS = (("to_event", "to the input event"), ("event_to_drawn", "event → explanation drawn"),
+               ("drawn_to_painted", "drawn → the frame after"), ("painted", "whole, to the frame after"),
+               ("call_returned", "the click call returned"), ("driver_saw", "the driver's wait returned"),
+               ("run_started", "the click's own server rerun started"))
+
+
+def click_parts_lines(name: str, live: dict) -> list[str]:
+    """Where each timed row click's milliseconds went (median / p90 from before the click was sent), for the real
+    input event and for the old `locator.click()` measure (bench_refuse.py `click_parts`)."""
+    lines = []
+    for key, how in (("live_row_click_playwright", "`page.mouse.click`"),
+                     ("live_row_click_locator", "`locator.click()`")):
+        parts = (live.get(key) or {}).get("parts")
+        if parts:
+            got = "; ".join(f"{label} {parts[k]['median_ms']:,} / {parts[k]['p90_ms']:,} ms"
+                            + (f" ({parts[k]['n']} of {live[key]['n']})" if parts[k]["n"] != live[key]["n"] else "")
+                            for k, label in CLICK_PARTS if k in parts)
+            lines.append(f"- A row click's parts, {name}, {how} (median / p90 from just before it was sent): {got}.")
+    return lines + ([""] if lines else [])
 
 
 def judge_lines(j: dict | None) -> list[str]:

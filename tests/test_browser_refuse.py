@@ -13,6 +13,8 @@ from urllib.parse import unquote
 
 import pytest
 
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
 from apphelpers import served_demo
 from waits import pump_until, settled
 
@@ -177,14 +179,12 @@ def test_adaptive_weights_refuse_live_as_the_library_adapts(browser, served):
     page.close()
 
 
-def test_commits_then_a_click_before_the_server_answers_end_on_the_last_commit(browser, served):
-    """Two key commits and a row click while the server's answers are held back, so every request the browser sends
-    carries the sidebar's Dense weight as it was drawn before the commits and Streamlit takes it for the person's
-    own change: the server must still end on the last commit (it ended on the value from before both, 3 of 3 runs,
-    before the click re-applied a commit the browser had not seen land)."""
+def held_inspect(browser, url: str) -> tuple:
+    """Inspect with the server's answers in our hands: while `gate["hold"]` is set, every websocket message from the
+    server is kept in `gate["held"]` (`release` sends them in order); `gate["sent"]` counts the browser's messages.
+    Returns the page, ready and settled, and the gate."""
     import re
 
-    url, _ = served
     page = browser.new_page(viewport={"width": 1366, "height": 900})
     page.set_default_timeout(90_000)
     gate: dict = {"hold": False, "held": [], "sent": 0}
@@ -204,24 +204,119 @@ def test_commits_then_a_click_before_the_server_answers_end_on_the_last_commit(b
     page.locator(ROWS).first.wait_for()
     page.locator(".rf-status", has_text="The saved setting.").wait_for()
     settled(page)
+    return page, gate
+
+
+def send_and_wait(page, gate: dict, action, what: str) -> None:
+    """Do `action` (a key, a click) and wait until the browser has sent its message to the server."""
+    sent = gate["sent"]
+    action()
+    pump_until(page, lambda: gate["sent"] > sent, what)
+
+
+def release(gate: dict) -> None:
+    """The held answers, in order (anything arriving meanwhile is held and sent in turn); then no more holding."""
+    while gate["held"]:
+        gate["ws"].send(gate["held"].pop(0))
+    gate["hold"] = False
+
+
+def explained_by_server(page, tid: str) -> None:
+    """The server's run for the explained id `tid` has been drawn and the page is idle."""
+    page.wait_for_function("([sel, id]) => [...document.querySelectorAll(sel)].some(e => e.value === id)",
+                           arg=["input[aria-label='Trace id to explain']", tid])
+    settled(page)
+
+
+def test_commits_then_a_click_before_the_server_answers_end_on_the_last_commit(browser, served):
+    """Two key commits and a row click while the server's answers are held back, so every request the browser sends
+    carries the sidebar's Dense weight as it was drawn before the commits and Streamlit takes it for the person's
+    own change: the server must still end on the last commit (it ended on the value from before both, 3 of 3 runs,
+    before the click re-applied a commit the browser had not seen land)."""
+    url, _ = served
+    page, gate = held_inspect(browser, url)
     live = page.locator("input[aria-label='Live dense weight']")
     live.focus()
     gate["hold"] = True
     for _ in range(2):
-        sent = gate["sent"]
-        page.keyboard.press("ArrowLeft")
-        pump_until(page, lambda: gate["sent"] > sent, "the commit to reach the server")  # noqa: B023
+        send_and_wait(page, gate, lambda: page.keyboard.press("ArrowLeft"), "the commit to reach the server")
     want = float(live.input_value())
     row = page.locator(ROWS).nth(3)
     tid = row.get_attribute("data-id")
-    sent = gate["sent"]
-    row.locator(".rf-text").click()
-    pump_until(page, lambda: gate["sent"] > sent, "the click to reach the server")
-    while gate["held"]:  # in order; anything arriving meanwhile is held and sent in turn
-        gate["ws"].send(gate["held"].pop(0))
-    gate["hold"] = False
-    page.wait_for_function("([sel, id]) => [...document.querySelectorAll(sel)].some(e => e.value === id)",
-                           arg=["input[aria-label='Trace id to explain']", tid])  # the click's run has been drawn
-    settled(page)
+    send_and_wait(page, gate, row.locator(".rf-text").click, "the click to reach the server")
+    release(gate)
+    explained_by_server(page, tid)  # the click's run has been drawn
     assert f"dense_weight={want}," in unquote(page.url), unquote(page.url)
+    page.close()
+
+
+def test_a_click_answered_late_does_not_take_back_a_newer_click(browser, served):
+    """Two row clicks, the first one's rerun held back until after the second was made: that rerun then arrives
+    naming the first row as the server's explained id. The panel keeps the newer click's explanation (before the
+    fix it went back to the first row until the second click's run landed, 3 of 3 runs)."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    url, _ = served
+    page, gate = held_inspect(browser, url)
+
+    def finished() -> bool:
+        return any(isinstance(m, bytes) and ForwardMsg.FromString(m).WhichOneof("type") == "script_finished"
+                   for m in gate["held"])
+
+    first, second = (page.locator(ROWS).nth(n).get_attribute("data-id") for n in (2, 4))
+    gate["hold"] = True
+    send_and_wait(page, gate, page.locator(ROWS).nth(2).locator(".rf-text").click,
+                  "the first click to reach the server")
+    pump_until(page, finished, "the first click's run to end on the server (its answer held)")
+    send_and_wait(page, gate, page.locator(ROWS).nth(4).locator(".rf-text").click,
+                  "the second click to reach the server")
+    page.evaluate("() => { const ex = [...document.querySelectorAll('*')].find(e => e.shadowRoot && "
+                  "e.shadowRoot.querySelector('.rf-explain')).shadowRoot.querySelector('.rf-explain'); "
+                  "window.__shown = []; new MutationObserver(() => window.__shown.push(ex.dataset.explained))"
+                  ".observe(ex, {attributes: true, attributeFilter: ['data-explained']}); }")
+    release(gate)  # the first click's run first
+    explained_by_server(page, second)  # the second click's run drawn
+    assert first not in page.evaluate("() => window.__shown"), page.evaluate("() => window.__shown")
+    assert page.locator(".rf-explain").get_attribute("data-explained") == second
+    page.close()
+
+
+@pytest.mark.xfail(strict=True, raises=PlaywrightTimeout, reason="known fault: the grade is saved, but its control "
+                   "still shows it ungraded after the commits' and the grade's runs land (4 of 4 runs; shown at once "
+                   "when nothing is held)")
+def test_commits_then_a_grade_before_the_server_answers_end_on_the_last_commit(browser, served):
+    """As the commits-then-a-click test, with a grade (the grading panel's own fragment) sent before the server's
+    answers: its request too carries the sidebar's Dense weight as drawn before the commits. The server ends on the
+    last commit, in the address and in the sidebar (the stale value is not taken here), and the grade is stored;
+    but the control does not show it as saved (xfail)."""
+    from retrieval.judgments.store import JudgmentStore
+    from retrieval.types import Scope
+
+    url, db = served
+    page, gate = held_inspect(browser, url)
+    head = page.locator("summary", has_text="Grade the final list").first
+    head.scroll_into_view_if_needed()
+    head.click()
+    ungraded = page.locator("[data-testid=stButtonGroup]", has_text="○ ungraded")
+    ungraded.first.wait_for(state="visible")
+    settled(page)
+    n0 = ungraded.count()
+    stored0 = JudgmentStore(str(db)).grades(Scope.parse(SCOPE), QUERY)["human"]
+    live = page.locator("input[aria-label='Live dense weight']")
+    live.focus()
+    gate["hold"] = True
+    for _ in range(2):
+        send_and_wait(page, gate, lambda: page.keyboard.press("ArrowLeft"), "the commit to reach the server")
+    want = float(live.input_value())
+    send_and_wait(page, gate, ungraded.first.get_by_role("radio", name="3", exact=True).click,
+                  "the grade to reach the server")
+    release(gate)
+    page.wait_for_function("w => decodeURIComponent(location.search).includes(`dense_weight=${w},`)", arg=want)
+    settled(page)
+    assert float(page.locator("input[type=range][aria-label='Dense weight']").input_value()) == want  # the sidebar
+    stored = JudgmentStore(str(db)).grades(Scope.parse(SCOPE), QUERY)["human"]
+    assert len(stored) == len(stored0) + 1 and 3 in stored.values()
+    page.wait_for_function("n => [...document.querySelectorAll('[data-testid=stButtonGroup]')]"
+                           ".filter(e => e.innerText.includes('○ ungraded')).length === n", arg=n0 - 1,
+                           timeout=20_000)  # the grade shown as saved
     page.close()

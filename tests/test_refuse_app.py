@@ -113,9 +113,11 @@ def test_a_click_while_a_commit_is_pending_applies_that_commit_again():
     from ui.refuse import explained
 
     commit_ = {"dense_weight": 0.4, "sparse_weight": 0.5, "fusion": "convex", "at": "9-2"}
-    state: dict = {"i_refuse": {"commit": commit_, "explain": {"id": "t1", "pending": "9-2"}}, "i_dense_weight": 0.5}
+    state: dict = {"i_refuse": {"commit": commit_, "explain": {"id": "t1", "pending": "9-2", "at": "9-5"}},
+                   "i_dense_weight": 0.5}
     explained("i_", "i_refuse", "i_typed", state)
     assert (state["i_dense_weight"], state["i_typed"], state["i_refuse_applied"]) == (0.4, "t1", "9-2")
+    assert state["i_refuse_explained"] == "9-5"  # sent back: the browser knows which of its clicks has landed
     for pending in (None, "9-1"):  # nothing pending, or an older commit than the one held: the sidebar stands
         other: dict = {"i_refuse": {"commit": commit_, "explain": {"id": "t2", "pending": pending}},
                        "i_dense_weight": 0.7}

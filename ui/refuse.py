@@ -85,12 +85,15 @@ def commit(prefix: str, key: str, state: MutableMapping[str, Any] | None = None)
 
 
 def explained(prefix: str, key: str, target_key: str, state: MutableMapping[str, Any] | None = None) -> None:
-    """A row the browser explained: `{"id": …}`, with `pending` when the browser has not yet seen its last commit
-    land. Then this request also carries the sidebar's widget values as the browser last drew them, from before
-    the commit, and Streamlit takes them as the person's own change: the commit is applied again after them."""
+    """A row the browser explained: `{"id": …, "at": …}`, with `pending` when the browser has not yet seen its last
+    commit land. Then this request also carries the sidebar's widget values as the browser last drew them, from
+    before the commit, and Streamlit takes them as the person's own change: the commit is applied again after them.
+    `at` is sent back with the record (`explained`): until it names its latest click, the browser knows a run's
+    explained id is from before that click and keeps the row it shows."""
     state_: MutableMapping[str, Any] = st.session_state if state is None else state  # type: ignore[assignment]
     value = (state_.get(key) or {}).get("explain")
     if isinstance(value, dict):
+        state_[f"{prefix}refuse_explained"] = value.get("at")
         if value.get("pending") is not None and value.get("pending") == ((state_.get(key) or {}).get("commit")
                                                                           or {}).get("at"):
             commit(prefix, key, state_)
@@ -126,7 +129,8 @@ def refuse_panel(prefix: str, diag, grades: dict[str, int], target: str | None, 
         return
     key = f"{prefix}refuse"
     data = {**payload(prefix, diag), "grades": {k: int(v) for k, v in grades.items()}, "target": target,
-            "case": case, "prefix": prefix, "committed": st.session_state.get(f"{prefix}refuse_applied")}
+            "case": case, "prefix": prefix, "committed": st.session_state.get(f"{prefix}refuse_applied"),
+            "explained": st.session_state.get(f"{prefix}refuse_explained")}
     _MOUNT(key=key, data=data, on_commit_change=partial(commit, prefix, key),
            on_explain_change=partial(explained, prefix, key, target_key),
            on_open_change=partial(opened, prefix, key, target_key))

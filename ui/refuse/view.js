@@ -360,9 +360,13 @@ function serverOut(d) {
 
 function receive(P, data) {
   if (P.pending && data.committed === P.pendingAt) P.pending = null; // the server has applied our last commit
+  if (P.explainAt && data.explained === P.explainAt) P.explainAt = null; // ... and taken our last click
   const fresh = !P.data || P.data.sig !== data.sig;
+  if (fresh) P.explainAt = null;
   const view = JSON.stringify([data.sig, data.setting, data.grades, data.server_final, data.adaptive]);
-  const targetMoved = P.data && data.target !== P.data.target && data.target !== P.selected;
+  // While our last click is on its way, a run's explained id is from before it (an earlier click's run landing
+  // late): keep the row the person clicked last.
+  const targetMoved = P.data && !P.explainAt && data.target !== P.data.target && data.target !== P.selected;
   const caseSame = (P.case ? P.case.sig : null) === (data.case ? data.case.sig : null);
   if (!fresh && view === P.view && !targetMoved && caseSame) { P.data = data; return; } // nothing changes here
   P.view = view;
@@ -422,7 +426,8 @@ function build(parent, P) {
     P.root.dataset.pickMs = (performance.now() - t0).toFixed(2); // the click's own redraw, for benchmarks
     // After the frame: the explanation is painted before any message work. While our last commit has not come back
     // applied, this request carries the sidebar's values from before it: the server applies the commit again.
-    P.later("explain", { id, pending: P.pending ? P.pendingAt : null });
+    P.explainAt = `${Date.now()}-${++P.clicks}`;
+    P.later("explain", { id, pending: P.pending ? P.pendingAt : null, at: P.explainAt });
   };
   table.addEventListener("click", (e) => pick(e.target.closest("tr[data-id]")?.dataset.id));
   table.addEventListener("keydown", (e) => {
@@ -444,7 +449,7 @@ export default function (component) {
   if (data && data.mode === "scopes") { mountScopes(component); return; } // Home's traces per scope
   let P = PANELS.get(parentElement);
   if (!P) {
-    P = { dragging: false, pending: null, mode: "query", case: null, commits: 0 };
+    P = { dragging: false, pending: null, mode: "query", case: null, commits: 0, clicks: 0, explainAt: null };
     P.render = () => { P.frame = 0; render(P); };
     P.renderSoon = () => { if (!P.frame) P.frame = requestAnimationFrame(P.render); };
     P.commit = () => {
