@@ -23,7 +23,7 @@ from ui.cache import ensure_model, get_generator, get_reranker, judgments, works
 from ui.derive import adaptive_note, final_how, final_rule, normalisations
 from ui.stages import legend, remember_final
 from ui.charts import TOP_N, rank_flow_figure, timings_figure
-from ui.grading import current_rater, grading_panel, query_grades, unrated_ids
+from ui.grading import current_rater, grading_panel, hand_over, query_grades, unrated_ids
 from ui.links import DEPTHS, write_link
 from ui.state import cache_key, remember_injected_facts, run_config
 from ui.access import page_guard
@@ -141,8 +141,10 @@ def explorer(d, whole: dict, query: str, scope, moved: dict, traces: list, param
     (the table's ○ unrated marks follow on the next rerun of this part)."""
     st.caption(st.session_state.pop(f"{P}refused", None) or f"{d.candidates_scanned} candidates in the pool")
     js, rater = judgments(ws.uri), current_rater(access)
+    handed = None
     try:  # one read: the table's ○ unrated marks, and the panel's grades on this run (it reads anew on its own)
-        ratings = st.session_state[f"{P}ratings_now"] = js.ratings(scope, query)
+        ratings = js.ratings(scope, query)
+        handed = hand_over(P, ratings)
         unrated = unrated_ids(d.stage_ids["final"], query_grades(js, scope, query, ratings=ratings), k=ROWS)
     except JudgmentStoreError:  # a damaged judgments table: the panel says so; the rest of the page works
         unrated = []
@@ -150,7 +152,7 @@ def explorer(d, whole: dict, query: str, scope, moved: dict, traces: list, param
     st.caption(legend(bool(moved)) + " " + (final_rule(d) or "")
                + (f" {len(unrated)} of the final top {ROWS} are ○ unrated by anyone." if unrated else ""))
     target = (st.session_state.get(TARGET) or "").strip() or (d.stage_ids["final"] or [None])[0]
-    grading_panel(js, scope, query, traces, access, rater, key_prefix=P, k=ROWS)
+    grading_panel(js, scope, query, traces, access, rater, key_prefix=P, k=ROWS, handed=handed)
     st.divider()
     left, right = st.columns([3, 2])
     with right:

@@ -18,8 +18,10 @@ from __future__ import annotations
 import hashlib
 import re
 import time
+import uuid
 
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
 from retrieval.access import Access, AccessDenied
 from retrieval.pipeline.config import PipelineConfig
@@ -124,8 +126,24 @@ def unrated_ids(ranked: list[str], graded: dict[str, int] | set[str], k: int = 1
     return [t for t in list(dict.fromkeys(ranked))[:k] if t not in graded]
 
 
+PANEL = "grading-panel"  # the grading panel's fragment key (`st.rerun(PANEL)` from its controls' callbacks)
+
+
+def redraw(fragment: str | None) -> None:
+    """From a control's callback inside the keyed fragment `fragment`: rerun that fragment, as its own rerun would —
+    unless no run has registered it (a full run cut short by a newer request before it reached the fragment; seen
+    after quick live-panel commits and a grade): Streamlit then skips the fragment's rerun ("Couldn't find
+    fragment"), so the callback would have saved and nothing would show it. The whole page reruns instead."""
+    if fragment is None:
+        return
+    try:
+        st.rerun(fragment)
+    except StreamlitAPIException:  # no registered fragment has that key
+        st.rerun()
+
+
 def _save(js: JudgmentStore, scope, query: str, trace_id: str, key: str, scale: str, value=None,
-          access: Access | None = None, rater: str = "", content_hash: str = "") -> None:
+          access: Access | None = None, rater: str = "", content_hash: str = "", fragment: str | None = None) -> None:
     grade = st.session_state.get(key) if value is None else value
     if value is not None:
         st.session_state[key] = value
@@ -138,15 +156,17 @@ def _save(js: JudgmentStore, scope, query: str, trace_id: str, key: str, scale: 
     except REFUSALS as exc:
         st.session_state[key] = st.session_state.get(f"{key}_stored")  # the control shows what is stored
         st.session_state[f"{key}_error"] = str(exc)
+        redraw(fragment)
         return
     st.session_state[f"{key}_stored"] = grade
     st.session_state.pop(f"{key}_error", None)
+    redraw(fragment)
 
 
 def grade_widget(js: JudgmentStore, scope: Scope | None, query: str, trace_id: str, *, key_prefix: str = "g_",
                  scale: str = "graded", grades: dict | None = None,
                  label: str | None = None, disabled: bool = False, access: Access | None = None,
-                 rater: str = "", content_hash: str = "") -> int | None:
+                 rater: str = "", content_hash: str = "", fragment: str | None = None) -> int | None:
     """A 0–3 (or 0/1) control for one trace; returns `rater`'s stored grade (None = ungraded).
 
     Mouse: click a grade (click it again to clear). Keyboard: Tab to the control, Enter or Space.
@@ -156,7 +176,8 @@ def grade_widget(js: JudgmentStore, scope: Scope | None, query: str, trace_id: s
     `disabled=True` (a visitor without the grade permission) shows the grade without changing it.
     `label` (default: the trace id) is plain text — ids and trace content are shown as typed, never as Markdown.
     `access` (the page's `Access`) is checked by the store on every save; a refusal is shown under the control.
-    `rater` owns the grade; `content_hash` (of the text shown) lets a later edit mark it stale.
+    `rater` owns the grade; `content_hash` (of the text shown) lets a later edit mark it stale. `fragment`: the key
+    of the keyed fragment the control is drawn in, redrawn after a save (`redraw`).
     """
     rater = rater or current_rater(access)
     grades = grades if grades is not None else js.grades(scope, query, rater)
@@ -169,7 +190,7 @@ def grade_widget(js: JudgmentStore, scope: Scope | None, query: str, trace_id: s
     allowed = list(SCALES[scale])
     st.segmented_control(
         f"{plain(label or trace_id)} · {grade_text(human, scale)}", allowed, key=key, on_change=_save,
-        args=(js, scope, query, trace_id, key, scale, None, access, rater, content_hash), disabled=disabled,
+        args=(js, scope, query, trace_id, key, scale, None, access, rater, content_hash, fragment), disabled=disabled,
         help=f"Grade ({scale_words(scale)}). Saved at once; click again to clear.")
     if machine is not None:
         st.caption(f"machine grade: {machine} (not used by metrics)")
@@ -296,8 +317,27 @@ def note_widget(js: JudgmentStore, scope: Scope | None, query: str, key_prefix: 
         st.button("Save note", key=f"{key}_save", on_click=_save_note, args=(js, scope, query, key, access, rater))
 
 
+def hand_over(key_prefix: str, ratings: list) -> str:
+    """Keep the ratings a page's run read for the grading panel it draws later in the same run, and return the
+    run's token for the panel's `handed`. The panel rerun on its own (a grade) is called again with the token of
+    the run that last drew it, so it reads anew — and ratings left by a run a newer request cut short before it
+    reached the panel (read before a grade that run never saw) are never taken for a later run's."""
+    token = uuid.uuid4().hex
+    st.session_state[f"{key_prefix}ratings_now"] = (token, ratings)
+    return token
+
+
+def handed_ratings(js: JudgmentStore, scope: Scope | None, query: str, key_prefix: str, handed: str | None) -> list:
+    """The ratings `hand_over` kept for this very run (token `handed`), else read anew; what was kept is dropped
+    either way."""
+    held = st.session_state.pop(f"{key_prefix}ratings_now", None)
+    if held is not None and handed is not None and held[0] == handed:
+        return held[1]
+    return js.ratings(scope, query)
+
+
 def grading_body(js: JudgmentStore, scope: Scope | None, query: str, traces, access: Access | None, rater: str,
-                 key_prefix: str, k: int) -> None:
+                 key_prefix: str, k: int, handed: str | None = None) -> None:
     """The panel's contents: the read-only reason, the note, one grade control per result, add to a case."""
     from retrieval.judgments.model import content_hash
     from retrieval.judgments.store import grades_of
@@ -308,9 +348,8 @@ def grading_body(js: JudgmentStore, scope: Scope | None, query: str, traces, acc
         st.caption(reason)
     elif not signed_in(access):  # who grades, chosen here as on Judge (one name per tab)
         rater = rater_picker(access, key=f"{key_prefix}rater_input")
-    try:  # the ratings the page read on this run (`key_prefix + "ratings_now"`), else (the panel's own rerun) anew
-        ratings = st.session_state.pop(f"{key_prefix}ratings_now", None)
-        ratings = js.ratings(scope, query) if ratings is None else ratings
+    try:  # the ratings the page read on this very run (`hand_over`), else (the panel's own rerun) anew
+        ratings = handed_ratings(js, scope, query, key_prefix, handed)
     except JudgmentStoreError as exc:  # a damaged judgments table: grading is off, the rest of the page works
         st.warning(f"Grading is off: {plain(exc)}")
         return
@@ -324,17 +363,17 @@ def grading_body(js: JudgmentStore, scope: Scope | None, query: str, traces, acc
     for rank, t in enumerate(traces, 1):
         grade_widget(js, scope, query, t.id, key_prefix=f"{key_prefix}g_", grades=grades, disabled=not allowed,
                      label=f"#{rank} {t.id} — {t.content[:90]}", access=access,
-                     rater=rater, content_hash=content_hash(t.content))
+                     rater=rater, content_hash=content_hash(t.content), fragment=PANEL)
     if allowed and access is not None and access.write:
         add_to_case_widget(js, scope, query, key_prefix=f"{key_prefix}g_", access=access)
 
 
-@st.fragment
+@st.fragment(key=PANEL)
 def grading_panel(js: JudgmentStore, scope: Scope | None, query: str, traces, access: Access | None, rater: str,
-                  *, key_prefix: str, k: int = 10) -> None:
+                  *, key_prefix: str, k: int = 10, handed: str | None = None) -> None:
     """Grade a final list, note the query, add it to a case — as its own fragment: a grade, a note or an add
     reruns this panel only, never the search page. The expander is keyed (`key_prefix + "grading"`), so the
     browser keeps it open across this panel's reruns and the page's (a slider move): no "keep open" switch."""
     with st.expander(f"Grade the final list ({len(traces)} results) as {plain(rater)} · note · add to a case",
                      key=f"{key_prefix}grading", icon=":material/grading:"):
-        grading_body(js, scope, query, traces, access, rater, key_prefix, k)
+        grading_body(js, scope, query, traces, access, rater, key_prefix, k, handed)
