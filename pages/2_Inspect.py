@@ -23,7 +23,8 @@ from ui.cache import ensure_model, get_generator, get_reranker, judgments, works
 from ui.derive import adaptive_note, final_how, final_rule, normalisations
 from ui.stages import legend, remember_final
 from ui.charts import TOP_N, rank_flow_figure, timings_figure
-from ui.grading import current_rater, grading_panel, hand_over, query_grades, unrated_ids
+from ui.grading import current_rater, query_grades, unrated_ids
+from ui.gradepanel import grading_panel, hand_over
 from ui.links import DEPTHS, write_link
 from ui.state import cache_key, remember_injected_facts, run_config
 from ui.access import page_guard
