@@ -83,8 +83,8 @@ lint: $(VENV)/.installed-test
 # One worker per core (`-n auto`), each test file whole on one worker (`--dist loadfile`: a file's module fixtures,
 # e.g. its served app, are built once), the longest files first (tests/durations.json, by scripts/test_durations.py;
 # `--no-loadscope-reorder` keeps that order rather than xdist's by test count, so short files fill the end).
-# `CI=true make test` on 2 cores with nothing else running: pytest 9 min 45 s (`-n 3` there: 10 min 16 s); beside 4 CPU
-# burners (load 5-12): 30 min 34 s.
+# `CI=true make test` on 2 cores with nothing else running: 9 min 6 s (pytest 9 min 4 s; was 9 min 45 s - 10 min 32 s;
+# `-n 3` there: 10 min 16 s); beside 4 CPU burners (load 8-15): green, pytest 34 min 6 s (2026-12-04).
 # The tests' temporary stores on a tmpfs when the machine has one with room (LanceDB syncs every commit to disk: the
 # store-heavy files ran 25-30 % faster on /dev/shm than on this machine's disk, side by side); elsewhere the default.
 TEST_TMPDIR ?= $(shell [ -w /dev/shm ] && [ "$$(df -Pk /dev/shm | awk 'NR==2 {print $$4}')" -gt 4000000 ] && echo /dev/shm)
