@@ -212,6 +212,17 @@ def send_and_wait(page, gate: dict, action, what: str) -> None:
     pump_until(page, lambda: gate["sent"] > sent, what)
 
 
+def two_held_commits(page, gate: dict) -> float:
+    """Hold the server's answers, then commit two Arrow-key steps of the live Dense weight; returns the value the
+    browser ends on (the one the server must end on too)."""
+    live = page.locator("input[aria-label='Live dense weight']")
+    live.focus()
+    gate["hold"] = True
+    for _ in range(2):
+        send_and_wait(page, gate, lambda: page.keyboard.press("ArrowLeft"), "the commit to reach the server")
+    return float(live.input_value())
+
+
 def release(gate: dict) -> None:
     """The held answers, in order (anything arriving meanwhile is held and sent in turn); then no more holding."""
     while gate["held"]:
@@ -233,12 +244,7 @@ def test_commits_then_a_click_before_the_server_answers_end_on_the_last_commit(b
     before the click re-applied a commit the browser had not seen land)."""
     url, _ = served
     page, gate = held_inspect(browser, url)
-    live = page.locator("input[aria-label='Live dense weight']")
-    live.focus()
-    gate["hold"] = True
-    for _ in range(2):
-        send_and_wait(page, gate, lambda: page.keyboard.press("ArrowLeft"), "the commit to reach the server")
-    want = float(live.input_value())
+    want = two_held_commits(page, gate)
     row = page.locator(ROWS).nth(3)
     tid = row.get_attribute("data-id")
     send_and_wait(page, gate, row.locator(".rf-text").click, "the click to reach the server")
@@ -299,12 +305,7 @@ def test_commits_then_a_grade_before_the_server_answers_end_on_the_last_commit(b
     settled(page)
     n0 = ungraded.count()
     stored0 = JudgmentStore(str(db)).grades(Scope.parse(SCOPE), QUERY)["human"]
-    live = page.locator("input[aria-label='Live dense weight']")
-    live.focus()
-    gate["hold"] = True
-    for _ in range(2):
-        send_and_wait(page, gate, lambda: page.keyboard.press("ArrowLeft"), "the commit to reach the server")
-    want = float(live.input_value())
+    want = two_held_commits(page, gate)
     send_and_wait(page, gate, ungraded.first.get_by_role("radio", name="3", exact=True).click,
                   "the grade to reach the server")
     release(gate)
