@@ -133,9 +133,9 @@ def test_a_weight_change_marks_what_moved_and_a_click_explains_without_claiming_
     moved = page.locator("table.rt-stages td.rt-up, table.rt-stages td.rt-down, table.rt-stages td.rt-new")
     moved.first.wait_for()
     assert moved.count() >= 1
-    assert page.locator(".js-plotly-plot text", has_text="▲").count() + \
-        page.locator(".js-plotly-plot text", has_text="▼").count() + \
-        page.locator(".js-plotly-plot text", has_text="new").count() >= 1  # the rank flow marks them too
+    # The rank flow marks them too; it is redrawn by the server's rerun, after the table's in-page repaint.
+    page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot text')]"
+                           ".some(t => /▲|▼|new/i.test(t.textContent))")
     shot(page, "inspect-moved-1366.png")
 
     # A row click explains that row; the marks stay, the re-fusion caption does not.
