@@ -65,12 +65,13 @@ with st.sidebar:
     config_io(P, cfg)
 
 st.title("Inspect")
-asof_ui.banner(ws, as_of, access)  # which state is shown, when not the newest
-calibration_caption(ws, always=False)  # one line when the store is calibrated (ui/calibration.py)
-if ws.store.count() == 0:
-    st.info("The store is empty: load the demo corpus on the Corpus page first.")
-    st.page_link("pages/1_Corpus.py", label="Go to Corpus", icon=":material/library_books:")
-    st.stop()
+with st.container():  # the banners that apply: one element of the page whatever they hold (see `explorer`)
+    asof_ui.banner(ws, as_of, access)  # which state is shown, when not the newest
+    calibration_caption(ws, always=False)  # one line when the store is calibrated (ui/calibration.py)
+    if ws.store.count() == 0:
+        st.info("The store is empty: load the demo corpus on the Corpus page first.")
+        st.page_link("pages/1_Corpus.py", label="Go to Corpus", icon=":material/library_books:")
+        st.stop()
 
 c1, c2, c3 = st.columns([5, 2, 1.2], vertical_alignment="bottom")
 query = c1.text_input("Query", key=f"{P}q", placeholder=PLACEHOLDER)
@@ -82,53 +83,55 @@ params = write_link(P, cfg, query, st.session_state.get(f"{P}scope"), target_typ
 params.update(asof_ui.link_params(as_of))
 write_params(P, params)
 link_slot = c3.empty()  # the link popover: drawn by the explorer below, which also writes the explained id
-if st.session_state.get(f"{P}notes_for") is None:
-    st.session_state[f"{P}notes_for"] = params
-if st.session_state[f"{P}notes_for"] == params:  # a link's notes stay until the view is changed
-    for note in st.session_state.get(f"{P}link_notes", []):
-        st.warning(note, icon=":material/link:")
+with st.container():  # this search's notes and status: one element of the page whatever they hold (see `explorer`)
+    if st.session_state.get(f"{P}notes_for") is None:
+        st.session_state[f"{P}notes_for"] = params
+    if st.session_state[f"{P}notes_for"] == params:  # a link's notes stay until the view is changed
+        for note in st.session_state.get(f"{P}link_notes", []):
+            st.warning(note, icon=":material/link:")
 
-if not query.strip():
-    st.caption("Type a query, or open one of the examples on the Home page.")
-    st.stop()
+    if not query.strip():
+        st.caption("Type a query, or open one of the examples on the Home page.")
+        st.stop()
 
-with st.spinner("Loading the embedding model (all-MiniLM-L6-v2)…"):
-    ensure_model()
-run_cfg, backend_notes = usable_config(cfg, get_reranker, get_generator)
-for note in backend_notes:
-    st.warning(note)
-cached = st.session_state[f"{P}result"]
-t0 = time.perf_counter()
-try:
-    if cached is None or cached[0] != cache_key(query, scope, run_cfg):
-        steps = view.run_steps(run_cfg)
-        with st.status("Searching: " + " → ".join(steps) + "…", expanded=False) as status:
+    with st.spinner("Loading the embedding model (all-MiniLM-L6-v2)…"):
+        ensure_model()
+    run_cfg, backend_notes = usable_config(cfg, get_reranker, get_generator)
+    for note in backend_notes:
+        st.warning(note)
+    cached = st.session_state[f"{P}result"]
+    t0 = time.perf_counter()
+    try:
+        if cached is None or cached[0] != cache_key(query, scope, run_cfg):
+            steps = view.run_steps(run_cfg)
+            with st.status("Searching: " + " → ".join(steps) + "…", expanded=False) as status:
+                result, refusion = run_config(rws, run_cfg, query, scope, get_reranker, get_generator, cached)
+                status.update(label=f"Searched in {(time.perf_counter() - t0) * 1000:.0f} ms: " + " → ".join(steps),
+                              state="complete")
+        else:
             result, refusion = run_config(rws, run_cfg, query, scope, get_reranker, get_generator, cached)
-            status.update(label=f"Searched in {(time.perf_counter() - t0) * 1000:.0f} ms: " + " → ".join(steps),
-                          state="complete")
-    else:
-        result, refusion = run_config(rws, run_cfg, query, scope, get_reranker, get_generator, cached)
-except (ValueError, ImportError) as exc:
-    st.error(plain(exc))  # it may quote the query or an id
-    st.stop()
-if not refusion:  # keep the searched result: every slider move re-fuses from it
-    st.session_state[f"{P}result"] = (cache_key(query, scope, run_cfg), result)
-remember_injected_facts(scope, query, result.diagnostics.facts)  # for the Facts page
-d = result.diagnostics
+    except (ValueError, ImportError) as exc:
+        st.error(plain(exc))  # it may quote the query or an id
+        st.stop()
+    if not refusion:  # keep the searched result: every slider move re-fuses from it
+        st.session_state[f"{P}result"] = (cache_key(query, scope, run_cfg), result)
+    remember_injected_facts(scope, query, result.diagnostics.facts)  # for the Facts page
+    d = result.diagnostics
 
-changed, moved = remember_final(st.session_state.setdefault(f"{P}finals", {}), query, scope, run_cfg,
-                                d.stage_ids["final"])
-# Said only when this run re-fused for a new setting; the explorer's own reruns (a click, a grade) drop it.
-st.session_state[f"{P}refused"] = (f"⚡ Re-fused from cached stage lists in {d.timings_ms.get('refusion', 0):.2f} ms "
-                                   "— no embedding, search or reranker call." if refusion and changed else None)
-escalation_view(d.escalations)
-if d.hyde:
-    st.info(f"**HyDE hypothesis** (searched instead of the query): {plain(d.hyde)}")
-if d.multi_query:
-    st.info("**Multi-query variants**: " + " · ".join(f"“{plain(v)}”" for v in d.multi_query))
-split = view.split_summary(d)
-if split:
-    st.info(split, icon=":material/content_cut:")
+    changed, moved = remember_final(st.session_state.setdefault(f"{P}finals", {}), query, scope, run_cfg,
+                                    d.stage_ids["final"])
+    # Said only when this run re-fused for a new setting; the explorer's own reruns (a click, a grade) drop it.
+    st.session_state[f"{P}refused"] = (f"⚡ Re-fused from cached stage lists in {d.timings_ms.get('refusion', 0):.2f} "
+                                       "ms — no embedding, search or reranker call." if refusion and changed else None)
+    escalation_view(d.escalations)
+    if d.hyde:
+        st.info(f"**HyDE hypothesis** (searched instead of the query): {plain(d.hyde)}")
+    if d.multi_query:
+        st.info("**Multi-query variants**: " + " · ".join(f"“{plain(v)}”" for v in d.multi_query))
+    split = view.split_summary(d)
+    if split:
+        st.info(split, icon=":material/content_cut:")
+
 
 shown = [i for s in STAGES for i in d.stage_ids[s][:ROWS]] + list(moved)
 whole = view.whole_texts(d, asof_ui.store_get(ws, as_of), shown)
@@ -139,7 +142,11 @@ def explorer(d, whole: dict, query: str, scope, moved: dict, traces: list, param
     """The stage table, the grading panel, the rank flow and the explanation as one fragment: a row or rank-flow
     click (or a typed id, a sort, the flow's depth) reruns this part only — never the search above — and writes
     the explained id into the link. The grading panel inside is its own fragment: a grade reruns the panel alone
-    (the table's ○ unrated marks follow on the next rerun of this part)."""
+    (the table's ○ unrated marks follow on the next rerun of this part).
+
+    Streamlit names a fragment by its place on the page and drops a click or grade sent to a name it no longer
+    holds, so everything above this that one run draws and the next may not (a status, a note) sits in a container
+    of its own: the place, and the name, stay (tests/test_fragment_ids.py)."""
     st.caption(st.session_state.pop(f"{P}refused", None) or f"{d.candidates_scanned} candidates in the pool")
     js, rater = judgments(ws.uri), current_rater(access)
     handed = None
@@ -210,7 +217,8 @@ def live_panel(d, query: str, scope) -> None:
     refuse_panel(P, d, grades, (st.session_state.get(TARGET) or "").strip() or None, TARGET, case)
 
 
-live_panel(d, query, scope)
+with st.container():  # its notes come and go: one element of the page (see `explorer`)
+    live_panel(d, query, scope)
 explorer(d, whole, query, scope, moved, list(result.traces), params)
 
 asof_ui.changes(ws, as_of, P, query, scope,  # Changes: this query at two versions (ui/asof.py)
