@@ -210,7 +210,8 @@ def browse_tab() -> None:
 
 def audit_tab() -> None:
     st.caption("Every write — who, when, what, how many traces — kept in the store's `audit` table"
-               + ("." if access.scopes is None else ", limited to writes within your scopes."))
+               + ("." if access.scopes is None else
+                  ", each write as far as it touched your scopes (its count, scopes and ids there)."))
     entries = ws.audit.entries(limit=AUDIT_ROWS, scopes=access.scopes)
     if not entries:
         st.info("No writes recorded yet.")

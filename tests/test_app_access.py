@@ -190,7 +190,13 @@ def test_a_writer_sees_write_controls_and_only_their_scopes_audit(proxy, built):
     assert not at.exception
     assert "button 'Load the demo corpus'" in write_controls(at)
     audit = [d.value for d in at.dataframe if "who" in d.value.columns][0]
-    assert list(audit["who"]) == ["writer@example.com"] and list(audit["scopes"]) == ["user:tomas"]
+    # their own delete, then their part of the demo build's writes (ingest, grades, case, snapshots), never root's
+    # delete of maya's note, nor another scope's count, scope or id
+    assert list(audit["who"])[0] == "writer@example.com" and "root" not in list(audit["who"])
+    assert list(audit["what"]) == ["delete", "snapshot", "snapshot", "case", "grade", "ingest"]
+    assert set(audit["scopes"]) == {"user:tomas"} and not re.search(r"maya|priya", audit.to_csv())
+    ids = [i.strip(" …") for row in audit["ids"] if row != "—" for i in row.split(", ")]
+    assert ids and all(i.startswith("tomas-") for i in ids)
 
 
 def test_oidc_sign_in_and_a_signed_in_user(env, built, tmp_path):

@@ -375,6 +375,26 @@ def test_machine_grades_are_stored_apart_from_human_ones(tmp_path, server, backe
     assert (again.graded, again.skipped) == (0, 4)
 
 
+def test_a_machine_grading_run_over_two_scopes_shows_each_visitor_their_count(tmp_path, server):
+    from dataclasses import replace
+
+    from retrieval.models.generators import OpenAICompatibleGenerator
+
+    server.mode, server.chat_text = "ok", "2"
+    js = JudgmentStore(str(tmp_path / "db"))
+    js.save_case(Case("c", (CaseQuery("q1", "query q1", U1), CaseQuery("q2", "query q2", U2))))
+    s = snap("S", [sq("q1", "ab"), replace(sq("q2", "c"), scope=U2)])
+    rep = machine_grade(js, s, OpenAICompatibleGenerator(server.url, "m", api_key="k"),
+                        lambda ids: {i: f"passage {i}" for i in ids})
+    assert rep.graded == 3
+    run = [e for e in js.audit.entries() if e.action == "grade"]
+    assert [(e.traces, e.scopes) for e in run] == [(3, tuple(sorted((str(U1), str(U2)))))]
+    assert [(e.traces, e.scopes) for e in js.audit.entries(scopes={str(U1)}) if e.action == "grade"] == [
+        (2, (str(U1),))]
+    assert [(e.traces, e.scopes) for e in js.audit.entries(scopes={str(U2)}) if e.action == "grade"] == [
+        (1, (str(U2),))]
+
+
 @pytest.mark.parametrize("mode, text, expect", [
     ("ok", "Relevant, I would say.", "holds no grade"), ("ok", "5", "holds no grade"),
 ])

@@ -31,7 +31,7 @@ from retrieval.store.memory import MemoryStore
 from retrieval.store.threads import setting_of
 from retrieval.store.rows import ids_filter
 from retrieval.types import MemoryTrace
-from retrieval.workspace.audit import AuditLog, scopes_of
+from retrieval.workspace.audit import AuditLog, parts_of, scopes_of
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +149,7 @@ def ray_ingest(uri: str, traces: list[MemoryTrace], *, embedder: Any = None, add
     fragments = len(fragment_ids(store) - before) if not replaced else 0
     AuditLog(store.uri, storage_options=store.storage_options).record(
         actor, "ingest", len(batch), scopes_of(batch), [t.id for t in batch], detail=f"ray, {workers} worker(s)",
-        version=version)
+        version=version, parts=parts_of(batch))
     return RayIngestReport(written=len(batch), replaced=len(replaced), duplicates=dups, workers=workers,
                            fragments=fragments, version=version, seconds=time.perf_counter() - t0,
                            embedder=str(getattr(store.embedder, "name", None)))

@@ -101,6 +101,7 @@ def machine_grade(js: JudgmentStore, snap: Snapshot, generator, texts: Callable[
     content = dict(texts(sorted({t for _, t in todo}))) if todo else {}
     label = getattr(generator, "name", type(generator).__name__)
     graded, failures, version = 0, [], prompt_version(scale)
+    per_scope: list[str] = []  # the scope of each grade saved (the audit entry's part in each scope)
     for n, (q, tid) in enumerate(todo, 1):
         if tid not in content:
             failures.append((q.qid, tid, "trace not in the store"))
@@ -118,12 +119,15 @@ def machine_grade(js: JudgmentStore, snap: Snapshot, generator, texts: Callable[
                                        content_hash=content_hash(content[tid]), prompt_version=version)],
                              scale, audit=False)
             graded += 1
+            per_scope.append(scope_text(q.scope))
         if progress:
             progress(n, len(todo))
     if graded:  # one audit row for the run, not one per grade
+        from retrieval.workspace.audit import parts_counted
+
         actor = access.user if access is not None else "local"
         js.audit.record(actor, "grade", graded, sorted({scope_text(q.scope) for q, _ in todo}), [],
-                        detail=f"machine: {label}")
+                        detail=f"machine: {label}", parts=parts_counted(per_scope))
     return MachineReport(grader_label(generator), graded, skipped, tuple(failures))
 
 

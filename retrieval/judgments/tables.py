@@ -76,11 +76,17 @@ class Tables:
 
     def record_write(self, access: Access | None, action: str, count: int, scopes: Iterable[Scope | None],
                 detail: str = "", who: str = "") -> None:
-        """One audit entry naming who wrote (`identity.audit_actor`: the sign-in, else `who`, else `local`)."""
+        """One audit entry naming who wrote (`identity.audit_actor`: the sign-in, else `who`, else `local`).
+        `scopes` names the scope of each item written (a grade, a case query), so the entry's part in each scope
+        is known when `count` is their number, or 0 (a setting, a note: nothing counted in any scope)."""
         from retrieval.judgments.identity import audit_actor
+        from retrieval.workspace.audit import ScopePart, parts_counted
 
-        actor = audit_actor(access, who)
-        self.audit.record(actor, action, count, sorted({scope_text(s) for s in scopes}), [], detail=detail)
+        labels = [scope_text(s) for s in scopes]
+        parts = (parts_counted(labels) if count == len(labels) else
+                 [ScopePart(s, 0) for s in sorted(set(labels))] if count == 0 else None)
+        self.audit.record(audit_actor(access, who), action, count, sorted(set(labels)), [], detail=detail,
+                          parts=parts)
 
     def _broken(self, name: str, exc: BaseException) -> JudgmentStoreError:
         why = (str(exc).strip().splitlines() or [""])[0][:240]

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from retrieval.access import Access, ReadOnlyError, demo_mode_from_env
-from retrieval.workspace.audit import AuditLog, scopes_of
+from retrieval.workspace.audit import AuditLog, parts_of, scopes_of
 from retrieval.bm25.index import BM25Index
 from retrieval.bm25.tokenizer import analyzer_of
 from retrieval.sparse.build import Opened, check_sparse, set_analyzer, set_statistics
@@ -270,7 +270,7 @@ class Workspace:
                                                           facts=extract_facts,
                                                           followers=[t for t in stored if t.id not in latest])
             self.audit.record(_actor(access, actor), "ingest", written, scopes_of(latest.values()), list(latest),
-                              version=committed)
+                              version=committed, parts=parts_of(latest.values()))
         return IngestReport(written=written, duplicates=dups, facts=n_facts, fact_warnings=tuple(warnings))
 
     def delete(self, ids: Iterable[str], *, access: Access | None = None, actor: str = "local") -> int:
@@ -287,7 +287,7 @@ class Workspace:
                 return 0
             self._follow.after_commit(committed, [], ids, followers=self.store.writes.last_recontexted)
             self.audit.record(_actor(access, actor), "delete", n, scopes_of(gone), [t.id for t in gone],
-                              version=committed)
+                              version=committed, parts=parts_of(gone))
         return n
 
     def set_active(self, ids: Iterable[str], active: bool, *, access: Access | None = None,
@@ -305,7 +305,8 @@ class Workspace:
             if committed != before:
                 self._follow.after_commit(committed, traces, [], followers=self.store.writes.last_recontexted)
                 self.audit.record(_actor(access, actor), "activate" if active else "deactivate", len(traces),
-                                  scopes_of(traces), [t.id for t in traces], version=committed)
+                                  scopes_of(traces), [t.id for t in traces], version=committed,
+                                  parts=parts_of(traces))
         return len(traces)
 
     def _check_writable(self, action: str) -> None:
