@@ -111,4 +111,6 @@ def redact_text(text: str, *uris: str) -> str:
     for uri in uris:
         if uri and redact_uri(uri) != uri:
             out = out.replace(uri, redact_uri(uri))
+    if "@" not in out or ":/" not in out:  # no userinfo to match; the pattern is quadratic on a long word
+        return out
     return _USERINFO.sub(r"\1***@", out)
