@@ -66,7 +66,8 @@ def test_click_to_explain_links_escalations_and_split_columns(browser, app_url):
     page.goto(app_url + SPLIT_LINK)
     final = stage_ids(page, "final")
     wait_text(page, "Split-on-ambiguous (threshold 1)")
-    assert page.get_by_text("whole text of").count() >= 1  # under the stage table
+    # Under the stage table: drawn later in that run than the split note above it (a count read here was early).
+    page.get_by_text("whole text of").first.wait_for(state="attached")
     page.get_by_text("whole text of").last.click()
     wait_text(page, "vs whole")
     shot(page, "inspect.png")
@@ -93,7 +94,12 @@ def test_click_to_explain_links_escalations_and_split_columns(browser, app_url):
 
     # Copy link round trip: the link in the popover opens the same view in a new tab.
     page.locator("[data-testid=stPopover] button").first.click()
-    link = page.locator("[data-testid=stCode] code").last.inner_text().strip()
+    code = page.locator("[data-testid=stCode] code").last
+    # The link is drawn last in the click's run (after the explained id's box waited for above): wait for it to name
+    # the clicked point, as it must (a read before then gets the previous click's link).
+    page.wait_for_function("id => { const c = [...document.querySelectorAll('[data-testid=stCode] code')];"
+                           " return c.length > 0 && c[c.length - 1].innerText.includes('i_id=' + id); }", arg=target)
+    link = code.inner_text().strip()
     assert link.startswith(app_url + "/Inspect?") and "i_v=" in link and "i_settings=preset%3Dhybrid" in link
     assert f"i_id={target}" in link and "openai_base_url" not in link
     other = browser.new_page(viewport={"width": 1600, "height": 1800})

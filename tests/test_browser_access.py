@@ -10,6 +10,7 @@ import pytest
 
 from demostore import copy_demo
 from ui.serve import start_app, stop_app
+from waits import settled
 
 HEADER = "X-Forwarded-Email"
 POLICY = '[users."maya@example.com"]\nscopes = ["user:maya"]\n'
@@ -66,6 +67,7 @@ def test_limited_user_cannot_reach_another_scope(browser, app_url, artifacts):
     assert scope_options(page, "i_scope") == ("user:maya", ["user:maya"])
     page.wait_for_function("() => location.search.includes('i_scope=user%3Amaya')", timeout=30_000)
     wait_text(page, "not visible from this query")  # the explained id from the URL
+    settled(page)  # the whole run is drawn (the rank flow and the rest come after that sentence)
     body = page.inner_text("body")
     assert "Priya" not in body and "Fixation" not in body and "(all scopes)" not in body  # priya's words
     page.screenshot(path=str(artifacts / "access-limited-inspect.png"), full_page=True)
@@ -75,6 +77,7 @@ def test_limited_user_cannot_reach_another_scope(browser, app_url, artifacts):
     box.fill("priya-intro")
     box.press("Enter")
     wait_text(page, "'priya-intro' is not visible from this query")
+    settled(page)
     assert "Priya" not in page.inner_text("body")
 
     # "All scopes" by URL is no way round either.
@@ -87,6 +90,7 @@ def test_limited_user_cannot_reach_another_scope(browser, app_url, artifacts):
         page.goto(f"{app_url}/{path}")
         wait_text(page, "Signed in as")
         assert scope_options(page, key) == ("user:maya", ["user:maya"]), path
+        settled(page)  # the buttons, if the page drew them, come later in the run than the scope picker
         assert not page.locator("[data-testid=stButton] button", has_text=re.compile("Delete|Load the demo")).count()
 
 

@@ -196,6 +196,10 @@ def test_facts_timeline_reads_dates_as_people_write_them(browser, served):
     page.get_by_role("option", name="user:maya").click()
     plot = page.locator(".js-plotly-plot").first
     plot.locator(".xtick text").first.wait_for()
+    # Plotly draws the axes before the traces' text (and may draw again once its margins are known): the labels
+    # below are read once the chart holds them and the page is drawn, not at the first tick.
+    plot.locator(".scatterlayer text", has_text="Lisbon").first.wait_for(state="attached")
+    painted(page)
     ticks = [t.text_content() for t in plot.locator(".xtick text").all()]
     assert ticks and all(re.fullmatch(r"\d{1,2} [A-Z][a-z]{2} \d{4}", t) for t in ticks), ticks
     labels = " ".join(t.text_content() for t in plot.locator(".scatterlayer text").all())
