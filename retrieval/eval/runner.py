@@ -101,7 +101,7 @@ class SweepResult:
     def best_params(self) -> dict[str, Any]:
         r, c = self.best
         best = RRF(k=self.ks[c]).balanced(self.dense_weights[r])  # the cell's strategy, as `sweep` fused with it
-        return {"dense_weight": best.weights[0], "sparse_weight": best.weights[1], "rrf_k": self.ks[c],
+        return {**best.weight_knobs(), "rrf_k": self.ks[c],
                 "fusion": best.spec, "tune": self.tune[r][c], "held_out": self.held_out[r][c]}
 
 

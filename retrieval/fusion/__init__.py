@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from retrieval.fusion.base import WEIGHTS, Fused, FusionStrategy, Param, _Choice, _check_weights
+from retrieval.fusion.base import WEIGHT_NAMES, WEIGHTS, Fused, FusionStrategy, Param, _Choice, _check_weights
 from retrieval.fusion.convex import Convex, convex_fusion
 from retrieval.fusion.dbsf import DBSF
 from retrieval.fusion.normalize import NORMALIZATIONS, Normalization, normalize
@@ -71,7 +71,7 @@ def catalogue() -> list[dict[str, Any]]:
     return [s.describe() for s in STRATEGIES]
 
 
-__all__ = ["FUSIONS", "FUSION_PARAM_DEFAULTS", "NORMALIZATIONS", "REGISTRY", "STRATEGIES", "WEIGHTS", "Convex",
-           "Fused", "Fusion", "FusionStrategy", "Normalization", "Param", "RRF", "_Choice", "_check_weights",
+__all__ = ["FUSIONS", "FUSION_PARAM_DEFAULTS", "NORMALIZATIONS", "REGISTRY", "STRATEGIES", "WEIGHT_NAMES", "WEIGHTS",
+           "Convex", "Fused", "Fusion", "FusionStrategy", "Normalization", "Param", "RRF", "_Choice", "_check_weights",
            "catalogue", "convex_fusion", "fusion_knobs", "get_strategy", "normalize", "parse_fusion",
            "reciprocal_rank_fusion", "strategy_for"]

@@ -144,6 +144,7 @@ WEIGHTS = (Param("dense_weight", "w_d", "float", 0.5, 0.0, 1.0, 0.05, help="the 
                  label="Dense weight"),
            Param("sparse_weight", "w_s", "float", 0.5, 0.0, 1.0, 0.05, help="the sparse (BM25) list's weight",
                  label="Sparse weight"))
+WEIGHT_NAMES = tuple(p.name for p in WEIGHTS)  # ("dense_weight", "sparse_weight"): the knob names, declared once
 
 
 class FusionStrategy(ABC):
@@ -212,8 +213,15 @@ class FusionStrategy(ABC):
 
     def knobs(self) -> dict[str, Any]:
         """This strategy's settings as knobs: `fusion`, the weights and its own parameters."""
-        return {"fusion": self.name, "dense_weight": self.weights[0], "sparse_weight": self.weights[1],
-                **{p.name: getattr(self, p.attr) for p in self.params}}
+        return {"fusion": self.name, **self.weight_knobs(), **self.own_knobs()}
+
+    def weight_knobs(self) -> dict[str, float]:
+        """The two side weights by their declared knob names (`WEIGHTS`)."""
+        return dict(zip(WEIGHT_NAMES, self.weights))
+
+    def own_knobs(self) -> dict[str, Any]:
+        """This strategy's own parameters (not the weights) by knob name."""
+        return {p.name: getattr(self, p.attr) for p in self.params}
 
     @property
     def spec(self) -> str:

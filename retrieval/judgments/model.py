@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Mapping
 
+from retrieval.fusion.base import WEIGHT_NAMES
 from retrieval.pipeline.config import PipelineConfig
 from retrieval.pipeline.records import STAGES
 from retrieval.types import Scope
 
-SUMMARY_KNOBS = ("fusion", "dense_weight", "sparse_weight", "rrf_k")  # a snapshot summary's fusion columns
+SUMMARY_KNOBS = ("fusion", *WEIGHT_NAMES, "rrf_k")  # a snapshot summary's fusion columns
 
 SCALES: dict[str, tuple[int, ...]] = {"graded": (0, 1, 2, 3), "binary": (0, 1)}
 GRADE_LABELS = {0: "not relevant", 1: "related", 2: "relevant", 3: "perfect"}

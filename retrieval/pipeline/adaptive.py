@@ -180,9 +180,8 @@ class Adapted(Mapping[str, Any]):
     def as_dict(self) -> dict[str, Any]:
         """Plain data: the adapted and configured weights, the adapted strategy's canonical string (`fusion`), the
         reasons, the summary, every rule, the strengths, `learned` and the features."""
-        dw, sw = self.configured.weights
-        return {"dense_weight": self.dense_weight, "sparse_weight": self.sparse_weight, "fusion": self.strategy.spec,
-                "configured": {"dense_weight": dw, "sparse_weight": sw}, "reasons": self.reasons,
+        return {**self.strategy.weight_knobs(), "fusion": self.strategy.spec,
+                "configured": self.configured.weight_knobs(), "reasons": self.reasons,
                 "summary": self.summary, "rules": [dict(zip(("rule", "signal", "strength", "shift"), r))
                                                    for r in self.rules],
                 "strengths": self.strengths.as_dict(), "learned": self.learned, "features": asdict(self.features)}
@@ -204,11 +203,10 @@ def adapt(record: Any, strategy: FusionStrategy, strengths: Strengths | None = N
     strengths = strengths if strengths is not None else RULE_STRENGTHS
     f = features(record)
     signals = f.signals()
-    dense_weight, sparse_weight = strategy.weights
-    total = dense_weight + sparse_weight
-    share = dense_weight / total if total > 0 else 0.5
+    dw, sw = strategy.weights
+    total = dw + sw
+    share = dw / total if total > 0 else 0.5
     new = adapted_share(share, shift_of(signals, strengths))
-    dw, sw = dense_weight, sparse_weight
     if new != share:  # on the knob's grid, scaled down when the larger would pass 1
         scale = max(total * new, total * (1 - new), 1.0)
         dw, sw = (float(f"{total * x / scale:.6g}") for x in (new, 1 - new))  # 0.7, not 0.7000000000000001

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from retrieval.fusion import catalogue
+from retrieval.fusion import WEIGHT_NAMES, catalogue
 from retrieval.pipeline.adaptive import RULE_STRENGTHS, features, shift_of
 from retrieval.pipeline.assemble import best_dense, complete_lists, deep_enough
 from retrieval.pipeline.explain import dense_terms, list_names
@@ -50,7 +50,7 @@ def strategies() -> list[dict[str, Any]]:
     show besides the two side weights (one list, one source: a registered strategy appears here with no edit;
     its browser twin in `ui/refuse/fuse.mjs` is held to `assemble` by tests/test_refuse_parity.py)."""
     return [{"name": c["name"], "label": c["title"],
-             "params": [_param(p) for p in c["params"] if p["name"] not in ("dense_weight", "sparse_weight")]}
+             "params": [_param(p) for p in c["params"] if p["name"] not in WEIGHT_NAMES]}
             for c in catalogue()]
 
 

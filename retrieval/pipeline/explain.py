@@ -111,7 +111,7 @@ def _fusion(diag: Any, trace_id: str) -> dict[str, Any]:
     weights used, and per list the rank and contribution (the strategy writes each list's term from these)."""
     s, fused, names = diag.settings, diag.fused[trace_id], list_names(diag.record)
     strategy = s.strategy
-    own = {k: v for k, v in strategy.knobs().items() if k not in ("fusion", "dense_weight", "sparse_weight")}
+    own = strategy.own_knobs()
     return {
         "fusion": strategy.name, "normalization": own.get("normalization"), "params": own,
         "strategy": str(strategy), "formula": strategy.formula,
