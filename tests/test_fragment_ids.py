@@ -6,7 +6,8 @@ for a fragment id it no longer holds. A page that draws an element above a fragm
 grade the browser sent from the page as the earlier run drew it is then lost. Seen: a grade clicked right after
 two live-panel commits, before their answers arrived, was never saved (tests/test_browser_refuse.py holds the
 answers back; 5 of 9 runs lost it). Here each page runs twice, then once more after a setting change, and every
-run must register the fragments of the first under the same ids."""
+run must register the fragments of the first under the same ids. A page whose fragment only exists after an action
+(Judge's step, once judging starts) is also run from that state: `OPENED` names the action."""
 from __future__ import annotations
 
 import re
@@ -20,6 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGES = ["app.py"] + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pages").glob("*.py"))
 TIMEOUT = 60
 QUERY, SCOPE = "status of ticket FX-209847", "user:priya"
+# Pages whose fragments appear only after an action: the button that opens that state, and how many it registers.
+OPENED = {"pages/7_Judge.py": ("j_start", 1)}
 
 
 @pytest.fixture(scope="module")
@@ -56,10 +59,21 @@ def a_setting_changed(at) -> None:
         s.set_value(s.min if s.value != s.min else s.max)
 
 
-@pytest.mark.parametrize("path", PAGES)
+def test_every_opened_state_names_a_page():
+    assert set(OPENED) <= set(PAGES), set(OPENED) - set(PAGES)
+
+
+@pytest.mark.parametrize("path", PAGES + [f"{p}#opened" for p in OPENED])
 def test_every_run_keeps_each_fragment_id(demo_env, registered, path):
+    path, _, opened = path.partition("#")
     at = open_page(path, TIMEOUT, **params(path))
     assert not at.exception, at.exception
+    if opened:
+        button, count = OPENED[path]
+        registered.clear()
+        at.button(key=button).click().run()
+        assert not at.exception, at.exception
+        assert len(registered) == count, f"{path}: opened with {button}, fragments {registered}"
     first = list(registered)
     if path == "pages/2_Inspect.py":
         assert len(first) == 2, first  # the explorer and its grading panel: the test sees them
