@@ -266,8 +266,13 @@ def test_explain_why_not(retriever):
     res = retriever.retrieve("invoice INV-8842 refund", scope=U1, recall_top_k=1)
     assert res.ids == ["inv"]
     assert res.diagnostics.explain("inv").dropped_at is None
-    cut = res.diagnostics.explain(res.diagnostics.stage_ids["merged"][1])
+    d = res.diagnostics
+    cut = d.explain(d.stage_ids["merged"][1])
     assert cut.dropped_at == "truncate" and "top-1" in cut.reason
+    # the cut is read in the list it happened in: its merged score against the merged list's last kept one
+    # (not the final list's, whose scores may be on another scale)
+    own, last = d.stage_scores["merged"][d.stage_ids["merged"][1]], d.stage_scores["merged"]["inv"]
+    assert f"with merged score {own:.4g}" in cut.reason and f"#1, scored {last:.4g}" in cut.reason, cut.reason
     lookup = retriever.lookup(U1)  # ids the query never touched: their stored rows, read by the caller
     other = res.diagnostics.explain("other", lookup)
     # another scope's trace: not visible, and nothing about it (not even its scope) is shown

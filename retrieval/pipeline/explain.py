@@ -243,8 +243,13 @@ def _verdict(diag: Any, trace_id: str, ex: dict[str, Any]) -> tuple[str | None, 
     stage = "reranked" if st["reranked"] else ("merged" if st["merged"] else "dense")
     pos = st[stage]
     rank = pos[0] if pos else "?"
-    return "truncate", (f"It ranked #{rank} in the {stage} list, below the top-{top_k} cut "
-                        f"(the last kept trace scored {_fmt(kth_score)}).")
+    # Compared within the list it was cut from: its score there against that list's last kept trace (the final
+    # list's scores may be blended or boosted on another scale).
+    kept = diag.stage_ids.get(stage, [])[:top_k]
+    last = diag.stage_scores.get(stage, {}).get(kept[-1]) if kept else None
+    own = f" with {stage} score {_fmt(pos[1])}" if pos else ""
+    return "truncate", (f"It ranked #{rank} in the {stage} list{own}, below the top-{top_k} cut (the last kept "
+                        f"trace there, #{len(kept)}, scored {_fmt(last)}).")
 
 
 def hidden_reason(trace_id: str) -> str:
