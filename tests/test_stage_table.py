@@ -208,3 +208,24 @@ def test_timestamps_read_as_people_write_them():
     from datetime import UTC, datetime
 
     assert when(datetime(2024, 6, 3, 8, 2, tzinfo=UTC)) == "3 Jun 2024 08:02"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet="abcdefgh", min_size=1, max_size=14), min_size=1, max_size=80),
+       st.sampled_from(["", "c", "abc", "zzz"]), st.integers(20, 160))
+def test_a_snippet_is_cut_between_words_and_marked_where_cut(words, query, limit):
+    from ui.view import snippet
+
+    text = " ".join(words)
+    out = snippet(text, query, limit)
+    body = out.removeprefix("…").removesuffix("…")
+    assert body and body in text and len(body) <= limit
+    assert out.startswith("…") == (not text.startswith(body))
+    assert out.endswith("…") == (not text.endswith(body))
+    at = text.index(body) if not out.startswith("…") else text.rindex(body)
+    # no word cut in half where a space lies in the last quarter of the window
+    if at and text[at - 1] != " ":
+        assert " " not in text[at: at + limit // 4]
+    end = at + len(body)
+    if end < len(text) and text[end] != " ":
+        assert " " not in text[end - limit // 4: end]

@@ -14,6 +14,7 @@ from retrieval.types import Scope
 from .grading import (PANEL, UNRATED, add_to_case_widget, can_grade, grade_widget, note_widget, query_grades,
                      rater_picker, read_only_reason, scale_words, unrated_ids)
 from .text import plain
+from .view import snippet
 
 
 def hand_over(key_prefix: str, ratings: list) -> str:
@@ -61,7 +62,7 @@ def grading_body(js: JudgmentStore, scope: Scope | None, query: str, traces, acc
     note_widget(js, scope, query, key_prefix, access, rater, not allowed)
     for rank, t in enumerate(traces, 1):
         grade_widget(js, scope, query, t.id, key_prefix=f"{key_prefix}g_", grades=grades, disabled=not allowed,
-                     label=f"#{rank} {t.id} — {t.content[:90]}", access=access,
+                     label=f"#{rank} {t.id} — {snippet(t.content, query, 90)}", access=access,
                      rater=rater, content_hash=content_hash(t.content), fragment=PANEL)
     if allowed and access is not None and access.write:
         add_to_case_widget(js, scope, query, key_prefix=f"{key_prefix}g_", access=access)

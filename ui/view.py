@@ -70,7 +70,15 @@ def snippet(text: str, query: str, limit: int = 140) -> str:
     terms = set(default_tokenizer(query or ""))
     hits = [m.start() for t in terms for m in [re.search(rf"(?i)\b{re.escape(t)}\b", text)] if m]
     start = max(0, min(min(hits, default=0) - limit // 4, len(text) - limit))
-    return ("…" if start else "") + text[start:start + limit] + ("…" if start + limit < len(text) else "")
+    end = start + limit
+    # Cut between words where a space is near (a word cut in half reads as a typo), else at the limit.
+    if start and text[start - 1] != " ":
+        gap = text.find(" ", start, start + limit // 4)
+        start = gap + 1 if gap >= 0 else start
+    if end < len(text) and text[end] != " ":
+        gap = text.rfind(" ", end - limit // 4, end)
+        end = gap if gap > start else end
+    return ("…" if start else "") + text[start:end].strip() + ("…" if end < len(text) else "")
 
 
 def whole_texts(diag, store_get: Callable[[list[str]], Iterable[Any]], ids: Iterable[str]) -> dict[str, str]:

@@ -36,6 +36,12 @@ function g(x, d = 4) {
 function signed(x) { return (x > 0 ? "+" : x < 0 ? "−" : "±") + g(Math.abs(x), 3); }
 
 function shortId(id, n = 26) { return id.length > n ? id.slice(0, n - 1) + "…" : id; }
+// At most n characters, cut between words where a space is near, with "…" when cut (the explanation has it whole).
+function clip(text, n) {
+  if (text.length <= n) return text;
+  const gap = text.lastIndexOf(" ", n);
+  return text.slice(0, gap > n * 0.75 ? gap : n).trimEnd() + "…";
+}
 
 function sameSetting(a, b) { return JSON.stringify(a) === JSON.stringify(b); }
 
@@ -185,7 +191,7 @@ function drawTable(P, out) {
     put(c.move, move);
     attr(c.id, "title", t.id);
     put(c.id, shortId(t.id));
-    put(c.clip, (own(P.data.texts, t.id) || "").slice(0, 200));
+    put(c.clip, clip(own(P.data.texts, t.id) || "", 200));
     put(c.score, g(t.score));
     put(c.dense, String(f ? (f.ranks[0] ?? "—") : t.fact ? "fact" : "—"));
     put(c.sparse, String(f ? (f.ranks[P.data.dense.length] ?? "—") : "—"));
