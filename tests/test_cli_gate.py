@@ -258,3 +258,17 @@ def test_a_limited_visitor_reads_only_their_scopes_from_the_cli(built, env, user
     refused(run(["query", "kayak", "--db", str(db), *extra]), match)
     refused(run(["diff-versions", "kayak", "--from", "1", "--to", "2", "--db", str(db), *extra]),
             match.split(" in ")[0])
+
+
+def test_an_unreachable_model_server_is_one_error_line_not_a_bug(built, env, tmp_path):
+    import socket
+
+    root, base, files = built
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    for argv in (["ingest", str(files.traces)], ["query", "hello", "--db", str(base)]):
+        out = run(argv + ["--db", str(tmp_path / "db")] * (argv[0] == "ingest")
+                  + ["--embedder", f"openai:http://127.0.0.1:{port}/v1#m"])
+        refused(out, "cannot connect")
+        assert "this is a bug" not in out.err

@@ -9,6 +9,7 @@ import time
 
 from retrieval.facts.store import FactStoreError
 from retrieval.judgments.store import JudgmentStoreError
+from retrieval.models.errors import BackendError
 from retrieval.cli.adapt import add_adapt_command
 from retrieval.cli.calibrate import add_calibrate_command
 from retrieval.cli.cases import add_case_commands
@@ -307,7 +308,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 # What a command may fail with on bad input or a bad environment: one `error:` line, exit code 2. Anything else
 # is a bug: one line too (exit code 1), or its traceback with RETRIEVAL_TRACEBACK=1.
-EXPECTED = (ValueError, OSError, ImportError, OverflowError, RecursionError, JudgmentStoreError, FactStoreError)
+# BackendError: a model server or API that cannot be reached or refuses (its message says how to fix it).
+EXPECTED = (ValueError, OSError, ImportError, OverflowError, RecursionError, JudgmentStoreError, FactStoreError,
+            BackendError)
 
 
 def main(argv: list[str] | None = None, parser: argparse.ArgumentParser | None = None) -> int:
