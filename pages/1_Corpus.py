@@ -182,20 +182,24 @@ def browse_tab() -> None:
               "valence": f"{t.valence:+.2f}" if t.valence is not None else MISSING,
               "content": t.content or MISSING} for t in rows]
     # 904 px at 1366 px: the text right after the id; type and tags (and the whole text) for the rows clicked.
+    # A click on any cell opens that trace; the row boxes at the left select rows (to read several, or delete).
     sel = st.dataframe([{k: r[k] for k in BROWSE_PX} for r in table], hide_index=True, width="stretch",
-                       key=f"{P}table", on_select="rerun", selection_mode="multi-row" if access.write else "single-row",
+                       key=f"{P}table", on_select="rerun",
+                       selection_mode=["multi-row" if access.write else "single-row", "single-cell"],
                        column_config=widths(BROWSE_PX, select=True))
-    picked = sel.selection.rows if sel else []
+    ticked = list(sel.selection.rows) if sel else []
+    clicked = [row for row, _ in (sel.selection.cells if sel else []) if row not in ticked]
+    picked = ticked + clicked
     for i in picked[-3:]:
         detail(table[i], f"Trace {table[i]['id']}")
     if not picked:
-        st.caption("Click a row to read the whole trace" + (" (or select rows to delete them)." if access.write
-                                                             else "."))
+        st.caption("Click a trace's text (or any cell of its row) to read the whole trace"
+                   + (" · tick the boxes at the left of rows to delete them." if access.write else "."))
     if len(rows) == PAGE_ROWS:
         st.caption(f"Showing the first {PAGE_ROWS}; narrow the search to see others.")
     if not access.write:
         return
-    chosen = [table[i]["id"] for i in (sel.selection.rows if sel else [])]
+    chosen = [table[i]["id"] for i in ticked]  # ticked rows only: a clicked cell only reads
     if chosen:
         confirm = st.checkbox(f"Yes, delete {len(chosen)} trace(s) and their facts", key=f"{P}confirm")
         if st.button("Delete selected", key=f"{P}delete", disabled=not confirm):

@@ -225,17 +225,14 @@ def diff_section(case_name: str, a_id: str, b_id: str, qrels, snaps: dict, k: in
                        on_click="ignore",
                        help="Cells a spreadsheet would run as a formula (starting with = + - @) start with a quote.")
     scope_of = {x.qid: x.scope for x in sb.queries}
-    def rank(r: int | None) -> str:  # a rank, or "—" where the trace is not in that list (never a bare None)
-        return DASH if r is None else str(r)
-
-    moved = [{"qid": q.qid, "trace": m.trace_id, "grade": m.grade, "final A": rank(m.rank_a), "final B": rank(m.rank_b),
-              "moved at": m.stage, "rank there A": rank(m.stage_rank_a), "rank there B": rank(m.stage_rank_b),
+    moved = [{"qid": q.qid, "trace": m.trace_id, "grade": m.grade, "final A": m.rank_a, "final B": m.rank_b,
+              "moved at": m.stage, "rank there A": m.stage_rank_a, "rank there B": m.stage_rank_b,
               "explain in B": f"{INSPECT_URL}?" + urlencode(inspect_query_params(sb.config, q.query, scope_of[q.qid],
                                                                                  target=m.trace_id))}
              for q in diff.queries for m in q.moved]
     st.markdown(f"**Judged traces that moved** ({len(moved)}) and the first stage where their rank changed "
                 f"({DASH} = not in that list)")
-    st.dataframe(moved, hide_index=True, width="stretch", key=f"{P}moved",
+    st.dataframe(moved, hide_index=True, width="stretch", key=f"{P}moved", placeholder=DASH,  # ranks stay numbers
                  column_config={"explain in B": st.column_config.LinkColumn(display_text="why here?")})
     return sa, sb, diff
 

@@ -67,6 +67,14 @@ def test_corpus_loads_the_demo_into_an_empty_store_and_browses(tmp_path, monkeyp
     table = [d for d in at.dataframe if len(d.value) and "content" in d.value.columns][0].value
     assert "maya-inv-20931" in set(table["id"])
     assert all("20931" in c or "20931" in i for c, i in zip(table["content"], table["id"]))
+    # a click on a cell reads that trace whole, and selects nothing for deletion; a ticked row box does both
+    at.session_state["c_table"] = {"selection": {"rows": [], "columns": [], "cells": [[0, "content"]]}}
+    at.run()
+    assert f"**Trace {table['id'][0]}**" in texts(at)
+    assert not [c for c in at.checkbox if c.key == "c_confirm"]
+    at.session_state["c_table"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
+    at.run()
+    assert f"**Trace {table['id'][0]}**" in texts(at) and [c for c in at.checkbox if c.key == "c_confirm"]
 
 
 def inspect(**params) -> AppTest:

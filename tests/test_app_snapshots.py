@@ -79,10 +79,9 @@ def test_import_a_case_run_two_snapshots_diff_and_open_inspect(demo_env):
         assert float(lo) - 1e-4 <= delta <= float(hi) + 1e-4
         assert where == ("above 0" if float(lo) > 0 else "below 0" if float(hi) < 0 else "includes 0")
     per_q = frame(at, "Inspect B")
-    moved = frame(at, "moved at")  # a trace in no list of a side reads "—", never a bare None
-    assert len(moved) and not moved.isna().any().any(), moved
-    assert all(r == "—" or r.isdigit() for c in ("final A", "final B", "rank there A", "rank there B")
-               for r in moved[c]), moved
+    # a trace in no list of a side reads "—", never a bare None (ranks stay numbers, so they sort as numbers)
+    (moved,) = [d for d in at.dataframe if "moved at" in d.value.columns]
+    assert len(moved.value) and moved.proto.placeholder == "—"
     assert sorted(per_q["qid"]) == ["m01", "m02", "m03", "m04", "m05", "m06"]
     assert "dense_weight 0.5 → 0.9" in texts(at)
     link = per_q["Inspect B"].iloc[0]

@@ -63,7 +63,8 @@ def picker(ws: Any, prefix: str) -> AsOfChoice:
                         help="Every LanceDB commit is a version; inspect a query as the store was then.")
         choice = _value(ws, prefix, mode, versions)
         if versions:
-            st.caption(f"{len(versions)} version(s) stored, the oldest {versions[0][0]} from "
+            st.caption(f"{len(versions)} version{'' if len(versions) == 1 else 's'} stored, the oldest "
+                       f"(version {versions[0][0]}) from "
                        f"{versions[0][1]:%Y-%m-%d %H:%M} UTC. Optimizing prunes untagged versions older than 7 days; "
                        "tagged ones are kept (`python -m retrieval tag NAME`).")
     bad = st.session_state.pop(f"{prefix}asof_bad", None)
