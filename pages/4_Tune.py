@@ -63,15 +63,17 @@ def interval_text(iv) -> str:
 
 def lab_table(lab) -> None:
     """Each fusion function's best on the tune half, its held-out score and interval against the current setting."""
-    rows = [{"fusion": "current configuration", "setting": lab.baseline.candidate.label, "tune": lab.baseline.tune,
-             "held-out": lab.baseline.held_out, "Δ held-out vs current": "—", "95 % interval": "—"}]
+    rows = [{"fusion": "evaluated configuration", "setting": lab.baseline.candidate.label, "tune": lab.baseline.tune,
+             "held-out": lab.baseline.held_out, "Δ held-out vs evaluated": "—", "95 % interval": "—"}]
     for family, b in lab.best_by_family().items():  # each registered strategy (and its choices)
         iv = lab.interval(b)
         rows.append({"fusion": " · ".join(family), "setting": b.candidate.label,
-                     "tune": b.tune, "held-out": b.held_out, "Δ held-out vs current": f"{iv.delta:+.4f}",
+                     "tune": b.tune, "held-out": b.held_out, "Δ held-out vs evaluated": f"{iv.delta:+.4f}",
                      "95 % interval": f"[{iv.lo:+.4f}, {iv.hi:+.4f}]"})
     st.dataframe([{k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()} for r in rows],
                  hide_index=True, width="stretch")
+    st.caption("Only the best on the tune half can be applied: picking the row that scores best held-out would choose "
+               "on the very queries that judge it, and its held-out gain would no longer be an honest estimate.")
 
 
 def best_view(lab) -> None:
@@ -138,7 +140,11 @@ if st.button("Evaluate", type="primary", key=f"{P}run"):
 
 if f"{P}out" in st.session_state:
     out = st.session_state[f"{P}out"]
-    st.subheader("Per stage (current configuration)")
+    evaluated = st.session_state.get(f"{P}cfg", cfg)
+    if evaluated != cfg:  # Apply, or a slider moved: the tables below are the evaluated configuration's
+        st.info("The settings changed since this evaluation: the tables below score the configuration evaluated "
+                "then. Press **Evaluate** to score the settings the sliders show now.")
+    st.subheader("Per stage (the evaluated configuration)")
     c1, c2 = st.columns([2, 3])
     c1.dataframe([{**r, **{m: round(r[m], 4) for m in METRICS}} for r in out.stages], hide_index=True,
                  width="stretch")

@@ -480,14 +480,18 @@ def test_tune_reads_the_demo_case_and_its_fusion_lab_shows_intervals(demo_env):
     lab = at.session_state["t_out"].lab
     table = [d.value for d in at.dataframe if "held-out" in d.value.columns and "fusion" in d.value.columns][0]
     later = [" · ".join(s.from_knobs({}).family) for s in STRATEGIES[2:]]  # strategies registered after these
-    assert list(table["fusion"]) == ["current configuration", "RRF", "convex · minmax", "convex · theoretical",
+    assert list(table["fusion"]) == ["evaluated configuration", "RRF", "convex · minmax", "convex · theoretical",
                                      "convex · zscore", *later]
     assert table["tune"].iloc[1:].max() == pytest.approx(round(lab.best.tune, 4))
     rrf = lab.best_of("rrf")
     iv = lab.interval(rrf)
     assert table["95 % interval"].iloc[1] == f"[{iv.lo:+.4f}, {iv.hi:+.4f}]"
-    assert table["Δ held-out vs current"].iloc[1] == f"{iv.delta:+.4f}"
+    assert table["Δ held-out vs evaluated"].iloc[1] == f"{iv.delta:+.4f}"
     assert iv.delta == pytest.approx(rrf.held_out - lab.baseline.held_out)
+    stale = "The settings changed since this evaluation"
+    assert stale not in texts(at)
+    at.button(key="t_apply_best").click().run()  # the sliders now read the best: the tables say whose they are
+    assert not at.exception and stale in texts(at)
 
 
 def test_home_names_the_vector_index_a_store_has(tmp_path, monkeypatch):
