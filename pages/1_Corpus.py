@@ -90,7 +90,8 @@ def ingest(traces, label: str) -> None:
         return
     bar.empty()
     msg = f"Stored {rep.written} trace(s)" + (f" (replaced {len(replaced)} existing)" if replaced else "")
-    msg += f", {rep.facts} fact(s) extracted."
+    msg += (f", {rep.facts} new fact(s) extracted" + (" (the facts these traces state were already stored)."
+                                                      if replaced and not rep.facts else "."))
     if rep.duplicates:
         msg += (f" {len(rep.duplicates)} id(s) appeared more than once in the file; the last copy was kept: "
                 f"{plain(', '.join(rep.duplicates[:10]))}")

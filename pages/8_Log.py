@@ -60,8 +60,9 @@ with st.spinner(f"Replaying {len(picked)} logged quer{'y' if len(picked) == 1 el
     rows = rp.replay_all(ws, picked, run, run_cfg.settings.recall_top_k)
 if order == "drift":
     rows = rp.most_drifted(rows, n)
-st.caption(f"{len(rows)} of {len(queries)} matching logged queries · k = {run_cfg.settings.recall_top_k} · "
-           "overlap@k and RBO (p = 0.9) compare each list with what the agent got.")
+st.caption(f"{len(rows)} of {len(queries)} matching logged queries · k = {run_cfg.settings.recall_top_k}, or as many "
+           "as the agent logged when it logged fewer (each row names its k) · overlap@k and RBO (p = 0.9) compare each "
+           "list with what the agent got.")
 rp.show(rows)
 st.divider()
 rp.make_case(js, rows, access, P)
