@@ -29,7 +29,8 @@ function svg(tag, attrs = {}, text = null) {
 
 function g(x, d = 4) {
   if (x === null || x === undefined) return "—";
-  if (x !== 0 && (Math.abs(x) >= 1e5 || Math.abs(x) < 1e-4)) return x.toExponential(d - 1);
+  if (x !== 0 && Math.abs(x) < 1e-4) return x > 0 ? "< 0.0001" : "> −0.0001"; // as ui/view.py's num: float noise
+  if (Math.abs(x) >= 1e5) return x.toExponential(d - 1);
   return String(Number(x.toFixed(d)));
 }
 
