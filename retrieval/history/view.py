@@ -97,7 +97,8 @@ class AsOfView:
         if access is None or not access.limited:
             return out
         mine = [str(k) for k in s.scope_counts() if access.sees(k)]
-        return {**for_visitor(out, access, s, self.facts), "bm25_source": self.source(mine)}
+        # the fact table's version counts every scope's fact commits: not a limited visitor's to see
+        return {**for_visitor(out, access, s, self.facts), "bm25_source": self.source(mine), "facts_version": None}
 
     @property
     def banner(self) -> str:
