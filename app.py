@@ -4,7 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from retrieval.ingest.demo import load_examples
-from retrieval.types import Scope
+from retrieval.workspace.status import for_visitor
 from ui.cache import db_uri, workspace
 from ui.access import page_guard
 from ui.text import code, plain
@@ -35,21 +35,8 @@ except Exception as exc:  # a broken store must still render a page that says wh
     st.stop()
 
 
-def facts_in(scopes: list[Scope]) -> int:
-    """Facts in these scopes (0 when the fact table cannot be read)."""
-    try:
-        return sum(len(ws.facts.all(s)) for s in scopes)
-    except Exception:  # like status(): the page renders even when the fact table is unreadable
-        return 0
-
-
-if access.limited:  # a visitor limited to some scopes sees only their scopes' names and counts, no store-wide number
-    mine = [s for s in ws.store.scope_counts() if access.sees(s)]
-    status["scopes"] = {str(s): ws.store.count(s) for s in mine}
-    status["traces"] = sum(status["scopes"].values())
-    status["bm25_documents"] = sum(ws.store.count(s, active_only=True) for s in mine)  # BM25 holds active traces
-    status["facts"] = facts_in(mine)
-    status["unindexed_rows"] = 0  # a count over the whole store
+# a visitor limited to some scopes sees only their scopes' names and counts, no store-wide number (as the CLI)
+status = for_visitor(status, access, ws.store, ws.facts)
 
 st.subheader("Store")
 c = st.columns(4)

@@ -164,9 +164,7 @@ CLI_WRITES = {name for name, kind in COMMANDS.items() if kind.writes is not Fals
 CLI_READS = {name for name, kind in COMMANDS.items() if kind.writes is False}
 # Read commands with no way to name a scope or a case: the CLI has no sign-in, so whoever runs them holds the
 # whole store (the operator). They are listed, with why, rather than run as a limited visitor.
-STORE_WIDE = {"status": "the whole store's counts, versions and tags (the operator's view)",
-              "eval": "reads a labelled dataset from disk, not the store",
-              "case list": "every case in the store, with counts (the operator's view)"}
+STORE_WIDE = {"eval": "reads a labelled dataset from disk, not the store"}
 CLI_VALUES = {"text": QUERY, "case": CASE, "name": CASE, "a": "<first snapshot>", "b": "<second snapshot>"}
 
 

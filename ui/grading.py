@@ -29,6 +29,7 @@ from retrieval.judgments.identity import person, signed_in, writer
 from retrieval.judgments.model import query_key, scope_text
 from retrieval.judgments.raters import CasePolicy, combined_grades
 from retrieval.judgments.store import JudgmentStoreError, may_grade
+from retrieval.judgments.visible import visible_case_names  # noqa: F401 (the one rule; pages import it from here)
 from retrieval.types import Scope
 
 from .links import write_link
@@ -208,15 +209,6 @@ def grade_widget(js: JudgmentStore, scope: Scope | None, query: str, trace_id: s
     if st.session_state.get(f"{key}_error"):
         st.error(plain(st.session_state[f"{key}_error"]))  # the message may quote the id
     return human
-
-
-def visible_case_names(js: JudgmentStore, access: Access | None) -> list[str]:
-    """The case names `access` may see: every query of the case in a scope it sees (all of them when it is not
-    limited). How many are left out is not said: other users' cases are not a limited visitor's to count."""
-    names = js.case_names()
-    if access is None or not access.limited:
-        return names
-    return [n for n in names if all(access.sees(q.scope) for q in js.case(n).queries)]
 
 
 def own_case_name(access: Access | None) -> str:

@@ -33,11 +33,11 @@ def _runs(args) -> tuple[list[Any], Any, str]:
                                                              log=lambda m: print(m, file=sys.stderr))
         return run_queries(build_retriever(ws, cfg), queries, clock=clock, recall_top_k=10), score, metric
     from retrieval.cli.store import open_workspace
-    from retrieval.judgments.store import JudgmentStore
+    from retrieval.cli.gate import judgments
     from retrieval.metrics import ndcg_at_k
 
     ws = open_workspace(args)
-    queries = JudgmentStore(args.db).labelled(args.case)
+    queries = judgments(args).labelled(args.case)
     if len(queries) < 4:
         raise ValueError(f"case {args.case!r} has {len(queries)} graded queries; learning needs at least 4 "
                          "(grade more on Inspect or Judge)")

@@ -54,13 +54,13 @@ def _print(obj) -> int:
 
 
 def cmd_case_import(args) -> int:
-    from retrieval.judgments import JudgmentStore
+    from retrieval.cli.gate import judgments
     from retrieval.judgments.io import import_files
     from retrieval.store.memory import MemoryStore
 
     store = MemoryStore(args.db)  # only `get`: no embedder is loaded
     known = (lambda ids: {t.id for t in store.get(ids)}) if not args.no_id_check else None
-    rep = import_files(JudgmentStore(args.db), args.name, queries=args.queries, qrels=args.qrels, jsonl=args.jsonl,
+    rep = import_files(judgments(args), args.name, queries=args.queries, qrels=args.qrels, jsonl=args.jsonl,
                        scope=args.scope, scale=args.scale, known_ids=known, replace=args.replace,
                        access=getattr(args, "access", None))
     for e in rep.errors[:50]:
@@ -75,16 +75,16 @@ def cmd_case_import(args) -> int:
 
 
 def cmd_case_list(args) -> int:
-    from retrieval.judgments import JudgmentStore
+    from retrieval.cli.gate import judgments
 
-    return _print({"cases": JudgmentStore(args.db).cases()})
+    return _print({"cases": judgments(args).cases()})
 
 
 def cmd_case_export(args) -> int:
-    from retrieval.judgments import JudgmentStore
+    from retrieval.cli.gate import judgments
     from retrieval.judgments.io import export_case
 
-    paths = export_case(JudgmentStore(args.db), args.name, args.out)
+    paths = export_case(judgments(args), args.name, args.out)
     return _print({"case": args.name, "files": [str(p) for p in paths]})
 
 
@@ -104,7 +104,7 @@ def snapshot_config(args) -> PipelineConfig:
 
 
 def cmd_snapshot_run(args) -> int:
-    from retrieval.judgments import JudgmentStore
+    from retrieval.cli.gate import judgments
     from retrieval.judgments.snapshots import run_snapshot
     from retrieval.cli.store import open_workspace, progress_line
 
@@ -114,7 +114,7 @@ def cmd_snapshot_run(args) -> int:
         raise ValueError(f"the store at {ws.store.display_uri} is empty; run `python -m retrieval build-demo` or "
                          "`ingest` first")
 
-    js = JudgmentStore(args.db)
+    js = judgments(args)
     snap = run_snapshot(ws, args.case, cfg, js, progress=progress_line("query"), label=args.label,
                         as_of=_as_of(js, args.as_of), access=getattr(args, "access", None))
     errors = {q.qid: q.error for q in snap.queries if q.error}
@@ -137,21 +137,21 @@ def _as_of(js, text: str | None):
 
 
 def cmd_snapshot_list(args) -> int:
-    from retrieval.judgments import JudgmentStore
+    from retrieval.cli.gate import judgments
 
-    js = JudgmentStore(args.db)
+    js = judgments(args)
     return _print({"snapshots": [{"snapshot": r["id"], "case": r["case_name"], "label": r["label"],
                                   "created_at": r["created_at"], "metrics": json.loads(r["metrics"])}
                                  for r in js.snapshot_rows(args.case)]})
 
 
 def cmd_snapshot_diff(args) -> int:
-    from retrieval.judgments import JudgmentStore
+    from retrieval.cli.gate import judgments
     from retrieval.judgments.diff import diff_snapshots
 
     from retrieval.judgments.fresh import case_qrels, traces_now
 
-    js = JudgmentStore(args.db)
+    js = judgments(args)
     a, b = js.snapshot(args.a), js.snapshot(args.b)
     # today's grades as the Snapshots page scores them: the case's policy, stale grades left out
     qrels = None if args.stored_grades or not js.find_case(b.case) else case_qrels(js, traces_now(args.db),
@@ -160,14 +160,14 @@ def cmd_snapshot_diff(args) -> int:
 
 
 def cmd_snapshot_grade(args) -> int:
-    from retrieval.judgments import JudgmentStore
+    from retrieval.cli.gate import judgments
     from retrieval.judgments.machine import machine_grade
     from retrieval.models.registry import make_generator
     from retrieval.store.memory import MemoryStore
 
     if not args.generator.strip():  # an empty spec would silently load the local Gemma model
         raise ValueError("--generator is empty; name one: cohere | openai:BASE_URL#MODEL | gemma")
-    js = JudgmentStore(args.db)
+    js = judgments(args)
     store = MemoryStore(args.db)
     rep = machine_grade(js, js.snapshot(args.snapshot), make_generator(args.generator),
                         lambda ids: {t.id: t.content for t in store.get(ids)}, k=args.k, regrade=args.regrade,

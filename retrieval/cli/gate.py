@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from retrieval.access import ENV, Access, AccessDenied, load_config, load_policy, resolve
+from retrieval.judgments.store import JudgmentStore
+from retrieval.judgments.visible import lens
 from retrieval.store.remote import redact_text
 from retrieval.workspace.gate import audit_command, write_gate
 
@@ -32,9 +34,11 @@ TRACEBACK_ENV = "RETRIEVAL_TRACEBACK"  # =1: an unexpected exception is raised (
 @dataclass(frozen=True)
 class Kind:
     """What a command does to the store. `writes`: True, or a test of its arguments (`tag --list` reads);
-    `scoped`: it passes the visitor's access down, so a writer limited to some scopes may run it."""
+    `scoped`: it passes the visitor's access down, so a writer limited to some scopes may run it;
+    `whole`: a read that reports on the whole store (every scope's rows), refused a visitor limited to some scopes."""
     writes: bool | Callable[[argparse.Namespace], bool]
     scoped: bool = False
+    whole: bool = False
 
     def write(self, args: argparse.Namespace) -> bool:
         return bool(self.writes(args) if callable(self.writes) else self.writes)
@@ -50,12 +54,13 @@ COMMANDS: dict[str, Kind] = {
     "case import": SCOPED_WRITE, "case list": READ, "case export": READ,  # export: files under --out
     "snapshot run": SCOPED_WRITE, "snapshot list": READ, "snapshot diff": READ, "snapshot grade": SCOPED_WRITE,
     "judge export": READ, "judge import": SCOPED_WRITE, "judge agreement": READ, "judge policy": SCOPED_WRITE,
-    "calibrate": Kind(lambda a: a.undo or not a.dry_run),
+    "calibrate": Kind(lambda a: a.undo or not a.dry_run, whole=True),  # pseudo-queries from every scope
     "adapt": Kind(lambda a: a.undo or (bool(a.case) and not a.dry_run)),  # --dataset: a report
     "reembed": WRITE, "analyzer": WRITE, "statistics": WRITE, "context": WRITE,
     "tag": Kind(lambda a: bool(a.name) and not a.list),
     "diff-versions": READ, "import-log": SCOPED_WRITE,
-    "doctor": Kind(lambda a: a.repair),  # a report; --repair rewrites derived state and removes duplicate rows
+    # doctor: a report; --repair rewrites derived state and removes duplicate rows
+    "doctor": Kind(lambda a: a.repair, whole=True),
 }
 
 
@@ -102,7 +107,9 @@ def visitor(env: Mapping[str, str] | None = None) -> Access | None:
 
 def admit(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> Access | None:
     """The gate every command passes before it runs: a write goes through `write_gate`; a read by a visitor the
-    policy denies is refused too. Returns the visitor's access (None: the local operator)."""
+    policy denies is refused too, and a whole-store read (`Kind.whole`) by a visitor limited to some scopes. What a
+    limited visitor's read shows is theirs only: cases, snapshots and grades through `judgments(args)`.
+    Returns the visitor's access (None: the local operator)."""
     kind = COMMANDS.get(getattr(args, "command", ""))
     if kind is None:
         raise ValueError(f"command {getattr(args, 'command', '?')!r} is not classified as a read or a write in "
@@ -112,6 +119,10 @@ def admit(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> Acc
         access = visitor(env) if signed else None
         if access is not None and access.denied:
             raise AccessDenied(access.denied)
+        if access is not None and access.limited and kind.whole:
+            raise AccessDenied(f"`{args.command}` reports on the whole store (every scope's rows); {access.user} may "
+                               f"read only {', '.join(sorted(access.scopes or ())) or 'no scope'}: ask the operator "
+                               "to run it")
         args.actor = None
         return access
     from retrieval.access import demo_mode_from_env
@@ -121,6 +132,16 @@ def admit(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> Acc
     access = visitor(env)
     args.actor = write_gate(args.command, access, store_wide=not kind.scoped, env=env)
     return access
+
+
+def judgments(args: argparse.Namespace) -> JudgmentStore:
+    """The one way a command opens `--db`'s cases, snapshots and grades. A read command run by a visitor limited to
+    some scopes reads them through `retrieval.judgments.visible` (the rule the app's pages use): a case not wholly
+    in their scopes, its snapshots and grades do not exist — the unknown-name error, no count, no metric over them.
+    A write command gets the plain store: its own checks refuse a write outside the visitor's scopes."""
+    kind = COMMANDS.get(getattr(args, "command", ""))
+    reading = kind is not None and not kind.write(args)
+    return lens(args.db, getattr(args, "access", None) if reading else None)
 
 
 def audited(args: argparse.Namespace) -> None:

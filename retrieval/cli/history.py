@@ -152,12 +152,12 @@ def print_diff(out: dict, file=None) -> None:
 
 def cmd_import_log(args) -> int:
     from retrieval.cli.store import progress_line, report_bad_lines
-    from retrieval.judgments.store import JudgmentStore
+    from retrieval.cli.gate import judgments
     from retrieval.replay.store import QueryLog, import_log
 
     access = getattr(args, "access", None)  # a writer limited to some scopes imports only their lines
     try:
-        rep, grades = import_log(QueryLog(args.db), JudgmentStore(args.db), args.file,
+        rep, grades = import_log(QueryLog(args.db), judgments(args), args.file,
                                  source=str(args.file).rsplit("/", 1)[-1], grades=not args.no_grades,
                                  access=access, allowed=access.sees if access else None,
                                  progress=progress_line("importing"))

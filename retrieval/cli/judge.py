@@ -16,10 +16,10 @@ FORMATS = ("trec", "csv", "jsonl")
 
 
 def cmd_export(args) -> int:
-    from retrieval.judgments import JudgmentStore
+    from retrieval.cli.gate import judgments
     from retrieval.judgments.exchange import export_ratings
 
-    text = export_ratings(JudgmentStore(args.db), args.case, args.format, args.rater)
+    text = export_ratings(judgments(args), args.case, args.format, args.rater)
     Path(args.out).write_text(text, encoding="utf-8")
     return _print({"case": args.case, "format": args.format, "rater": args.rater or "combined",
                    "out": args.out, "lines": text.count("\n")})
@@ -36,13 +36,13 @@ def _renames(pairs: list[str]) -> dict[str, str]:
 
 
 def cmd_import(args) -> int:
-    from retrieval.judgments import JudgmentStore
+    from retrieval.cli.gate import judgments
     from retrieval.judgments.exchange import import_ratings
     from retrieval.store.memory import MemoryStore
 
     store = MemoryStore(args.db)
     known = None if args.no_id_check else (lambda ids: {t.id for t in store.get(ids)})
-    rep = import_ratings(JudgmentStore(args.db), args.case, Path(args.file).read_bytes(), Path(args.file).name,
+    rep = import_ratings(judgments(args), args.case, Path(args.file).read_bytes(), Path(args.file).name,
                          rename=_renames(args.rename), known_ids=known, rater=args.rater or "",
                          access=getattr(args, "access", None))
     for e in rep.errors[:50]:
@@ -51,10 +51,10 @@ def cmd_import(args) -> int:
 
 
 def cmd_agreement(args) -> int:
-    from retrieval.judgments import JudgmentStore
+    from retrieval.cli.gate import judgments
     from retrieval.judgments.agreement import calibration, case_agreement
 
-    js = JudgmentStore(args.db)
+    js = judgments(args)
     case = js.case(args.case)
     found = js.case_judgments(case)
     hashes = js.hashes_now(found)  # stale grades left out, as in `snapshot run` and on the Judge page
@@ -65,11 +65,11 @@ def cmd_agreement(args) -> int:
 
 
 def cmd_policy(args) -> int:
-    from retrieval.judgments import JudgmentStore
+    from retrieval.cli.gate import judgments
     from retrieval.judgments.agreement import calibration
     from retrieval.judgments.raters import CasePolicy
 
-    js = JudgmentStore(args.db)
+    js = judgments(args)
     old = js.policy(args.case)
     found = js.case_judgments(args.case)
     cal = calibration(found, js.case(args.case).scale, js.hashes_now(found)) if args.machine else []

@@ -193,8 +193,9 @@ def cmd_build_demo(args) -> int:
 def cmd_status(args) -> int:
     ws = _workspace(args)
     try:  # --as-of: the store as it was then (SPEC §16), read only
-        print(json.dumps(ws.status() if args.as_of is None else ws.retriever(as_of=args.as_of).as_of_state.status(),
-                         indent=2))
+        access = getattr(args, "access", None)  # a visitor limited to some scopes: their scopes' counts only
+        print(json.dumps(ws.status(access) if args.as_of is None
+                         else ws.retriever(as_of=args.as_of).as_of_state.status(access), indent=2))
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

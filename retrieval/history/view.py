@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from retrieval.cache import BoundedCache
 from retrieval.facts.asof import AsOfFactStore, facts_cut
@@ -25,6 +25,9 @@ from retrieval.history.sidecar import diffed, load_sidecar
 from retrieval.sparse.build import build_bm25, statistics_of
 from retrieval.store.asof import AsOfStore
 from retrieval.store.versions import Pinned, resolve
+
+if TYPE_CHECKING:
+    from retrieval.access import Access
 
 log = logging.getLogger(__name__)
 
@@ -79,15 +82,23 @@ class AsOfView:
         added, removed = sum(a for a, _ in counts), sum(r for _, r in counts)
         return f"{self.bm25_from}, {added} added and {removed} removed"
 
-    def status(self) -> dict:
-        """What `status --as-of` prints: the state's version, its rows, BM25 and facts then."""
+    def status(self, access: Access | None = None) -> dict:
+        """What `status --as-of` prints: the state's version, its rows, BM25 and facts then; for a visitor limited
+        to some scopes (`access`), counted over their scopes only (`retrieval.workspace.status.for_visitor`)."""
+        from retrieval.workspace.status import for_visitor
+
         s, p = self.store, self.pinned
-        return {"uri": s.display_uri, "as_of": p.label, "version": p.version, "tag": p.tag, "latest": p.latest,
+        out = {"uri": s.display_uri, "as_of": p.label, "version": p.version, "tag": p.tag, "latest": p.latest,
                 "committed": p.timestamp.isoformat(), "traces": s.count(), "active": s.count(active_only=True),
                 "bm25_documents": len(self.bm25), "bm25_source": self.bm25_source,
                 "facts": self.facts.count() if self.facts is not None else 0,
                 "facts_version": self.facts.facts_version if self.facts is not None else None,
                 "scopes": {str(k): v for k, v in s.scope_counts().items()}, "tags": s.tags()}
+        if access is None or not access.limited:
+            return out
+        mine = [str(k) for k in s.scope_counts() if access.sees(k)]
+        # the fact table's version counts every scope's fact commits: not a limited visitor's to see
+        return {**for_visitor(out, access, s, self.facts), "bm25_source": self.source(mine), "facts_version": None}
 
     @property
     def banner(self) -> str:

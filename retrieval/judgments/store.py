@@ -316,10 +316,14 @@ class JudgmentStore(Tables):
     def snapshot(self, snapshot_id: str) -> Snapshot:
         rows = self.table_rows("snapshots", f"id = {sql_quote(snapshot_id)}")
         if not rows:
-            known = [r["id"] for r in self.snapshot_rows()][-5:]
-            raise ValueError(f"no snapshot {snapshot_id!r} in {self.display_uri}; latest: {', '.join(known) or 'none'} "
-                             "(run one with `python -m retrieval snapshot run CASE`)")
+            raise self.no_snapshot(snapshot_id)
         return Snapshot.from_row(rows[0])
+
+    def no_snapshot(self, snapshot_id: str) -> ValueError:
+        """The error for a snapshot id this store does not hold, naming the latest it does."""
+        known = [r["id"] for r in self.snapshot_rows()][-5:]
+        return ValueError(f"no snapshot {snapshot_id!r} in {self.display_uri}; latest: {', '.join(known) or 'none'} "
+                          "(run one with `python -m retrieval snapshot run CASE`)")
 
     def snapshot_rows(self, case: str | None = None) -> list[dict]:
         """Light rows (no stage lists) oldest first: id, case, created_at, label, config, metrics (JSON)."""

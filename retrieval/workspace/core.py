@@ -30,7 +30,7 @@ from retrieval.store.memory import MemoryStore
 from retrieval.types import MemoryTrace
 from retrieval.workspace.facts_sync import FactSources
 from retrieval.workspace.follow import Follower
-from retrieval.workspace.status import status_of
+from retrieval.workspace.status import for_visitor, status_of
 from retrieval.workspace.guard import authorise, authorise_store_wide, check_same_store
 
 if TYPE_CHECKING:
@@ -325,6 +325,7 @@ class Workspace:
             return HybridRetriever(self.store, writer=self, **kwargs).at(as_of)
         return HybridRetriever(self.store, bm25=self.bm25, writer=self, **kwargs)
 
-    def status(self) -> dict:
-        """What the Home page and `python -m retrieval status` show (`retrieval.workspace.status`)."""
-        return status_of(self)
+    def status(self, access: Access | None = None) -> dict:
+        """What the Home page and `python -m retrieval status` show (`retrieval.workspace.status`); for a visitor
+        limited to some scopes (`access`), their scopes' counts only."""
+        return for_visitor(status_of(self), access, self.store, self.facts)

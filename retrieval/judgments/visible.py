@@ -1,0 +1,82 @@
+"""Which cases, snapshots and grades a visitor sees: the one rule the app's pages and the CLI's read commands share.
+
+A case is visible when every one of its queries lies in a scope the visitor sees (all cases when the visitor is
+not limited). `VisibleJudgments` is a `JudgmentStore` as a limited visitor reads it: a case, snapshot or grade
+outside their scopes does not exist — the same error text as an unknown name, and no "known:" list naming it —
+so nothing tells them another user's case is there (no existence oracle). It is a reader's lens: writes go
+through the plain store, whose own checks refuse a write outside the visitor's scopes.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from retrieval.judgments.model import Case, Judgment, Snapshot
+from retrieval.judgments.store import JudgmentStore
+
+if TYPE_CHECKING:
+    from retrieval.access import Access
+
+__all__ = ["VisibleJudgments", "case_visible", "lens", "visible_case_names"]
+
+
+def case_visible(case: Case | Snapshot, access: Access | None) -> bool:
+    """Every query of `case` (or of a snapshot's run) in a scope `access` sees; always for None or an unlimited
+    visitor."""
+    if access is None or not access.limited:
+        return True
+    return all(access.sees(q.scope) for q in case.queries)
+
+
+def visible_case_names(js: JudgmentStore, access: Access | None) -> list[str]:
+    """The case names `access` may see. How many are left out is not said: other users' cases are not a limited
+    visitor's to count."""
+    names = JudgmentStore.case_names(js)
+    if access is None or not access.limited:
+        return names
+    return [n for n in names if case_visible(JudgmentStore.find_case(js, n) or Case(n, ()), access)]
+
+
+class VisibleJudgments(JudgmentStore):
+    """The judgments of one store as `access` (a visitor limited to some scopes) reads them."""
+
+    def __init__(self, uri: str, access: Access, **kw: Any):
+        super().__init__(uri, **kw)
+        self.access = access
+
+    def __repr__(self) -> str:
+        return f"VisibleJudgments({self.display_uri!r}, user={self.access.user!r})"
+
+    def case_names(self) -> list[str]:
+        return visible_case_names(self, self.access)
+
+    def find_case(self, name: str) -> Case | None:
+        found = super().find_case(name)
+        return found if found is not None and case_visible(found, self.access) else None
+
+    def judgments(self, grader: str | None = None) -> list[Judgment]:
+        return [j for j in super().judgments(grader) if self.access.sees(j.scope)]
+
+    def ratings(self, scope, query: str) -> list[Judgment]:
+        return super().ratings(scope, query) if self.access.sees(scope) else []
+
+    def snapshot_rows(self, case: str | None = None) -> list[dict]:
+        names = set(self.case_names())
+        return [r for r in super().snapshot_rows(case) if r["case_name"] in names]
+
+    def snapshots(self, case: str | None = None) -> list[Snapshot]:
+        names = set(self.case_names())
+        return [s for s in super().snapshots(case) if s.case in names and case_visible(s, self.access)]
+
+    def snapshot(self, snapshot_id: str) -> Snapshot:
+        snap = super().snapshot(snapshot_id)  # unknown: its error, "latest" read from the rows above
+        if snap.case not in self.case_names() or not case_visible(snap, self.access):
+            raise self.no_snapshot(snapshot_id)
+        return snap
+
+
+def lens(uri: str, access: Access | None) -> JudgmentStore:
+    """The store's judgments as `access` reads them: the plain store for the local operator or a visitor of every
+    scope, else `VisibleJudgments`."""
+    if access is None or not access.limited:
+        return JudgmentStore(uri)
+    return VisibleJudgments(uri, access)
