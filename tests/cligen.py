@@ -27,6 +27,19 @@ def commands() -> dict[str, argparse.ArgumentParser]:
     return dict(leaves(PARSER))
 
 
+def write_commands() -> list[str]:
+    """The commands whose sample command line `retrieval/cli/gate.py` COMMANDS classifies as a write."""
+    from retrieval.cli.gate import COMMANDS
+
+    dummy = Files(*(Path("/x") for _ in range(4)), "snap", Path("/x"))  # parsing only: paths are not opened
+    out = []
+    for name, parser in commands().items():
+        args = PARSER.parse_args(sample_argv(name, parser, Path("/db"), dummy))
+        if name in COMMANDS and COMMANDS[name].write(args):
+            out.append(name)
+    return out
+
+
 def tree_hash(root: Path) -> dict[str, str]:
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(root.rglob("*")) if p.is_file()}

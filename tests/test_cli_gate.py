@@ -9,24 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from cligen import build_store, commands, copy_store, run, sample_argv, tree_hash, Files
+from cligen import build_store, commands, copy_store, run, sample_argv, tree_hash, write_commands
 from s3server import moto_s3
 from retrieval.cli.gate import COMMANDS, leaves
 from retrieval.cli.main import build_parser
 
-_DUMMY = Files(*(Path("/x") for _ in range(4)), "snap", Path("/x"))  # parsing only: paths are not opened
-
-
-def _write_commands() -> list[str]:
-    out = []
-    for name, parser in commands().items():
-        args = build_parser().parse_args(sample_argv(name, parser, Path("/db"), _DUMMY))
-        if name in COMMANDS and COMMANDS[name].write(args):
-            out.append(name)
-    return out
-
-
-WRITES = _write_commands()
+WRITES = write_commands()
 POLICY = """
 [users."reader@example.com"]
 scopes = ["*"]

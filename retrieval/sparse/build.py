@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +23,13 @@ Progress = Callable[[int, int], None]
 
 @dataclass(frozen=True)
 class Opened:
-    """A sparse index, the table version it reflects, and whether it was just built (unsaved)."""
+    """A sparse index, the table version it reflects, whether it was just built (unsaved), and the table version
+    the change that asked for it committed (`set_analyzer`: the analyser recorded; None when it committed none)."""
 
     index: Any
     version: int
     built: bool
+    committed: int | None = None
 
 
 def check_sparse(name: str) -> str:
@@ -139,22 +141,24 @@ def set_analyzer(store, sparse: str, name: str, progress: Progress | None = None
 
     check_analyzer(name)
     with store.write_lock():
-        store.record_settings(analyzer=name)
+        committed = store.record_settings(analyzer=name)
         if sparse == "fts":
             opened = open_sparse(store, sparse, None)
             opened.index.ensure_index(replace=True)
-            return opened
-        return Opened(build_bm25(store, name, progress), store.version(), True)
+            return replace(opened, committed=committed)
+        return Opened(build_bm25(store, name, progress), store.version(), True, committed)
 
 
-def set_statistics(store, index, name: str) -> None:
+def set_statistics(store, index, name: str) -> int | None:
     """Record the store's BM25 statistics (`store` | `scope`) and read `index` with them from now on
-    (no rebuild: the postings are the same; only a scoped query's N, df and avgdl change)."""
+    (no rebuild: the postings are the same; only a scoped query's N, df and avgdl change). Returns the table
+    version it committed (None: nothing changed, or no table yet)."""
     from retrieval.bm25.scoped import check_statistics
 
-    store.record_settings(statistics=check_statistics(name))
+    committed = store.record_settings(statistics=check_statistics(name))
     if hasattr(index, "statistics"):
         index.statistics = name
+    return committed
 
 
 def sparse_status(store, sparse: str) -> dict:

@@ -135,9 +135,9 @@ class TableHandle:
         return read_identity(tbl, self.columns.vector)
 
     def record_identity(self, embedder: str | None = None, analyzer: str | None = None,
-                        statistics: str | None = None) -> StoreIdentity:
+                        statistics: str | None = None) -> int | None:
         """Record a new embedder name, analyzer and/or BM25 statistics (one metadata-only commit; the dim is
-        the schema's)."""
+        the schema's). Returns the table version it committed, None when nothing changed."""
         self.check_writable()
         with self.write_lock():
             cur = self.identity()
@@ -145,19 +145,17 @@ class TableHandle:
                 raise ValueError(f"store {self.display_uri!r} has no table {self.table_name!r} yet")
             new = StoreIdentity(embedder or cur.embedder, cur.dim, analyzer or cur.analyzer,
                                 statistics or cur.statistics)
-            if new != cur:
-                write_identity(self.table(), new)
-            return new
+            return write_identity(self.table(), new) if new != cur else None
 
-    def record_settings(self, analyzer: str | None = None, statistics: str | None = None) -> None:
-        """Record the BM25 analyzer and/or statistics: on the table (`record_identity`), or, before the table
-        exists, as what it will record when it is created."""
+    def record_settings(self, analyzer: str | None = None, statistics: str | None = None) -> int | None:
+        """Record the BM25 analyzer and/or statistics: on the table (`record_identity`; returns the version it
+        committed), or, before the table exists, as what it will record when it is created (None)."""
         with self.write_lock():
             if self.identity() is not None:
-                self.record_identity(analyzer=analyzer, statistics=statistics)
-                return
+                return self.record_identity(analyzer=analyzer, statistics=statistics)
             self.new_analyzer = analyzer or self.new_analyzer
             self.new_statistics = statistics or self.new_statistics
+            return None
 
     def check_writable(self) -> None:
         if self.read_only:

@@ -67,9 +67,11 @@ def read_identity(tbl, vector_column: str = "vector") -> StoreIdentity:
                          statistics if statistics in STATISTICS else DEFAULT_STATISTICS)
 
 
-def write_identity(tbl, ident: StoreIdentity, vector_column: str = "vector") -> None:
-    """Record `ident` on the table (one metadata-only commit: a new table version, no data rewritten)."""
+def write_identity(tbl, ident: StoreIdentity, vector_column: str = "vector") -> int:
+    """Record `ident` on the table (one metadata-only commit: a new table version, no data rewritten); returns the
+    version it committed."""
     tbl.update_field_metadata({"path": vector_column, "metadata": ident.metadata()})
+    return int(tbl.version)
 
 
 def embedder_identity(embedder) -> tuple[str | None, int | None]:

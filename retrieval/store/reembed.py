@@ -26,7 +26,8 @@ BATCH = 256
 
 
 def reembed(store, embedder, progress: Callable[[int, int], None] | None = None, batch_size: int = BATCH) -> dict:
-    """Re-embed `store` (a MemoryStore) with `embedder`; returns {"rows", "from", "to"}."""
+    """Re-embed `store` (a MemoryStore) with `embedder`; returns {"rows", "from", "to", "version"} (`version`: the
+    table version of the swap)."""
     import pyarrow as pa
 
     store.check_writable()
@@ -67,6 +68,7 @@ def reembed(store, embedder, progress: Callable[[int, int], None] | None = None,
                 raise ValueError(f"staging table holds {staging.count_rows()} rows, expected {total}; store unchanged")
             reader = pa.RecordBatchReader.from_batches(sch, staging.search().limit(None).to_batches(8192))
             tbl.add(reader, mode="overwrite")  # the one atomic swap
+            swapped = int(tbl.version)  # the commit that re-embedded (the indexes after it change no row)
         finally:
             store.db.drop_table(staging_name)
         store.adopt_embedder(embedder)
@@ -77,4 +79,4 @@ def reembed(store, embedder, progress: Callable[[int, int], None] | None = None,
         except Exception as exc:  # an optimisation; searching works without it
             log.warning("could not index id: %s", exc)
         store.writes.maintain_index()
-    return {"rows": total, "from": old.describe(), "to": new.describe()}
+    return {"rows": total, "from": old.describe(), "to": new.describe(), "version": swapped}

@@ -1,8 +1,8 @@
 """Audit log of every write: who, when, what, how many traces — a LanceDB table `audit`
 beside `traces` in the same store.
 
-`Workspace.ingest/delete/set_active` call `AuditLog.record` after their commit, with the write lock
-held, naming the table version they committed. Recording never raises: a failed audit write is logged,
+every Workspace write (`Workspace._committed`) calls `AuditLog.record` after its commit, with the write lock
+held, naming the table version it committed. Recording never raises: a failed audit write is logged,
 and the trace write it describes stands (the traces are the truth; the log describes them).
 
 One entry per committed version of the traces table that changed rows (SPEC §18): `reconcile` reads the

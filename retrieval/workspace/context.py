@@ -31,9 +31,6 @@ def set_context(ws: Any, setting: ContextSetting | None, progress: Callable[[int
         who = access.user if access is not None else actor
         # one entry per table version (SPEC §18): this one names the commit that rewrote the rows (or recorded the
         # setting); the others it made (columns added to an older table, the setting recorded) change no row and
-        # are recorded as maintenance now, not left for a later catch-up
-        ws.audit.record(who, "context", ws.store.count(), [], [], detail=f"{out['from']} -> {out['to']}",
-                        version=out.get("version"))
-        if out.get("version") is not None:
-            ws.audit.reconcile(ws.store)
+        # are recorded as maintenance by the catch-up that follows, not left for a later one
+        ws._committed(out.get("version"), who, "context", ws.store.count(), detail=f"{out['from']} -> {out['to']}")
     return out

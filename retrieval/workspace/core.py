@@ -136,9 +136,11 @@ class Workspace:
         """Record the store's BM25 analyzer (plain | english-stem) and rebuild the sparse side with progress."""
         self._check_writable("set_analyzer")
         authorise_store_wide(access, "changing the analyser")
-        opened = set_analyzer(self.store, self.sparse, name, progress)
-        self._install(opened)
-        self.audit.record(_actor(access, actor), "analyzer", self.store.count(), [], [], detail=name)
+        with self.store.write_lock():
+            self._catch_up()
+            opened = set_analyzer(self.store, self.sparse, name, progress)
+            self._install(opened)
+            self._committed(opened.committed, _actor(access, actor), "analyzer", self.store.count(), detail=name)
         return opened.index
 
     def set_context(self, setting, progress: Callable[[int, int], None] | None = None, *, undo: bool = False,
@@ -156,9 +158,11 @@ class Workspace:
 
         self._check_writable("reembed")
         authorise_store_wide(access, "re-embedding")
-        out = reembed(self.store, embedder, progress=progress, batch_size=batch_size)
-        self.audit.record(_actor(access, actor), "reembed", int(out["rows"]), [], [],
-                          detail=f"{out['from']} -> {out['to']}")
+        with self.store.write_lock():
+            self._catch_up()
+            out = reembed(self.store, embedder, progress=progress, batch_size=batch_size)
+            self._committed(out["version"], _actor(access, actor), "reembed", int(out["rows"]),
+                            detail=f"{out['from']} -> {out['to']}")
         return out
 
     def set_bm25_statistics(self, name: str, *, access: Access | None = None, actor: str = "local") -> None:
@@ -166,8 +170,31 @@ class Workspace:
         (every document's, the seed's). No rebuild. A visitor limited by a policy gets `scope` regardless."""
         self._check_writable("set_bm25_statistics")
         authorise_store_wide(access, "changing the BM25 statistics")
-        set_statistics(self.store, self.bm25, name)
-        self.audit.record(_actor(access, actor), "statistics", self.store.count(), [], [], detail=name)
+        with self.store.write_lock():
+            self._catch_up()
+            committed = set_statistics(self.store, self.bm25, name)
+            self._committed(committed, _actor(access, actor), "statistics", self.store.count(), detail=name,
+                            change={"rows": [], "removed": []})  # metadata only: BM25 moves on, no row re-read
+
+    def _committed(self, version: int | None, actor: str, action: str, traces: int, *, change: dict | None = None,
+                   **entry) -> tuple[int, list[str]]:
+        """The one end of every write, with the write lock held (SPEC §18): the audit entry naming `version`, the
+        table version this write committed (None: it committed none; the entry then names no version), then BM25,
+        facts and audit follow the table to its newest version. `change` (`Follower.after_commit`'s rows written,
+        ids removed, followers: an ingest, delete or (de)activation; empty for a metadata-only commit) is applied as
+        a small change when `version` is the next one after what BM25 reflects; anything else — a store-wide
+        write, the other commits a write made (an index, a compaction), another writer's — is a catch-up by the
+        rows that differ, which saves the BM25 sidecar at the table's version and records each version left
+        without an entry (as maintenance when it changed no row). Returns (new facts, fact warnings) of the
+        change. The entry comes first: a catch-up would otherwise record this write's own commit as maintenance
+        or an unknown writer's."""
+        self.audit.record(actor, action, traces, version=version, **entry)
+        got: tuple[int, list[str]] = (0, [])
+        if change is not None and version is not None:
+            got = self._follow.after_commit(version, **change)
+        if self.store.table() is not None and (change is None or self.store.version() != self._follow.version):
+            self._follow.advance()
+        return got
 
     def _guard(self, access: Access | None, new: Iterable[MemoryTrace] = (), ids: Iterable[str] = ()) -> None:
         """With the write lock held, before anything is written (retrieval.workspace.guard)."""
@@ -266,11 +293,11 @@ class Workspace:
             dups = tuple(self.store.last_add_report.duplicates)
             committed = self.store.writes.last_commit
             stored = self.store.last_add_report.traces  # as stored: contexts, and the followers rewritten with them
-            n_facts, warnings = self._follow.after_commit(committed, [t for t in stored if t.id in latest], [],
-                                                          facts=extract_facts,
-                                                          followers=[t for t in stored if t.id not in latest])
-            self.audit.record(_actor(access, actor), "ingest", written, scopes_of(latest.values()), list(latest),
-                              version=committed, parts=parts_of(latest.values()))
+            change = {"rows": [t for t in stored if t.id in latest], "removed": [], "facts": extract_facts,
+                      "followers": [t for t in stored if t.id not in latest]}
+            n_facts, warnings = self._committed(committed, _actor(access, actor), "ingest", written,
+                                                scopes=scopes_of(latest.values()), ids=list(latest),
+                                                parts=parts_of(latest.values()), change=change)
         return IngestReport(written=written, duplicates=dups, facts=n_facts, fact_warnings=tuple(warnings))
 
     def delete(self, ids: Iterable[str], *, access: Access | None = None, actor: str = "local") -> int:
@@ -285,9 +312,9 @@ class Workspace:
             committed = self.store.writes.last_commit
             if committed == before:  # nothing matched: nothing was committed
                 return 0
-            self._follow.after_commit(committed, [], ids, followers=self.store.writes.last_recontexted)
-            self.audit.record(_actor(access, actor), "delete", n, scopes_of(gone), [t.id for t in gone],
-                              version=committed, parts=parts_of(gone))
+            self._committed(committed, _actor(access, actor), "delete", n, scopes=scopes_of(gone),
+                            ids=[t.id for t in gone], parts=parts_of(gone),
+                            change={"rows": [], "removed": ids, "followers": self.store.writes.last_recontexted})
         return n
 
     def set_active(self, ids: Iterable[str], active: bool, *, access: Access | None = None,
@@ -303,10 +330,10 @@ class Workspace:
             committed = self.store.writes.last_commit
             traces = self.store.get(ids)
             if committed != before:
-                self._follow.after_commit(committed, traces, [], followers=self.store.writes.last_recontexted)
-                self.audit.record(_actor(access, actor), "activate" if active else "deactivate", len(traces),
-                                  scopes_of(traces), [t.id for t in traces], version=committed,
-                                  parts=parts_of(traces))
+                self._committed(committed, _actor(access, actor), "activate" if active else "deactivate",
+                                len(traces), scopes=scopes_of(traces), ids=[t.id for t in traces],
+                                parts=parts_of(traces),
+                                change={"rows": traces, "removed": [], "followers": self.store.writes.last_recontexted})
         return len(traces)
 
     def _check_writable(self, action: str) -> None:
