@@ -82,11 +82,22 @@ def test_beir_zip(tmp_path):
     ("photo.png", b"\x89PNG", "unsupported file type .png"),
     ("empty.jsonl", b"", "is empty"),
     ("bin.jsonl", b"\x00\x01\x02", "looks binary"),
-    ("latin.txt", "caf\xe9".encode("latin-1"), "not UTF-8"),
+    ("utf16.txt", "café".encode("utf-16"), "not UTF-8 text: it starts with a UTF-16 byte-order mark"),
 ])
 def test_bad_files_are_clear_errors(name, data, msg):
     with pytest.raises(ValueError, match=msg):
         load_file(name, data)
+
+
+@pytest.mark.parametrize("name", ["latin.txt", "latin.jsonl", "latin.csv"])
+def test_a_line_that_is_not_utf8_is_that_lines_error_and_the_rest_loads(name):
+    head, first, last = {"latin.txt": (b"", b"first\n\n", b"\nlast\n"),
+                         "latin.jsonl": (b"", b'{"id": "a", "text": "first"}\n', b'{"id": "b", "text": "last"}\n'),
+                         "latin.csv": (b"id,content\n", b"a,first\n", b"b,last\n")}[name]
+    rep = load_file(name, head + first + "caf\xe9".encode("latin-1") + b"\n" + last)
+    assert [t.content for t in rep.traces] == ["first", "last"]
+    (err,) = rep.errors
+    assert err.line == (head + first).count(b"\n") + 1 and "not UTF-8 text (byte 4 of the line is 0xe9)" in err.reason
 
 
 def test_bad_scope_and_missing_path(tmp_path):
@@ -250,7 +261,7 @@ def test_csv_rows_with_extra_fields_or_huge_numbers_are_line_errors():
     (b"\n\nid,,content,id\n", ["id", "content"]),
     (b'id,"unclosed\n', []),
     (b"", []),
-    (b"\xff\xfe\x00garbage", ["\ufffd\ufffd\x00garbage"]),
+    (b"\xff\xfe\x00garbage", []),  # a header line holding NUL is no header
 ])
 def test_csv_headers_parse_quotes_and_never_raise(data, cols):
     assert csv_headers(data) == cols

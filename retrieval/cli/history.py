@@ -164,7 +164,7 @@ def cmd_import_log(args) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    report_bad_lines(rep.errors)
+    report_bad_lines(rep.errors, file=args.file)
     rate = (rep.added + rep.already + len(rep.errors)) / rep.seconds if rep.seconds else 0.0
     print(f"{rep.summary()}; {grades} implicit grade(s); {rep.seconds:.1f}s ({rate:,.0f} lines/s)")
     if rep.added or rep.already or not rep.errors:

@@ -93,7 +93,7 @@ def cmd_ingest(args) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    report_bad_lines(rep.errors, "rejected lines")
+    report_bad_lines(rep.errors, "rejected lines", file=rep.source)
     if not rep.traces:
         print(f"error: no valid trace in {args.file}; nothing was written", file=sys.stderr)
         return 2

@@ -8,6 +8,7 @@ full-text index instead of the in-memory BM25.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 import time
 
 from retrieval.cli.distributed import add_ray_flags, reembed_on_ray
@@ -41,10 +42,11 @@ def progress_line(what: str):
     return progress
 
 
-def report_bad_lines(errors, what: str = "bad lines", shown: int = 50) -> None:
-    """The first `shown` rejected lines of a file (each with `.line` and `.reason`) on stderr, then a count."""
+def report_bad_lines(errors, what: str = "bad lines", shown: int = 50, file: str = "") -> None:
+    """The first `shown` rejected lines of `file` (each with `.line` and `.reason`) on stderr, then a count."""
+    name = f"{Path(file).name} " if file else ""
     for err in errors[:shown]:
-        print(f"  line {err.line}: {err.reason}", file=sys.stderr)
+        print(f"  {name}line {err.line}: {err.reason}", file=sys.stderr)
     if len(errors) > shown:
         print(f"  … and {len(errors) - shown} more {what}", file=sys.stderr)
 

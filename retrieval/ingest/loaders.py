@@ -1,8 +1,9 @@
 """File loaders: JSONL, CSV, plain text and BEIR (folder or .zip) → `MemoryTrace`s.
 
-Loaders are lenient (SPEC §2): a bad line is reported with its number and reason, good lines are
-kept, and the only exception a loader raises is a `ValueError` about the file as a whole (wrong
-type, not UTF-8, too large, a broken or encrypted zip). Every trace returned already passed
+Loaders are lenient (SPEC §2): a bad line (not UTF-8, a NUL, bad JSON, an unclosed quote) is reported
+with its number and reason, good lines are kept — every loader reads through the one line reader,
+`retrieval.lines` — and the only exception a loader raises is a `ValueError` about the file as a whole
+(wrong type, UTF-16, binary, too large, a broken or encrypted zip). Every trace returned already passed
 `MemoryTrace.validate()`, so the store accepts the batch.
 
 Ids: an id given by the record (`id`, `_id`, `trace_id`, `doc_id`, or the mapped field) is kept
@@ -13,9 +14,7 @@ two scopes never collides (an upsert would move one user's trace to another):
 """
 from __future__ import annotations
 
-import csv
 import io
-import json
 import zipfile
 import zlib
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from collections.abc import Iterator
 
+from retrieval.lines import MAX_FILE_BYTES, Line, csv_records, json_value, read_lines, text_lines
 from retrieval.ingest.parse import LINE_ERRORS, FieldMap, auto_id, parse_datetime, trace_from_record
 from retrieval.types import SCOPES, MemoryTrace
 
@@ -36,7 +36,6 @@ try:  # zipfile imports lzma lazily too: a Python built without liblzma still lo
 except ImportError:  # pragma: no cover
     _CODEC_ERRORS = ()
 
-MAX_FILE_BYTES = 200 * 1024 * 1024
 # A zip member inflating this much more than it weighs is refused even under the size cap:
 # text corpora compress 3–10×, a deflate bomb ~1000×.
 MAX_ZIP_RATIO = 100
@@ -63,80 +62,27 @@ class LoadReport:
         return f"{len(self.traces)} trace(s) read from {self.source or 'input'}, {len(self.errors)} line(s) rejected"
 
 
-def _decode(data: bytes, source: str) -> str:
-    if len(data) > MAX_FILE_BYTES:
-        raise ValueError(f"{source} is {len(data) // 2**20} MB; the limit is {MAX_FILE_BYTES // 2**20} MB. "
-                         "Split it into smaller files.")
-    if b"\x00" in data[:4096]:
-        raise ValueError(f"{source} looks binary, not text; upload .jsonl, .csv, .txt or a BEIR .zip")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{source} is not UTF-8 text (byte {exc.start}); re-save it as UTF-8") from None
-
-
-def _lines(text: str) -> list[str]:
-    """Split on \\n only: U+2028, U+0085 or a form feed inside a JSON string is not a line break."""
-    return text.split("\n")
+def _rejected(line: Line) -> LineError:
+    return LineError(line.n, line.error)
 
 
 def load_jsonl(data: bytes | str, *, source: str = "input.jsonl", **kw) -> LoadReport:
-    text = data if isinstance(data, str) else _decode(data, source)
     rep = LoadReport(source=source)
     stem = Path(source).stem
-    for n, line in enumerate(_lines(text), start=1):
-        line = line.removesuffix("\r")
-        if not line.strip():
+    for line in read_lines(data, source):
+        if line.text is None:
+            rep.errors.append(_rejected(line))
+            continue
+        if not line.text.strip():
             continue
         try:
-            rec = json.loads(line, strict=False)  # a raw tab or form feed inside a string is harmless
-        except json.JSONDecodeError as exc:
-            rep.errors.append(LineError(n, f"invalid JSON ({exc.msg} at column {exc.colno})"))
-            continue
-        except RecursionError:
-            rep.errors.append(LineError(n, "invalid JSON (nested too deeply)"))
-            continue
-        except ValueError as exc:  # e.g. an integer over Python's 4,300-digit conversion limit
-            rep.errors.append(LineError(n, f"invalid JSON ({exc})"))
-            continue
-        try:
+            rec = json_value(line.text)
             rep.traces.append(trace_from_record(rec, id_prefix=stem, **kw))
         except LINE_ERRORS as exc:
-            rep.errors.append(LineError(n, str(exc)))
+            rep.errors.append(LineError(line.n, str(exc)))
     if not rep.traces and not rep.errors:
         rep.errors.append(LineError(0, f"{source} is empty"))
     return rep
-
-
-def _csv_rows(lines: list[str]) -> Iterator[tuple[int, list[str] | None, str]]:
-    """(first line number, fields or None, error) per CSV record, resynchronising after an error.
-
-    Strict parsing turns an unclosed quote into an error ("unexpected end of data" or "',' expected
-    after '\"'") instead of a field that silently swallows the following rows; parsing restarts on
-    the line after the bad record's first line, so only that line is lost.
-    """
-    if csv.field_size_limit() < MAX_FILE_BYTES:  # one field can be as large as a file we accept
-        csv.field_size_limit(MAX_FILE_BYTES)
-    start = 0
-    reader = csv.reader(iter(lines), strict=True)
-    while True:
-        first = start + reader.line_num + 1
-        try:
-            row = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as exc:
-            yield first, None, f"malformed CSV ({exc}); check for an unclosed quote on this line"
-            start = first  # 1-based `first` is the 0-based index of the line after it
-            reader = csv.reader((lines[i] for i in range(start, len(lines))), strict=True)  # no O(n) slice
-            continue
-        if row:
-            yield first, row, ""
-
-
-def _csv_lines(text: str) -> list[str]:
-    parts = _lines(text)
-    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
 def csv_headers(data: bytes | str, limit: int = 20_000) -> list[str]:
@@ -145,7 +91,7 @@ def csv_headers(data: bytes | str, limit: int = 20_000) -> list[str]:
     For the field-mapping picker: reads at most `limit` bytes and never raises.
     """
     text = data[:limit] if isinstance(data, str) else data[:limit].decode("utf-8-sig", errors="replace")
-    for _, row, _ in _csv_rows(_csv_lines(text)):
+    for _, row, _ in csv_records(text_lines(text)):
         return list(dict.fromkeys(c.strip() for c in row or () if c.strip()))
     return []
 
@@ -153,10 +99,10 @@ def csv_headers(data: bytes | str, limit: int = 20_000) -> list[str]:
 def jsonl_fields(data: bytes | str, limit: int = 20_000, lines: int = 20) -> list[str]:
     """Keys of the first JSON object among the first `lines` lines; [] when there is none. Never raises."""
     text = data[:limit] if isinstance(data, str) else data[:limit].decode("utf-8-sig", errors="replace")
-    for line in _lines(text)[:lines]:
+    for line in text_lines(text)[:lines]:
         try:
-            rec = json.loads(line, strict=False)
-        except (ValueError, RecursionError):
+            rec = json_value(line.text or "")
+        except ValueError:
             continue
         if isinstance(rec, dict):
             return [k for k in rec if k.strip()]
@@ -164,14 +110,14 @@ def jsonl_fields(data: bytes | str, limit: int = 20_000, lines: int = 20) -> lis
 
 
 def load_csv(data: bytes | str, *, source: str = "input.csv", **kw) -> LoadReport:
-    text = data if isinstance(data, str) else _decode(data, source)
+    lines = read_lines(data, source)
     rep = LoadReport(source=source)
-    if not text.strip():
+    if all(x.text is not None and not x.text.strip() for x in lines):
         rep.errors.append(LineError(0, f"{source} is empty"))
         return rep
     stem = Path(source).stem
     header: list[str] | None = None
-    for line, row, err in _csv_rows(_csv_lines(text)):
+    for line, row, err in csv_records(lines):
         if header is None:
             if row is None or not any(c.strip() for c in row):
                 rep.errors.append(LineError(line, f"no usable header row ({err or 'empty'}); the first line "
@@ -199,12 +145,10 @@ def load_csv(data: bytes | str, *, source: str = "input.csv", **kw) -> LoadRepor
 def load_text(data: bytes | str, *, source: str = "input.txt", scope: str = "user", scope_id: str = "default",
               **_: Any) -> LoadReport:
     """One trace per paragraph (blank-line separated); ids `<scope>:<scope_id>/<file stem>-<n>`."""
-    text = data if isinstance(data, str) else _decode(data, source)
     rep = LoadReport(source=source)
     stem = Path(source).stem or "text"
-    line = 1
     n = 0
-    for para in text.replace("\r\n", "\n").split("\n\n"):
+    for first, para in _paragraphs(read_lines(data, source), rep.errors):
         if para.strip():
             n += 1
             try:
@@ -213,11 +157,26 @@ def load_text(data: bytes | str, *, source: str = "input.txt", scope: str = "use
                 t.validate()
                 rep.traces.append(t)
             except LINE_ERRORS as exc:
-                rep.errors.append(LineError(line, str(exc)))
-        line += para.count("\n") + 2
+                rep.errors.append(LineError(first, str(exc)))
     if not rep.traces and not rep.errors:
         rep.errors.append(LineError(0, f"{source} has no text"))
     return rep
+
+
+def _paragraphs(lines: list[Line], errors: list[LineError]) -> Iterator[tuple[int, str]]:
+    """(first line, text) per paragraph: runs of lines between empty lines. A line that is not text is
+    reported in `errors` and left out of its paragraph (which keeps its other lines)."""
+    first, run = 0, []
+    for line in lines + [Line(len(lines) + 1, "")]:
+        text = None if line.text is None else line.text.removesuffix("\r")
+        if text is None:
+            errors.append(_rejected(line))
+        elif text:
+            first = first or line.n
+            run.append(text)
+        elif run:
+            yield first, "\n".join(run)
+            first, run = 0, []
 
 
 def _corpus_member(zf: zipfile.ZipFile, source: str) -> zipfile.ZipInfo:

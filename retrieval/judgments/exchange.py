@@ -9,14 +9,14 @@ line and reason and the others are kept; nothing is written when the visitor may
 """
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from retrieval.lines import Line, csv_records, json_value, read_lines
+from retrieval.types import MAX_TIME, MIN_TIME
 from retrieval.judgments.io import LineError, spreadsheet_csv, trec_line, unquote_cell
 from retrieval.judgments.identity import honours_rater_column, person, writer
 from retrieval.judgments.model import CANT_RATE, Case, Judgment, check_grade, query_key, scope_text
@@ -35,12 +35,25 @@ def _iso(t: float) -> str:
     return datetime.fromtimestamp(t, tz=UTC).isoformat(timespec="seconds") if t else ""
 
 
-def _epoch(text: object) -> float:
-    if text in (None, ""):
+def _epoch(name: str, value: object) -> float:
+    """A row's time as epoch seconds (0 when empty): ISO 8601 or a number of seconds, within what a date can show
+    (`types.MIN_TIME` .. `MAX_TIME`); ValueError naming the field and the range (an absurd time would be stored
+    and then fail every export of the case)."""
+    if value is None or value == "":
         return 0.0
-    if isinstance(text, (int, float)):
-        return float(text)
-    return datetime.fromisoformat(str(text)).timestamp()
+    low, high = MIN_TIME.timestamp(), MAX_TIME.timestamp()
+    shown = ascii(value)[:60] if isinstance(value, str) else repr(value)[:60]
+    span = f"{MIN_TIME:%Y-%m-%d} .. {MAX_TIME:%Y-%m-%d}"
+    want = "give ISO 8601 (e.g. 2025-03-01T10:00:00+00:00) or epoch seconds"
+    try:
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise ValueError
+        t = float(value) if not isinstance(value, str) else datetime.fromisoformat(value.strip()).timestamp()
+    except (ValueError, OverflowError):
+        raise ValueError(f"field '{name}' is {shown}, not a time; {want} within {span}") from None
+    if not low <= t <= high:  # NaN fails too
+        raise ValueError(f"field '{name}' is {shown}, outside the valid range {span}; {want} within it")
+    return t
 
 
 def rating_rows(case: Case, judgments: Iterable[Judgment], rater: str | None = None) -> list[dict]:
@@ -101,18 +114,40 @@ def _unquote(v: object) -> object:
 
 
 def parse_ratings(data: bytes | str, name: str = "ratings.jsonl") -> list[tuple[int, dict]]:
-    """(line number, row) pairs from JSONL or (by the name's ending) CSV."""
-    text = data.decode("utf-8-sig") if isinstance(data, bytes) else data
+    """(line number, row) pairs from JSONL or (by the name's ending) CSV, read by the one line reader
+    (`retrieval.lines`); a line that cannot be read is a row {"_bad": why}, which `_judgment` rejects."""
+    lines = read_lines(data, name)
     if name.lower().endswith(".csv"):
-        reader = csv.DictReader(io.StringIO(text))
-        return [(n, {k: _unquote(v) for k, v in r.items() if k}) for n, r in enumerate(reader, 2)]
-    out = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if line.strip():
+        return _csv_ratings(lines)
+    out: list[tuple[int, dict]] = []
+    for line in lines:
+        if line.text is None:
+            out.append((line.n, {"_bad": line.error}))
+        elif line.text.strip():
             try:
-                out.append((n, json.loads(line)))
-            except ValueError:
-                out.append((n, {"_bad": "not JSON"}))
+                r = json_value(line.text)
+            except ValueError as exc:
+                r = {"_bad": str(exc)}
+            out.append((line.n, r if isinstance(r, dict) else {"_bad": "not a JSON object"}))
+    return out
+
+
+def _csv_ratings(lines: list[Line]) -> list[tuple[int, dict]]:
+    """CSV rows as dicts by the header row; an unclosed quote costs its own line only (`csv_records`)."""
+    out: list[tuple[int, dict]] = []
+    header: list[str] | None = None
+    for n, row, err in csv_records(lines):
+        if header is None:
+            if row is None:
+                return [(n, {"_bad": f"no usable header row ({err}); the first line must name the columns"})]
+            header = [c.strip() for c in row]
+        elif row is None:
+            out.append((n, {"_bad": err}))
+        elif len(row) > len(header) and any(c.strip() for c in row[len(header):]):
+            out.append((n, {"_bad": f"row has {len(row)} fields but the header names {len(header)}; "
+                                     "quote fields that contain commas"}))
+        else:
+            out.append((n, {k: _unquote(v) for k, v in zip(header, row) if k}))
     return out
 
 
@@ -132,8 +167,9 @@ def _judgment(case: Case, r: Mapping, who: str) -> Judgment:
     if not str(r.get("trace_id") or "").strip():
         raise ValueError("trace_id is empty")
     return Judgment(q.scope, q.query, str(r["trace_id"]), grade, "human", str(r.get("source") or "import"),
-                    _epoch(r.get("updated_at")), rater, str(r.get("content_hash") or ""), str(r.get("note") or ""),
-                    str(r.get("prompt_version") or ""), _epoch(r.get("created_at")))
+                    _epoch("updated_at", r.get("updated_at")), rater, str(r.get("content_hash") or ""),
+                    str(r.get("note") or ""),
+                    str(r.get("prompt_version") or ""), _epoch("created_at", r.get("created_at")))
 
 
 def import_ratings(js: JudgmentStore, case: Case | str, data: bytes | str, name: str = "ratings.jsonl", *,
@@ -155,7 +191,7 @@ def import_ratings(js: JudgmentStore, case: Case | str, data: bytes | str, name:
             named.add(str(r.get("rater") or ""))
             who = str(r.get("rater") or "") if honoured else me
             good.append(_judgment(case, r, (rename or {}).get(who, who) if who else me))
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError, RecursionError) as exc:
             errors.append(LineError(name, n, f"{exc}; each row needs qid, trace_id, rater and grade "
                                     "(or cant_rate true)"))
     if known_ids is not None and good:

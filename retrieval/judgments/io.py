@@ -19,8 +19,9 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
+from retrieval.lines import json_value, read_lines
 from retrieval.types import Scope
 from retrieval.judgments.model import (Case, CaseQuery, Judgment, LabelledQuery, check_case_name, check_grade,
                                        parse_scope, scope_text)
@@ -60,70 +61,89 @@ class ImportReport:
                 "unknown_queries": list(self.unknown_queries)}
 
 
-def _text(data: bytes | str) -> str:
-    if isinstance(data, bytes):
-        try:
-            return data.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            raise ValueError(f"the file is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
-    return data.removeprefix("\ufeff")
+def _lines(data: bytes | str, name: str) -> Iterator[tuple[int, str] | LineError]:
+    """(line number, text) per non-blank line, or the `LineError` of a line that is not text (`retrieval.lines`:
+    split on \\n only, decoded line by line)."""
+    for line in read_lines(data, name):
+        if line.text is None:
+            yield LineError(name, line.n, line.error)
+        elif line.text.strip():
+            yield line.n, line.text
 
-
-
-
-def _lines(data: bytes | str) -> list[str]:
-    """Lines split on \\n only: U+2028 or U+0085 inside a JSON string must not split a record."""
-    return _text(data).replace("\r\n", "\n").split("\n")
 
 def parse_qrels(data: bytes | str, scale: str = "graded",
                 name: str = "qrels") -> tuple[dict[str, dict[str, int]], list[LineError]]:
     """TREC (`qid 0 docid grade`, whitespace) or BEIR (`query-id<TAB>corpus-id<TAB>score`, header
-    optional), told apart per line by the column count. Returns ({qid: {doc id: grade}}, errors)."""
+    optional), told apart per line by the column count. Returns ({qid: {doc id: grade}}, errors).
+    A pair graded again with the same grade is harmless; with another grade it is that line's error."""
     qrels: dict[str, dict[str, int]] = {}
+    first: dict[tuple[str, str], int] = {}
     errors: list[LineError] = []
-    for n, line in enumerate(_lines(data), 1):
-        if not line.strip() or line.lstrip().startswith("#"):
+    for got in _lines(data, name):
+        if isinstance(got, LineError):
+            errors.append(got)
             continue
-        if len(line) > MAX_LINE:
-            errors.append(LineError(name, n, f"line is longer than {MAX_LINE} characters"))
-            continue
-        cols = line.split("\t") if "\t" in line else line.split()
-        cols = [c.strip() for c in cols]
-        if len(cols) == 3 and cols[0] == "query-id":
-            continue
-        if len(cols) == 4:
-            qid, doc, grade = cols[0], cols[2], cols[3]
-        elif len(cols) == 3:
-            qid, doc, grade = cols
-        else:
-            errors.append(LineError(name, n, f"has {len(cols)} column(s); expected TREC `qid 0 docid grade` "
-                                             "or BEIR `query-id<TAB>corpus-id<TAB>score`"))
-            continue
-        if not qid or not doc:
-            errors.append(LineError(name, n, "empty query id or document id"))
+        n, line = got
+        if line.lstrip().startswith("#"):
             continue
         try:
-            qrels.setdefault(qid, {})[doc] = check_grade(grade, scale)
+            qid, doc, grade = _qrels_columns(line, scale)
         except ValueError as exc:
             errors.append(LineError(name, n, str(exc)))
+            continue
+        if qid is None:
+            continue
+        before = qrels.setdefault(qid, {}).setdefault(doc, grade)
+        if before != grade:
+            errors.append(LineError(name, n, f"query {qid!r}, document {doc!r} is graded {before} on line "
+                                             f"{first[qid, doc]} and {grade} here; keep one of the two lines"))
+        first.setdefault((qid, doc), n)
     return qrels, errors
 
 
+def _qrels_columns(line: str, scale: str) -> tuple[str | None, str, int]:
+    """(qid, doc id, grade) of one qrels line, (None, "", 0) for BEIR's header; ValueError naming the fault."""
+    if len(line) > MAX_LINE:
+        raise ValueError(f"line is longer than {MAX_LINE} characters")
+    cols = [c.strip() for c in (line.split("\t") if "\t" in line else line.split())]
+    if len(cols) == 3 and cols[0] == "query-id":
+        return None, "", 0
+    if len(cols) == 4:
+        qid, doc, grade = cols[0], cols[2], cols[3]
+    elif len(cols) == 3:
+        qid, doc, grade = cols
+    else:
+        raise ValueError(f"has {len(cols)} column(s); expected TREC `qid 0 docid grade` "
+                         "or BEIR `query-id<TAB>corpus-id<TAB>score`")
+    if not qid or not doc:
+        raise ValueError("empty query id or document id")
+    return qid, doc, check_grade(grade, scale)
+
+
 def parse_queries(data: bytes | str, name: str = "queries.jsonl") -> tuple[dict[str, str], list[LineError]]:
-    """BEIR queries.jsonl ({"_id", "text"}) → ({qid: text}, errors)."""
+    """BEIR queries.jsonl ({"_id", "text"}) → ({qid: text}, errors); a query id seen before is that line's error
+    (it would move the first query's grades to the second text)."""
     out: dict[str, str] = {}
+    first: dict[str, int] = {}
     errors: list[LineError] = []
-    for n, line in enumerate(_lines(data), 1):
-        if not line.strip():
+    for got in _lines(data, name):
+        if isinstance(got, LineError):
+            errors.append(got)
             continue
+        n, line = got
         try:
-            r = json.loads(line)
+            r = json_value(line)
             qid, text = str(r["_id"]), r["text"]
-            if not isinstance(text, str) or not text.strip():
+            if not isinstance(text, str) or not text.strip() or r["_id"] is None or not qid.strip():
                 raise ValueError
         except (ValueError, KeyError, TypeError, RecursionError):
             errors.append(LineError(name, n, 'not a BEIR query: expected {"_id": ..., "text": "..."}'))
             continue
+        if qid in first:
+            errors.append(LineError(name, n, f"duplicate query id {qid!r}, first on line {first[qid]}; "
+                                             "give each query its own id"))
+            continue
+        first[qid] = n
         out[qid] = text.strip()
     return out, errors
 
@@ -155,7 +175,7 @@ def judgment_line(line: str, scale: str | None = "graded",
     (query, its grades, its phenomenon); ValueError naming the field at fault. Grades are checked against a case's
     `scale`, or with `scale=None` (evaluation) as any finite number >= 0; `need_relevant` (evaluation) wants a
     `relevant` object on every line."""
-    r = json.loads(line)
+    r = json_value(line)
     if not isinstance(r, dict):
         raise ValueError("the line is not a JSON object")
     missing = [k for k in ("qid", "query", "relevant") if k not in r and (k != "relevant" or need_relevant)]
@@ -174,9 +194,11 @@ def judgment_line(line: str, scale: str | None = "graded",
 
 def _judgment_lines(data: bytes | str, scale: str | None, name: str, need_relevant: bool = False):
     """(line number, (query, grades, phenomenon)) or (line number, LineError) for each non-blank line."""
-    for n, line in enumerate(_lines(data), 1):
-        if not line.strip():
+    for got in _lines(data, name):
+        if isinstance(got, LineError):
+            yield got.line, got
             continue
+        n, line = got
         try:
             yield n, judgment_line(line, scale, need_relevant)
         except (ValueError, TypeError, AttributeError, RecursionError) as exc:
@@ -189,11 +211,17 @@ def parse_jsonl(data: bytes | str, scale: str = "graded",
     queries: list[CaseQuery] = []
     qrels: dict[str, dict[str, int]] = {}
     errors: list[LineError] = []
-    for _, parsed in _judgment_lines(data, scale, name):
+    first: dict[str, int] = {}
+    for n, parsed in _judgment_lines(data, scale, name):
         if isinstance(parsed, LineError):
             errors.append(parsed)
             continue
         q, grades, _ = parsed
+        if q.qid in first:
+            errors.append(LineError(name, n, f"duplicate query id {q.qid!r}, first on line {first[q.qid]}; "
+                                             "give each query its own id"))
+            continue
+        first[q.qid] = n
         queries.append(q)
         if grades:
             qrels[q.qid] = {t: int(g) for t, g in grades.items()}  # on the case's scale: whole numbers

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,8 +57,8 @@ def check_grade(grade: object, scale: str = "graded") -> int:
             value = float(grade.strip())
         except ValueError:
             value = grade
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or int(value) != value \
-            or int(value) not in allowed:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or int(value) != value or int(value) not in allowed:  # inf (a JSON 1e400) is no grade either
         raise ValueError(f"grade {grade!r} is outside the {scale} scale; use one of "
                          f"{', '.join(map(str, allowed))}")
     return int(value)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from retrieval.lines import decode_line
 from retrieval.types import Scope
 
 MAX_LINE = 1_000_000  # bytes of one log line
@@ -65,7 +66,10 @@ def parse_lines(lines: Iterable[str | bytes]) -> Iterator[LoggedQuery | BadLine 
         if len(raw) > MAX_LINE:
             yield BadLine(n, f"longer than {MAX_LINE} bytes")
             continue
-        text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
+        text, why = decode_line(raw)
+        if text is None:  # not UTF-8, or a NUL: this line's error (`retrieval.lines`), never replaced silently
+            yield BadLine(n, why)
+            continue
         if not text.strip():
             yield None
             continue
