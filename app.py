@@ -4,7 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from retrieval.ingest.demo import load_examples
-from retrieval.workspace.status import for_visitor
+from retrieval.access import for_visitor
 from ui.cache import db_uri, workspace
 from ui.access import page_guard
 from ui.text import code, plain

@@ -103,9 +103,8 @@ def stage_table(diag, whole: dict, query: str, depth: int, key: str, target_key:
     sort = c1.segmented_control("Sort by the rank in", sortable, format_func=lambda s: stages.STAGE_HEADS.get(s, s),
                                 key=sort_key, help="Or click a stage heading in the table.") or "final"
     extra = sum(1 for r in rows if (r.ranks.get(sort) or depth + 1) > depth and r.move != "left")
-    traces = "trace" if extra == 1 else "traces"
-    show_all = c2.toggle(f"Also the {extra} {traces} only in another stage's top {depth}", key=all_key,
-                         disabled=not extra)
+    show_all = c2.toggle(f"Also the {extra} trace{'' if extra == 1 else 's'} only in another stage's top {depth}",
+                         key=all_key, disabled=not extra)
     ordered = stages.sort_rows(rows, sort)
     if not show_all:
         ordered = [r for r in ordered if (r.ranks.get(sort) or depth + 1) <= depth or r.move == "left"]

@@ -84,8 +84,8 @@ class AsOfView:
 
     def status(self, access: Access | None = None) -> dict:
         """What `status --as-of` prints: the state's version, its rows, BM25 and facts then; for a visitor limited
-        to some scopes (`access`), counted over their scopes only (`retrieval.workspace.status.for_visitor`)."""
-        from retrieval.workspace.status import for_visitor
+        to some scopes (`access`), counted over their scopes only (`retrieval.access.for_visitor`)."""
+        from retrieval.access import for_visitor
 
         s, p = self.store, self.pinned
         out = {"uri": s.display_uri, "as_of": p.label, "version": p.version, "tag": p.tag, "latest": p.latest,

@@ -30,7 +30,8 @@ from retrieval.store.memory import MemoryStore
 from retrieval.types import MemoryTrace
 from retrieval.workspace.facts_sync import FactSources
 from retrieval.workspace.follow import Follower
-from retrieval.workspace.status import for_visitor, status_of
+from retrieval.access import for_visitor
+from retrieval.workspace.status import status_of
 from retrieval.workspace.guard import authorise, authorise_store_wide, check_same_store
 
 if TYPE_CHECKING:

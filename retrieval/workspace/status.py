@@ -3,11 +3,9 @@ documents, facts, scopes, the ANN index, whether BM25 and facts are in step with
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from retrieval.access import Access
-
+from retrieval.access import for_visitor  # re-exported: the projection lives with the access rules
 from retrieval.sparse.build import sparse_status
 
 log = logging.getLogger(__name__)
@@ -62,35 +60,3 @@ def _context(store: Any) -> str:
     except Exception as exc:  # status must render whatever the table's metadata holds
         log.warning("context setting unreadable: %s", exc)
         return f"unreadable ({type(exc).__name__})"
-
-
-def for_visitor(status: dict[str, Any], access: Access | None, store: Any, facts: Any) -> dict[str, Any]:
-    """`status` (`status_of`, or `status --as-of`'s) as `access` may read it: for a visitor limited to some scopes,
-    only their scopes' names and counts, and every total counted over those scopes — no store-wide number (the
-    Home page and `python -m retrieval status` both show this). `store` and `facts` are the state `status`
-    describes (the live store, or the version read)."""
-    if access is None or not access.limited:
-        return status
-    mine = [s for s in store.scope_counts() if access.sees(s)]
-    out = dict(status)
-    out["scopes"] = {str(s): store.count(s) for s in mine}
-    out["traces"] = sum(out["scopes"].values())
-    active = sum(store.count(s, active_only=True) for s in mine)
-    out["bm25_documents"] = active  # BM25 holds the active traces
-    if "active" in out:
-        out["active"] = active
-    out["facts"] = _facts_in(facts, mine)
-    if "unindexed_rows" in out:
-        out["unindexed_rows"] = 0  # a count over the whole store
-    return out
-
-
-def _facts_in(facts: Any, scopes: list) -> int:
-    """Facts in these scopes (0 when there is no fact table or it cannot be read)."""
-    if facts is None:
-        return 0
-    try:
-        return sum(len(facts.all(s)) for s in scopes)
-    except Exception as exc:  # like status_of: the report renders even when the fact table is unreadable
-        log.warning("fact count failed: %s", exc)
-        return 0
