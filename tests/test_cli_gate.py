@@ -260,3 +260,9 @@ def test_an_unreachable_model_server_is_one_error_line_not_a_bug(built, env, tmp
                   + ["--embedder", f"openai:http://127.0.0.1:{port}/v1#m"])
         refused(out, "cannot connect")
         assert "this is a bug" not in out.err
+
+
+@pytest.mark.parametrize("rows", ["-5", "0", "x"])
+def test_a_row_count_below_one_is_a_usage_error(built, env, rows):
+    root, base, files = built
+    refused(run(["query", "hello", "--db", str(base), "--rows", rows]), "--rows: must be a whole number of at least 1")

@@ -29,6 +29,17 @@ def test_the_canonical_string_round_trips(s):
     assert str(RetrievalSettings.parse(str(s))) == str(s)
 
 
+@settings(max_examples=200, deadline=None)
+@given(values, values)
+def test_one_text_per_value(a, b):
+    """Equal values print the same text (-0.0 == 0.0 reads 0.0), so the text can key a cache or a link."""
+    assert (a == b) == (str(a) == str(b))
+
+
+def test_a_negative_zero_prints_as_zero():
+    assert str(RetrievalSettings.parse("rerank_weight=-0.0")) == str(RetrievalSettings.parse("rerank_weight=0.0"))
+
+
 def test_canonical_form_defaults_and_partial_strings():
     s = RetrievalSettings()
     assert str(s) == ("preset=hybrid fusion=convex(dense_weight=0.5,sparse_weight=0.5,normalization=theoretical) "

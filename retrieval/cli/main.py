@@ -247,7 +247,7 @@ def add_query_command(sub) -> None:
     sp.add_argument("--valence", type=float, default=0.0)
     sp.add_argument("--arousal", type=float, default=0.0)
     sp.add_argument("--dominance", type=float, default=0.0)
-    sp.add_argument("--rows", type=int, default=15)
+    sp.add_argument("--rows", type=_count, default=15, help="how many rows of each stage to print (>= 1)")
     sp.add_argument("--explain", action="append", metavar="ID")
     sp.add_argument("--json", action="store_true")
     sp.add_argument("--as-of", type=as_of_arg, default=None, metavar="VERSION|TAG|ISO-TIME", help=AS_OF_HELP)
@@ -305,6 +305,17 @@ def build_parser() -> argparse.ArgumentParser:
     add_history_commands(sub, db_flags, _scope_arg)
     add_doctor_command(sub, db_flags)
     return stamp(p)  # every command knows its name; `main` looks it up in the command table (cli/gate.py)
+
+
+def _count(text: str) -> int:
+    """A whole number >= 1 (argparse: a bad one is a usage error naming the flag)."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
+    return n
 
 
 # What a command may fail with on bad input or a bad environment: one `error:` line, exit code 2. Anything else

@@ -117,8 +117,9 @@ SETTINGS_KNOBS = ("preset", "fusion", *FUSION_PARAMS, *_VALUE_KNOBS)
 
 
 def _text(v: Any) -> str:
-    """A value's canonical text: `repr` for a float (exact: it parses back to the same float)."""
-    return "none" if v is None else ("true" if v else "false") if isinstance(v, bool) else repr(v) \
+    """A value's canonical text: `repr` for a float (exact: it parses back to the same float); -0.0 reads 0.0, as
+    the value it equals (one text per value)."""
+    return "none" if v is None else ("true" if v else "false") if isinstance(v, bool) else repr(v + 0.0) \
         if isinstance(v, float) else str(v)
 
 
