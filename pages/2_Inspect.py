@@ -141,8 +141,8 @@ whole = view.whole_texts(d, asof_ui.store_get(ws, as_of), shown)
 def explorer(d, whole: dict, query: str, scope, moved: dict, traces: list, params: dict) -> None:
     """The stage table, the grading panel, the rank flow and the explanation as one fragment: a row or rank-flow
     click (or a typed id, a sort, the flow's depth) reruns this part only — never the search above — and writes
-    the explained id into the link. The grading panel inside is its own fragment: a grade reruns the panel, then the
-    page, so the table's ○ unrated marks and the live panel's metrics follow (`ui.grading.follow_grades`).
+    the explained id into the link. The grading panel inside is its own fragment: a grade reruns the panel alone
+    (the table's ○ unrated marks follow on the next rerun of this part).
 
     Streamlit names a fragment by its place on the page and drops a click or grade sent to a name it no longer
     holds, so everything above this that one run draws and the next may not (a status, a note) sits in a container

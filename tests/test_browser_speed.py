@@ -1,13 +1,11 @@
 """Inspect's click paths in a real browser (Playwright + Debian's Chromium), as fragments: a stage-table row click
 explains that row (and puts it in the address and the copy link) without searching again; a grade click saves,
-shows the grade and keeps the grading panel open — also across a slider move, which reruns the whole page — and
-then the page follows it (the live panel's row shows the grade).
+shows the grade and keeps the grading panel open — also across a slider move, which reruns the whole page.
 The timings themselves are scripts/bench_browser.py's (docs/BENCHMARKS.md), never asserted here.
 """
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 import pytest
@@ -82,13 +80,9 @@ def test_a_grade_click_saves_and_the_panel_stays_open(browser, served):
     groups.first.wait_for()
     for n, grade in ((2, "3"), (3, "1")):
         groups.nth(n).locator("button", has_text=grade).first.click()
-        label = groups.nth(n).locator("[data-testid=stWidgetLabel]")
-        label.filter(has_text=f"● {grade} ·").wait_for()
+        groups.nth(n).locator("[data-testid=stWidgetLabel]").filter(has_text=f"● {grade} ·").wait_for()
         assert panel.locator("details").first.get_attribute("open") is not None  # still open
         assert groups.nth(n + 1).is_visible()
-        # then the page follows: the live panel's row for that trace shows the grade (its metrics read it)
-        tid = re.search(rf"#{n + 1} (\S+) —", label.inner_text()).group(1)
-        page.locator(f"table.rf-final tr[data-id='{tid}'] td.rf-grade", has_text=f"● {grade}").wait_for()
     SHOTS.mkdir(parents=True, exist_ok=True)
     panel.scroll_into_view_if_needed()
     page.screenshot(path=str(SHOTS / "inspect-grading-1366.png"))  # the panel as a grader sees it

@@ -1,6 +1,5 @@
 """Inspect's grading panel: one fragment (keyed `PANEL`) holding a grade control per result of the final list, the
-note on the query, add to a case, and why a read-only visitor cannot; a grade reruns the panel first (shown saved),
-then the page (the live metrics and the table's marks follow)."""
+note on the query, add to a case, and why a read-only visitor cannot; a grade reruns the panel alone."""
 from __future__ import annotations
 
 import uuid
@@ -12,8 +11,8 @@ from retrieval.judgments import JudgmentStore
 from retrieval.judgments.identity import signed_in
 from retrieval.judgments.store import JudgmentStoreError
 from retrieval.types import Scope
-from .grading import (PANEL, UNRATED, add_to_case_widget, can_grade, follow_grades, grade_widget, note_widget,
-                      query_grades, rater_picker, read_only_reason, scale_words, unrated_ids)
+from .grading import (PANEL, UNRATED, add_to_case_widget, can_grade, grade_widget, note_widget, query_grades,
+                     rater_picker, read_only_reason, scale_words, unrated_ids)
 from .text import plain
 from .view import snippet
 
@@ -59,7 +58,8 @@ def grading_body(js: JudgmentStore, scope: Scope | None, query: str, traces, acc
     n_graded = sum(1 for t in traces if t.id in grades["human"])
     st.caption(f"{n_graded} of {len(traces)} graded by {plain(rater)} · {len(unrated)} of the top {k} {UNRATED} by "
                f"anyone. Grades: {scale_words()}; click a grade again to clear it. They save at once; Compare, Tune "
-               "and Snapshots score against them.")
+               "and Snapshots score against them, and Live tuning's metrics and the table's marks count them from "
+               "the page's next run (a setting change or a new search).")
     note_widget(js, scope, query, key_prefix, access, rater, not allowed)
     for rank, t in enumerate(traces, 1):
         grade_widget(js, scope, query, t.id, key_prefix=f"{key_prefix}g_", grades=grades, disabled=not allowed,
@@ -72,11 +72,9 @@ def grading_body(js: JudgmentStore, scope: Scope | None, query: str, traces, acc
 @st.fragment(key=PANEL)
 def grading_panel(js: JudgmentStore, scope: Scope | None, query: str, traces, access: Access | None, rater: str,
                   *, key_prefix: str, k: int = 10, handed: str | None = None) -> None:
-    """Grade a final list, note the query, add it to a case — as its own fragment: a note or an add reruns this
-    panel only; a grade reruns it, then the page (from the cached search: no search is run again). The expander
-    is keyed (`key_prefix + "grading"`), so the browser keeps it open across this panel's reruns and the page's
-    (a slider move): no "keep open" switch."""
+    """Grade a final list, note the query, add it to a case — as its own fragment: a grade, a note or an add
+    reruns this panel only, never the search page. The expander is keyed (`key_prefix + "grading"`), so the
+    browser keeps it open across this panel's reruns and the page's (a slider move): no "keep open" switch."""
     with st.expander(f"Grade the final list ({len(traces)} results) as {plain(rater)} · note · add to a case",
                      key=f"{key_prefix}grading", icon=":material/grading:"):
         grading_body(js, scope, query, traces, access, rater, key_prefix, k, handed)
-    follow_grades()  # a grade just saved: now the page's other views of the grades

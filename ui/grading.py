@@ -127,7 +127,6 @@ def unrated_ids(ranked: list[str], graded: dict[str, int] | set[str], k: int = 1
 
 
 PANEL = "grading-panel"  # the grading panel's fragment key (`st.rerun(PANEL)` from its controls' callbacks)
-FOLLOW = "grading:follow"  # set by a saved grade: the panel, once redrawn, reruns the page (`follow_grades`)
 
 
 def redraw(fragment: str | None) -> None:
@@ -140,15 +139,6 @@ def redraw(fragment: str | None) -> None:
     try:
         st.rerun(fragment)
     except StreamlitAPIException:  # no registered fragment has that key
-        st.session_state.pop(FOLLOW, None)  # the page run below is the follow-up
-        st.rerun()
-
-
-def follow_grades() -> None:
-    """At the end of a fragment holding grade controls: after a saved grade, rerun the whole page, so what else it
-    draws from the grades (the live panel's metrics and marks, the table's ○ unrated) follows. The fragment's own
-    run came first, so the grade shows as saved without waiting for the page."""
-    if st.session_state.pop(FOLLOW, False):
         st.rerun()
 
 
@@ -170,8 +160,6 @@ def _save(js: JudgmentStore, scope, query: str, trace_id: str, key: str, scale: 
         return
     st.session_state[f"{key}_stored"] = grade
     st.session_state.pop(f"{key}_error", None)
-    if fragment is not None:
-        st.session_state[FOLLOW] = True
     redraw(fragment)
 
 
