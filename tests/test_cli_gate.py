@@ -262,7 +262,10 @@ def test_an_unreachable_model_server_is_one_error_line_not_a_bug(built, env, tmp
         assert "this is a bug" not in out.err
 
 
-@pytest.mark.parametrize("rows", ["-5", "0", "x"])
-def test_a_row_count_below_one_is_a_usage_error(built, env, rows):
+@pytest.mark.parametrize("rows, why", [("-5", "out of range: give 1 to 1000"), ("0", "out of range"),
+                                       ("x", "'x' is not a whole number")])
+def test_a_row_count_outside_1_to_1000_is_a_usage_error(built, env, rows, why):
     root, base, files = built
-    refused(run(["query", "hello", "--db", str(base), "--rows", rows]), "--rows: must be a whole number of at least 1")
+    out = run(["query", "hello", "--db", str(base), "--rows", rows])
+    refused(out, "argument --rows")
+    assert why in out.err

@@ -12,7 +12,7 @@ from retrieval.judgments.store import JudgmentStoreError
 from retrieval.models.errors import BackendError
 from retrieval.cli.adapt import add_adapt_command
 from retrieval.cli.calibrate import add_calibrate_command
-from retrieval.cli.cases import add_case_commands
+from retrieval.cli.cases import add_case_commands, cutoff
 from retrieval.cli.doctor import add_doctor_command
 from retrieval.cli.gate import (TRACEBACK_ENV, GateParser, admit, audited, failure_line, scrubbed_output, stamp,
                                 writer)
@@ -247,7 +247,7 @@ def add_query_command(sub) -> None:
     sp.add_argument("--valence", type=float, default=0.0)
     sp.add_argument("--arousal", type=float, default=0.0)
     sp.add_argument("--dominance", type=float, default=0.0)
-    sp.add_argument("--rows", type=_count, default=15, help="how many rows of each stage to print (>= 1)")
+    sp.add_argument("--rows", type=cutoff, default=15, help="how many rows of each stage to print (1 to 1000)")
     sp.add_argument("--explain", action="append", metavar="ID")
     sp.add_argument("--json", action="store_true")
     sp.add_argument("--as-of", type=as_of_arg, default=None, metavar="VERSION|TAG|ISO-TIME", help=AS_OF_HELP)
@@ -305,17 +305,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_history_commands(sub, db_flags, _scope_arg)
     add_doctor_command(sub, db_flags)
     return stamp(p)  # every command knows its name; `main` looks it up in the command table (cli/gate.py)
-
-
-def _count(text: str) -> int:
-    """A whole number >= 1 (argparse: a bad one is a usage error naming the flag)."""
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
-    return n
 
 
 # What a command may fail with on bad input or a bad environment: one `error:` line, exit code 2. Anything else
