@@ -82,17 +82,25 @@ def die_mid_batch(ws) -> None:
     ws.ingest([trace(f"m{i}", f"half written note {i}: I live in Lima.") for i in range(600)], actor="midbatch")
 
 
-def in_step(ws) -> bool:
-    """This process's BM25, after refresh_if_stale(), equals a rebuild from the table at the version it reflects."""
+def in_step(ws) -> bool | str:
+    """This process's BM25, after refresh_if_stale(), reflects at least the table version read before the refresh
+    and equals a rebuild from the table at the version it reflects. True, or why not.
+
+    The version is read before the refresh, not after: another process may commit at any instant (the agent's
+    plain writes race this check), and a commit after the refresh is not one this refresh could have followed."""
     from retrieval.sparse.build import new_bm25
     from retrieval.workspace.derived import read_version
     from retrieval.workspace.doctor import fingerprint
 
-    if ws.refresh_if_stale() is False and ws.store.version() != ws.bm25_version:
-        return False
+    seen = ws.store.version()
+    ws.refresh_if_stale()
+    if ws.bm25_version < seen:
+        return f"BM25 at table version {ws.bm25_version} after a refresh that began at version {seen}"
     fresh = new_bm25(ws.store)
     read_version(ws.store, ws.bm25_version, wanted=lambda _i, _h: True, sink=fresh.update)
-    return fingerprint(ws.bm25) == fingerprint(fresh)
+    if fingerprint(ws.bm25) != fingerprint(fresh):
+        return f"BM25 at table version {ws.bm25_version} differs from a rebuild from the table at that version"
+    return True
 
 
 def agent(uri: str, start: float) -> dict:

@@ -234,9 +234,31 @@ def served(tmp_path_factory):
 
     db = tmp_path_factory.mktemp("present-browser") / "db"
     copy_demo(db, "minilm")
-    proc, url = start_app(db)
+    log = db.parent / "streamlit.log"
+    stackdump = str(Path(__file__).with_name("stackdump"))  # SIGUSR1 prints the server's threads (a hang's cause)
+    proc, url = start_app(db, env={"PYTHONPATH": os.pathsep.join(filter(None, [stackdump, os.environ.get(
+        "PYTHONPATH")]))}, log=log)
+    SERVER.update(proc=proc, log=log)
     yield url
     stop_app(proc)
+
+
+SERVER: dict = {}  # the module's app server and its log, for `server_stacks`
+
+
+def server_stacks() -> str:
+    """Every thread's stack in the app server now (tests/stackdump), from its log: what a stuck page waits on."""
+    import signal
+    import time
+
+    proc, log = SERVER["proc"], SERVER["log"]
+    size = log.stat().st_size
+    os.kill(proc.pid, signal.SIGUSR1)
+    deadline = time.time() + 30
+    while time.time() < deadline and "most recent call first" not in log.read_text(errors="replace")[size:]:
+        time.sleep(0.2)  # sleep-ok: polling a file another process writes
+    time.sleep(1)  # sleep-ok: the dump of all threads is written in pieces; let it finish
+    return log.read_text(errors="replace")[size:][-12_000:]
 
 
 @pytest.mark.browser
@@ -315,7 +337,11 @@ def test_a_step_change_never_shows_the_previous_step(browser, artifacts, served)
                 page.screenshot(path=str(artifacts / f"present-change-{step.number}.png"))
             page.wait_for_function("() => window.__rtPresent.done", timeout=240_000)
         except PlaywrightTimeout:
-            pytest.fail(f"step {step.number} never finished")
+            state = page.evaluate("() => document.querySelector('[data-testid=stApp]')"
+                                  "?.getAttribute('data-test-script-state')")
+            page.screenshot(path=str(artifacts / f"present-change-{step.number}-stuck.png"))
+            pytest.fail(f"step {step.number} never finished (script state {state}); the server's threads:\n"
+                        f"{server_stacks()}")
         flashes = page.evaluate("() => window.__rtPresent.bad.splice(0)")
         if flashes:
             page.screenshot(path=str(artifacts / f"present-change-{step.number}.png"))
