@@ -12,7 +12,7 @@ from retrieval.pipeline.config import PipelineConfig
 from retrieval.workspace.retrievers import run_config
 from retrieval.types import Scope
 from tests.apphelpers import demo_app_env, open_page
-from tests.waits import painted
+from tests.waits import painted, wait_until
 from ui import present
 
 TIMEOUT = 120
@@ -249,16 +249,20 @@ SERVER: dict = {}  # the module's app server and its log, for `server_stacks`
 def server_stacks() -> str:
     """Every thread's stack in the app server now (tests/stackdump), from its log: what a stuck page waits on."""
     import signal
-    import time
 
     proc, log = SERVER["proc"], SERVER["log"]
-    size = log.stat().st_size
+    size, sizes = log.stat().st_size, []
+
+    def dumped() -> str:  # the dump is in and has stopped growing (it is written in pieces)
+        text = log.read_text(errors="replace")[size:]
+        sizes.append(len(text))
+        return text if "most recent call first" in text and sizes[-4:] == [len(text)] * 4 else ""
+
     os.kill(proc.pid, signal.SIGUSR1)
-    deadline = time.time() + 30
-    while time.time() < deadline and "most recent call first" not in log.read_text(errors="replace")[size:]:
-        time.sleep(0.2)  # sleep-ok: polling a file another process writes
-    time.sleep(1)  # sleep-ok: the dump of all threads is written in pieces; let it finish
-    return log.read_text(errors="replace")[size:][-12_000:]
+    try:
+        return wait_until(dumped, 30, "the app server's thread dump", interval=0.25)[-12_000:]
+    except AssertionError as exc:
+        return f"({exc}) {log.read_text(errors='replace')[size:][-12_000:]}"
 
 
 @pytest.mark.browser
