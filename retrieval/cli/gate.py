@@ -135,13 +135,12 @@ def admit(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> Acc
 
 
 def judgments(args: argparse.Namespace) -> JudgmentStore:
-    """The one way a command opens `--db`'s cases, snapshots and grades. A read command run by a visitor limited to
-    some scopes reads them through `retrieval.judgments.visible` (the rule the app's pages use): a case not wholly
-    in their scopes, its snapshots and grades do not exist — the unknown-name error, no count, no metric over them.
-    A write command gets the plain store: its own checks refuse a write outside the visitor's scopes."""
-    kind = COMMANDS.get(getattr(args, "command", ""))
-    reading = kind is not None and not kind.write(args)
-    return lens(args.db, getattr(args, "access", None) if reading else None)
+    """The one way a command opens `--db`'s cases, snapshots and grades. A command run by a visitor limited to some
+    scopes, read or write, sees them through `retrieval.judgments.visible` (the rule the app's pages use): a case
+    not wholly in their scopes, a snapshot that ran a query outside them, and their grades do not exist — the
+    unknown-name error, no count, no metric over them (`judge policy` on such a case answers as on an unknown one).
+    The store's own checks still refuse a write outside the visitor's scopes."""
+    return lens(args.db, getattr(args, "access", None))
 
 
 def audited(args: argparse.Namespace) -> None:

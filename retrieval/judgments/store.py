@@ -288,7 +288,7 @@ class JudgmentStore(Tables):
     def cases(self) -> list[dict]:
         """One summary per case: queries, judged queries (human grades), scale, snapshots."""
         snaps: dict[str, int] = {}
-        for r in self.table_rows_columns("snapshots", ["case_name"]):
+        for r in self.snapshot_rows():  # through `snapshot_rows`: a reader's lens counts only what it shows
             snaps[r["case_name"]] = snaps.get(r["case_name"], 0) + 1
         out = []
         for name in self.case_names():

@@ -3,8 +3,13 @@
 A case is visible when every one of its queries lies in a scope the visitor sees (all cases when the visitor is
 not limited). `VisibleJudgments` is a `JudgmentStore` as a limited visitor reads it: a case, snapshot or grade
 outside their scopes does not exist — the same error text as an unknown name, and no "known:" list naming it —
-so nothing tells them another user's case is there (no existence oracle). It is a reader's lens: writes go
-through the plain store, whose own checks refuse a write outside the visitor's scopes.
+so nothing tells them another user's case is there (no existence oracle). A snapshot is visible when its case is and
+every query it ran is (`case_visible` on the snapshot itself: the case may have held another scope's query then).
+
+Writes go through the lens too, so a write naming a hidden case or snapshot (`judge policy`, `judge import`,
+`snapshot run`, `snapshot grade`) fails exactly as one naming an unknown one; the plain store's own checks still
+refuse a grade or case write outside the visitor's scopes. One thing a shared name space cannot hide: creating a
+case under a name another scope's case already holds is refused (`name_taken`), where a free name succeeds.
 """
 from __future__ import annotations
 
@@ -60,8 +65,8 @@ class VisibleJudgments(JudgmentStore):
         return super().ratings(scope, query) if self.access.sees(scope) else []
 
     def snapshot_rows(self, case: str | None = None) -> list[dict]:
-        names = set(self.case_names())
-        return [r for r in super().snapshot_rows(case) if r["case_name"] in names]
+        shown = {s.id for s in self.snapshots(case)}  # the light rows carry no queries: decided on the snapshots
+        return [r for r in super().snapshot_rows(case) if r["id"] in shown]
 
     def snapshots(self, case: str | None = None) -> list[Snapshot]:
         names = set(self.case_names())
@@ -72,6 +77,24 @@ class VisibleJudgments(JudgmentStore):
         if snap.case not in self.case_names() or not case_visible(snap, self.access):
             raise self.no_snapshot(snapshot_id)
         return snap
+
+    def name_taken(self, name: str) -> ValueError | None:
+        """The refusal of a case write under `name` when another scope's case holds it (None when free or ours):
+        the write would otherwise add to a case this visitor cannot see. It names no scope and no query."""
+        if self.find_case(name) is None and JudgmentStore.find_case(self, name) is not None:
+            return ValueError(f"the case name {name!r} cannot be used in {self.display_uri}; choose another name "
+                              "(nothing was saved)")
+        return None
+
+    def save_case(self, case: Case, replace: bool = False, **kw: Any) -> Case:
+        if (taken := self.name_taken(case.name)) is not None:
+            raise taken
+        return super().save_case(case, replace, **kw)
+
+    def add_to_case(self, name: str, *args: Any, **kw: Any) -> Case:
+        if (taken := self.name_taken(name)) is not None:
+            raise taken
+        return super().add_to_case(name, *args, **kw)
 
 
 def lens(uri: str, access: Access | None) -> JudgmentStore:
