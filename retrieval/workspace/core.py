@@ -27,6 +27,7 @@ from retrieval.bm25.index import BM25Index
 from retrieval.bm25.tokenizer import analyzer_of
 from retrieval.sparse.build import Opened, check_sparse, set_analyzer, set_statistics
 from retrieval.store.memory import MemoryStore
+from retrieval.store.remote import check_local_location, is_local_uri
 from retrieval.types import MemoryTrace
 from retrieval.workspace.facts_sync import FactSources
 from retrieval.workspace.follow import Follower
@@ -40,10 +41,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 BM25_FILE = "bm25.npz"
-
-
-def is_local_uri(uri: str) -> bool:
-    return "://" not in uri or uri.startswith("file://")
 
 
 @dataclass(frozen=True)
@@ -92,7 +89,8 @@ class Workspace:
 
     @property
     def root(self) -> Path | None:
-        """The local directory of the store (None for a remote one)."""
+        """The local directory of the store (None for a remote one); a file where it should be is refused."""
+        check_local_location(self.uri)
         return Path(self.uri.removeprefix("file://")) if is_local_uri(self.uri) else None
 
     @property
