@@ -127,8 +127,8 @@ class Workspace:
 
     @property
     def facts_pending(self) -> int:
-        """Traces whose facts are not in step yet (a failed facts write); brought in step on the next catch-up."""
-        return self._follow.facts_pending
+        """Traces whose facts are not in step, counted from the store as `doctor` does (Follower.facts_behind)."""
+        return self._follow.facts_behind()
 
     def set_analyzer(self, name: str, progress: Callable[[int, int], None] | None = None, *,
                      access: Access | None = None, actor: str = "local"):
@@ -213,7 +213,7 @@ class Workspace:
 
         What the app calls on every rerun, so a trace another writer committed is searchable without a restart.
         """
-        pending = bool(self.facts_pending) and not self.keeps_disk  # facts wait for a writer
+        pending = bool(self._follow.facts_pending) and not self.keeps_disk  # facts wait for a writer
         if self._opened and self.store.version() == self._follow.version and not pending:
             return False
         return self.refresh()
@@ -223,7 +223,8 @@ class Workspace:
         if not self._opened:
             self.bm25  # noqa: B018 - opening catches up
             return True
-        if self.store.version() == self._follow.version and not (self.facts_pending and not self.keeps_disk):
+        waiting = bool(self._follow.facts_pending) and not self.keeps_disk  # facts wait for a writer
+        if self.store.version() == self._follow.version and not waiting:
             return False
         log.info("the store moved from table version %s to %s; catching up", self._follow.version,
                  self.store.version())
