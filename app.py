@@ -5,6 +5,7 @@ import streamlit as st
 
 from retrieval.ingest.demo import load_examples
 from retrieval.access import for_visitor
+from retrieval.store.remote import StoreLocationError
 from ui.cache import db_uri, workspace
 from ui.access import page_guard
 from ui.text import code, plain
@@ -26,12 +27,13 @@ st.markdown(
     "with every number of its score."
 )
 
-ws = workspace()
 try:
+    ws = workspace()
     status = ws.status()
 except Exception as exc:  # a broken store must still render a page that says what to do
-    st.error(f"Could not read the store at {code(db_uri())}: {plain(exc)}. Point RETRIEVAL_DB at a valid LanceDB "
-             "folder or delete the folder and rebuild it with `make run`.")
+    fix = ("" if isinstance(exc, StoreLocationError) else  # its message already says what to point where
+           " Point RETRIEVAL_DB at a valid LanceDB folder or delete the folder and rebuild it with `make run`.")
+    st.error(f"Could not read the store at {code(db_uri())}: {plain(exc)}.{fix}")
     st.stop()
 
 

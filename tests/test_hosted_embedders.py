@@ -208,3 +208,20 @@ def test_st_path_loads_a_local_folder_like_the_bundled_model():
     texts = ["The invoice was refunded.", "Penguins live in Antarctica."]
     np.testing.assert_allclose(emb.embed(texts), make_embedder("minilm").embed(texts), atol=1e-5)
     np.testing.assert_allclose(emb.embed_query(texts), emb.embed(texts), atol=1e-6)
+
+
+def test_a_missing_key_names_the_embedder_and_where_the_key_goes(server):
+    """Probe: `cohere:MODEL` without a key advised picking the offline 'embedding' *reranker*."""
+    with pytest.raises(ValueError) as info:
+        make_embedder("cohere:embed-v4.0")
+    msg = str(info.value)
+    assert msg.startswith("the embedder 'cohere:embed-v4.0' needs a Cohere API key"), msg
+    assert all(s in msg for s in ("COHERE_API_KEY", "CO_API_KEY", "Streamlit secrets", "--embedder minilm")), msg
+    assert "reranker" not in msg and "generator" not in msg, msg
+    server.mode = "401"  # an OpenAI-compatible server is called keyless (Ollama needs none) and says it wants one
+    with pytest.raises(BackendError) as failed:
+        make_embedder(f"openai:{server.url}#nomic-embed-text").embed(["x"])
+    msg = str(failed.value)
+    assert msg.startswith(f"OpenAI-compatible embeddings at {server.url}"), msg
+    assert all(s in msg for s in ("no key is configured", "OPENAI_API_KEY", "Streamlit secrets")), msg
+    assert "reranker" not in msg, msg

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import json
+import tempfile
 
 import pytest
 from conftest import U1
-from hypothesis import given, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from retrieval.cli.main import main
 from retrieval.ingest.parse import trace_from_record
@@ -68,3 +69,50 @@ def test_a_csv_round_trip_keeps_every_note_exactly(tmp_path):
     assert rep.errors == () and rep.imported == len(NOTES)
     assert {j.trace_id: j.note for j in back.judgments()} == {f"t{n}": note for n, note in enumerate(NOTES)}
     assert json.loads(export_ratings(back, "c", "jsonl").splitlines()[0])["note"] in NOTES
+
+
+# Any text a note can hold (every control character, NUL, CR, LF, U+2028, quotes, formula starts), several at once.
+ANY_NOTES = st.lists(st.text(st.characters(exclude_categories=("Cs",)), max_size=20)
+                     | st.sampled_from(["a\x00b", "\x00", "\r", "a\r\nb", "\x1b[31m", "'=1", "\u2028"]),
+                     min_size=1, max_size=6)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(notes=ANY_NOTES, query=st.text(st.characters(exclude_categories=("Cs",)), min_size=1, max_size=12))
+def test_judge_export_then_import_gives_back_every_note_or_refuses_csv_in_words(notes, query):
+    """JSONL carries any text exactly; CSV carries any text without a NUL exactly (control characters, line breaks
+    and formula starts included) and refuses one with a NUL, naming the rating and the fix, instead of writing a
+    line `judge import` would refuse (probe: a note with a NUL was exported raw and its rating lost on import)."""
+    with tempfile.TemporaryDirectory() as d:
+        js = JudgmentStore(f"{d}/a")
+        js.save_case(Case("c", (CaseQuery("q1", query, U1),)))
+        js.add_judgments([Judgment(U1, query, f"t{n}", -1, rater="ana", note=note) for n, note in enumerate(notes)])
+        want = {f"t{n}": note for n, note in enumerate(notes)}
+        nul = any("\x00" in t for t in [*notes, query])
+        for fmt in ("jsonl", "csv"):
+            if fmt == "csv" and nul:
+                with pytest.raises(ValueError, match="holds a NUL character .* which a CSV line cannot carry; "
+                                                     "nothing was written: export as JSONL"):
+                    export_ratings(js, "c", "csv")
+                continue
+            text = export_ratings(js, "c", fmt)
+            back = JudgmentStore(f"{d}/{fmt}")
+            back.save_case(Case("c", (CaseQuery("q1", query, U1),)))
+            rep = import_ratings(back, "c", text.encode("utf-8"), f"ratings.{fmt}")
+            assert rep.errors == () and rep.imported == len(notes), (fmt, rep.errors)
+            assert {j.trace_id: j.note for j in back.judgments()} == want, fmt
+
+
+def test_judge_export_csv_of_a_nul_note_writes_no_file_and_says_why(tmp_path, capsys):
+    db = str(tmp_path / "db")
+    js = JudgmentStore(db)
+    js.save_case(Case("c", (CaseQuery("q1", Q, U1),)))
+    js.add_judgments([Judgment(U1, Q, "t1", 2, rater="ana", note="before\x00after")])
+    out = tmp_path / "r.csv"
+    assert main(["judge", "export", "c", "--format", "csv", "--out", str(out), "--db", db]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: the note of the rating of 't1' for query 'q1' by 'ana' holds a NUL character "
+                          "(position 7)") and err.count("\n") == 1, err
+    assert not out.exists()
+    assert main(["judge", "export", "c", "--format", "jsonl", "--out", str(out), "--db", db]) == 0
+    assert json.loads(out.read_text(encoding="utf-8"))["note"] == "before\x00after"

@@ -203,6 +203,26 @@ def test_a_broken_facts_table_is_reported_not_raised_and_retried(tmp_path, monke
     assert again.status()["facts_pending"] == 0 and again.facts.count() == 1 and again.status()["in_step"]
 
 
+@pytest.mark.parametrize("demo", [True, False], ids=["demo", "writer"])
+def test_status_and_doctor_count_the_facts_behind_alike(tmp_path, monkeypatch, demo):
+    """One count for both, from the store (facts_sync.pending): a demo never reconciles, so a process-local counter
+    said 0 where doctor said 2 (probe). A writer's open catches the facts up, and both then say 0."""
+    from retrieval.workspace import doctor
+
+    writer = ws_at(tmp_path / "db")
+    writer.ingest([make_trace("x", "I live in Porto.")])  # a store first: the next commit is the very next version
+    writer.ingest([make_trace("a", "I live in Lisbon."), make_trace("b", "My dog is called Rex.")], extract_facts=False)
+    if demo:
+        monkeypatch.setenv("RETRIEVAL_MODE", "demo")
+    ws = ws_at(tmp_path / "db")
+    st, problems = ws.status(), doctor.check(ws).problems
+    behind = 2 if demo else 0
+    assert (st["facts_pending"], st["in_step"]) == (behind, not behind), st
+    assert problems.get("facts pending", []) == ([f"{behind} trace(s) whose facts are not marked extracted at "
+                                                  "their content"] if behind else []), problems
+    assert ws.status()["facts_pending"] == behind  # asked again (each Home rerun): the same answer
+
+
 def test_an_interrupted_fact_extraction_is_replayed_on_open(tmp_path, monkeypatch):
     import retrieval.facts.inject as inject
 

@@ -251,8 +251,13 @@ def exchange_view(js: JudgmentStore, case: Case, known, access: Access | None, d
                            file_name=f"{case.name}-{qrels_of or 'combined'}.qrels", on_click="ignore")
     c2.download_button("Download every rating (JSONL)", export_ratings(js, case, "jsonl"), key=f"{P}exp_jsonl",
                        file_name=f"{case.name}-ratings.jsonl", on_click="ignore")
-    c2.download_button("Download every rating (CSV for spreadsheets)", export_ratings(js, case, "csv"),
-                       key=f"{P}exp_csv", file_name=f"{case.name}-ratings.csv", mime="text/csv", on_click="ignore")
+    try:
+        csv = export_ratings(js, case, "csv")
+    except ValueError as exc:  # a NUL in a note or query: CSV cannot carry it, the JSONL above does
+        c2.warning(f"No CSV: {plain(exc)}")
+    else:
+        c2.download_button("Download every rating (CSV for spreadsheets)", csv, key=f"{P}exp_csv",
+                           file_name=f"{case.name}-ratings.csv", mime="text/csv", on_click="ignore")
     up = st.file_uploader("Import ratings (JSONL or CSV from this page)", type=["jsonl", "csv"], key=f"{P}imp",
                           disabled=disabled)
     if up is not None and st.button("Import", key=f"{P}imp_go", disabled=disabled):

@@ -22,6 +22,7 @@ def add_doctor_command(sub, db_flags) -> None:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     from retrieval.cli.store import open_workspace
+    from retrieval.store.remote import StoreLocationError
     from retrieval.workspace import doctor
 
     try:
@@ -37,7 +38,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             return 2
         rep = doctor.repair(ws) if args.repair else doctor.check(ws)
     except (ValueError, OSError, RuntimeError) as exc:
-        print(f"error: {type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}", file=sys.stderr)
+        kind = "" if isinstance(exc, StoreLocationError) else f"{type(exc).__name__}: "
+        print(f"error: {kind}{str(exc).splitlines()[0][:300] if str(exc) else ''}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps({"uri": ws.store.display_uri, **rep.as_dict()}, indent=2))

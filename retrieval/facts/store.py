@@ -13,7 +13,7 @@ from datetime import UTC
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from retrieval.store.remote import open_db, redact_uri, storage_options_from_env
+from retrieval.store.remote import StoreLocationError, open_db, redact_uri, storage_options_from_env
 from retrieval.types import Scope
 from retrieval.facts.model import Fact, canonical_subject
 
@@ -91,6 +91,8 @@ class FactStore:
                     else:
                         return None
                     names = set(tbl.schema.names)
+                except StoreLocationError:
+                    raise
                 except Exception as exc:
                     raise self._broken(exc) from exc
                 missing = [c for c in COLUMNS if c not in names]

@@ -94,7 +94,21 @@ def export_ratings(js: JudgmentStore, case: Case | str, fmt: str, rater: str | N
     rows = rating_rows(case, judgments, rater)
     if fmt == "jsonl":
         return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    for r in rows:
+        _csv_can_carry(r)
     return spreadsheet_csv(rows or [dict.fromkeys(COLUMNS)])
+
+
+def _csv_can_carry(row: Mapping) -> None:
+    """ValueError for a rating a CSV line cannot give back: a NUL in any text (a spreadsheet cuts the cell there, and
+    `judge import` refuses the line as not text). JSONL escapes it (`\\u0000`) and returns it exactly; every other
+    control character, tab and line break included, survives a CSV round trip (tests/test_ids_and_csv.py)."""
+    for col, v in row.items():
+        if isinstance(v, str) and "\x00" in v:
+            raise ValueError(f"the {col} of the rating of {row['trace_id']!r} for query {row['qid']!r} by "
+                             f"{row['rater']!r} holds a NUL character (position {v.index(chr(0)) + 1}), which a CSV "
+                             "line cannot carry; nothing was written: export as JSONL (--format jsonl), which "
+                             "carries it exactly")
 
 
 @dataclass(frozen=True)

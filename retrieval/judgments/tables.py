@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from retrieval.judgments.model import scope_text
-from retrieval.store.remote import open_db, redact_uri, storage_options_from_env
+from retrieval.store.remote import StoreLocationError, open_db, redact_uri, storage_options_from_env
 from retrieval.types import Scope
 
 if TYPE_CHECKING:
@@ -107,6 +107,8 @@ class Tables:
                         self._migrated.add(name)
                     else:
                         return None
+                except StoreLocationError:
+                    raise
                 except Exception as exc:  # a damaged table: one clear error, never LanceDB's raw one
                     raise self._broken(name, exc) from exc
             return self._tables[name]

@@ -33,7 +33,9 @@ class CohereEmbedder(HostedEmbedder):
         if dim is not None and int(dim) < 1:
             raise ValueError(f"dim must be a positive integer, got {dim!r}")
         self.model = model.strip()
-        self._key, self.base_url, self._secrets = resolve_cohere(api_key, base_url, secrets)
+        self._key, self.base_url, self._secrets = resolve_cohere(
+            api_key, base_url, secrets, who=f"the embedder 'cohere:{model.strip()}'",
+            offline="for a new store, pick an offline embedder (--embedder minilm)")
         self._dim = int(dim) if dim is not None else KNOWN_DIMS.get(self.model)
         self._dim_source = "configured" if dim is not None else "Cohere's published width for this model"
         self.batch_size = int(batch_size)

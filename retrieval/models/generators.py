@@ -27,7 +27,9 @@ class CohereGenerator:
 
     def __init__(self, api_key: str | None = None, model: str = "command-r7b-12-2024", base_url: str | None = None,
                  timeout: float = 20.0, max_tokens: int = 200, secrets: Mapping[str, str] | None = None):
-        self._key, self.base_url, self._secrets = resolve_cohere(api_key, base_url, secrets)
+        self._key, self.base_url, self._secrets = resolve_cohere(
+            api_key, base_url, secrets, who="the Cohere generator",
+            offline="pick the local 'gemma' generator or an openai:BASE_URL#MODEL one")
         self.model = model
         self.timeout = timeout
         self.max_tokens = max_tokens

@@ -84,9 +84,11 @@ class CrossEncoderReranker:
         return [1.0 / (1.0 + math.exp(-float(x))) for x in logits]
 
 
-def resolve_cohere(api_key: str | None, base_url: str | None,
-                   secrets: Mapping[str, str] | None = None) -> tuple[str, str, tuple[str, ...]]:
-    """(key to send, base URL to call, secrets to scrub) for a Cohere client.
+def resolve_cohere(api_key: str | None, base_url: str | None, secrets: Mapping[str, str] | None = None, *,
+                   who: str = "the Cohere reranker",
+                   offline: str = "pick the offline 'embedding' reranker") -> tuple[str, str, tuple[str, ...]]:
+    """(key to send, base URL to call, secrets to scrub) for a Cohere client; `who` (the reranker, an embedder,
+    the generator) and its `offline` alternative are what a missing key's error names.
 
     An explicit `api_key` goes where the caller points it. The operator's key (Streamlit `secrets`,
     then COHERE_API_KEY / CO_API_KEY) goes only to the operator's COHERE_BASE_URL origin (default
@@ -101,8 +103,9 @@ def resolve_cohere(api_key: str | None, base_url: str | None,
     key = api_key or (cred.key_for(base) if cred else None)
     if not key:
         if cred is None and same_origin(base, operator_base_url(COHERE, secrets)):
-            raise ValueError("Cohere needs an API key: set COHERE_API_KEY in the environment (or Streamlit "
-                             "secrets), or pick the offline 'embedding' reranker")
+            raise ValueError(f"{who} needs a Cohere API key: set COHERE_API_KEY (or CO_API_KEY) in the "
+                             "environment, or in the app's Streamlit secrets (.streamlit/secrets.toml); "
+                             f"or {offline}")
         key = ""  # not None: the cohere package would fall back to CO_API_KEY and send it anywhere
     return key, base.request_url(), secret_values(api_key, cred, base)
 

@@ -17,7 +17,7 @@ from retrieval.store.context import KEY_CONTEXT, NEW_STORE_CONTEXT
 from retrieval.store.identity import (NEW_STORE_ANALYZER, NEW_STORE_STATISTICS, StoreIdentity, check_embedder,
                                       embedder_for, read_identity, write_identity)
 from retrieval.store.lock import lock_for
-from retrieval.store.remote import open_db, redact_uri, storage_options_from_env
+from retrieval.store.remote import check_local_location, open_db, redact_uri, storage_options_from_env
 from retrieval.store.rows import schema
 from retrieval.store.versions import list_tags, list_versions
 
@@ -89,6 +89,7 @@ class TableHandle:
     def table(self, create: bool = False) -> Any:
         """The LanceDB table (None when it does not exist and `create` is false)."""
         if self._tbl is None:
+            check_local_location(self.uri)  # a file on the way is refused even where nothing would be created
             if not create and self.is_local and not self.local_path.exists():
                 return None  # reading a mistyped path must not create it
             if self.table_name in self.db.table_names():

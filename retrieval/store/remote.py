@@ -23,6 +23,7 @@ import os
 import re
 from collections.abc import Mapping
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 REMOTE_SCHEMES = ("s3://", "gs://", "az://", "abfs://", "s3+ddb://")
@@ -40,6 +41,10 @@ _ENV = {
            ("AZURE_STORAGE_SAS_TOKEN", "azure_storage_sas_token"), ("AZURE_STORAGE_ENDPOINT", "azure_storage_endpoint"),
            ("AZURE_STORAGE_ALLOW_HTTP", "allow_http")),
 }
+
+
+def is_local_uri(uri: str) -> bool:
+    return "://" not in uri or uri.startswith("file://")
 
 
 def is_remote(uri: str) -> bool:
@@ -79,11 +84,33 @@ def open_db(uri: str, storage_options: Mapping[str, str] | None = None, *, consi
 
     from retrieval.store.tuning import bound_scan_read_ahead
 
+    check_local_location(uri)
     bound_scan_read_ahead()
     kw: dict[str, Any] = {"storage_options": dict(storage_options) if storage_options else None}
     if consistent:
         kw["read_consistency_interval"] = timedelta(0)
     return lancedb.connect(str(uri), **kw)
+
+
+class StoreLocationError(ValueError):
+    """A store location that cannot hold a store (a file where its folder should be): said as it is, never
+    wrapped as a damaged table by the side tables that open the same location."""
+
+
+def check_local_location(uri: str) -> None:
+    """A local store location must be a folder, or not exist yet under a folder: a regular file there (or on
+    the way there) is refused in words before LanceDB's `mkdir` turns it into a bare `[Errno 17]`."""
+    if not is_local_uri(str(uri)):
+        return
+    path = Path(str(uri).removeprefix("file://"))
+    for p in (path, *path.parents):
+        if p.exists():
+            if p.is_dir():
+                return
+            where = "is a file" if p == path else f"lies under {str(p)!r}, which is a file"
+            raise StoreLocationError(f"store location {str(path)!r} {where}, not a store folder: point --db (or "
+                             "RETRIEVAL_DB) at a folder (a missing one is created) or at a URI such as "
+                             "s3://bucket/store")
 
 
 def redact_uri(uri: str) -> str:

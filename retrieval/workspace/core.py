@@ -27,6 +27,7 @@ from retrieval.bm25.index import BM25Index
 from retrieval.bm25.tokenizer import analyzer_of
 from retrieval.sparse.build import Opened, check_sparse, set_analyzer, set_statistics
 from retrieval.store.memory import MemoryStore
+from retrieval.store.remote import check_local_location, is_local_uri
 from retrieval.types import MemoryTrace
 from retrieval.workspace.facts_sync import FactSources
 from retrieval.workspace.follow import Follower
@@ -40,10 +41,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 BM25_FILE = "bm25.npz"
-
-
-def is_local_uri(uri: str) -> bool:
-    return "://" not in uri or uri.startswith("file://")
 
 
 @dataclass(frozen=True)
@@ -92,7 +89,8 @@ class Workspace:
 
     @property
     def root(self) -> Path | None:
-        """The local directory of the store (None for a remote one)."""
+        """The local directory of the store (None for a remote one); a file where it should be is refused."""
+        check_local_location(self.uri)
         return Path(self.uri.removeprefix("file://")) if is_local_uri(self.uri) else None
 
     @property
@@ -129,8 +127,8 @@ class Workspace:
 
     @property
     def facts_pending(self) -> int:
-        """Traces whose facts are not in step yet (a failed facts write); brought in step on the next catch-up."""
-        return self._follow.facts_pending
+        """Traces whose facts are not in step, counted from the store as `doctor` does (Follower.facts_behind)."""
+        return self._follow.facts_behind()
 
     def set_analyzer(self, name: str, progress: Callable[[int, int], None] | None = None, *,
                      access: Access | None = None, actor: str = "local"):
@@ -215,7 +213,7 @@ class Workspace:
 
         What the app calls on every rerun, so a trace another writer committed is searchable without a restart.
         """
-        pending = bool(self.facts_pending) and not self.keeps_disk  # facts wait for a writer
+        pending = bool(self._follow.facts_pending) and not self.keeps_disk  # facts wait for a writer
         if self._opened and self.store.version() == self._follow.version and not pending:
             return False
         return self.refresh()
@@ -225,7 +223,8 @@ class Workspace:
         if not self._opened:
             self.bm25  # noqa: B018 - opening catches up
             return True
-        if self.store.version() == self._follow.version and not (self.facts_pending and not self.keeps_disk):
+        waiting = bool(self._follow.facts_pending) and not self.keeps_disk  # facts wait for a writer
+        if self.store.version() == self._follow.version and not waiting:
             return False
         log.info("the store moved from table version %s to %s; catching up", self._follow.version,
                  self.store.version())

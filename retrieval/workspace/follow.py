@@ -32,6 +32,7 @@ class Follower:
         self.hashes: dict[str, str] | None = None  # active id → content hash at `version` (None: not read yet)
         self.facts_pending = 0  # traces whose facts are not in step (a failed or interrupted facts write)
         self.last_sync = facts_sync.FactsSync()  # what the last reconcile did
+        self._read_hashes: tuple[int, dict[str, str]] = (-1, {})  # `facts_behind`'s scan, kept per version
 
     @property
     def follows_bm25(self) -> bool:
@@ -67,6 +68,26 @@ class Follower:
                 log.warning("no usable BM25 sidecar at %s; building it from the store", self.ws.bm25_path)
             self.index, self.version = new_bm25(store), -1
         self.advance()
+
+    def facts_behind(self) -> int:
+        """Traces whose facts are not in step with the version reflected, counted from the store (each trace's
+        extraction mark against its content hash: `facts_sync.pending`, what `doctor` counts), and never fewer than
+        this process's failed facts writes. A read-only demo never reconciles, so only the store can say (probe:
+        `status` said 0 where `doctor` said 2). Read-only: safe without the write lock."""
+        ws = self.ws
+        if self.version <= 0 or not ws.store.columns.native or ws.extractor() is None:
+            return self.facts_pending
+        hashes = self.hashes
+        if hashes is None:  # a demo in step skipped the scan at open: one scan per version, kept
+            if self._read_hashes[0] != self.version:
+                self._read_hashes = (self.version, read_version(ws.store, self.version).hashes)
+            hashes = self._read_hashes[1]
+        try:
+            behind = facts_sync.pending(ws.facts, ws.fact_sources, hashes)
+        except Exception as exc:  # an unreadable facts table: status still renders
+            log.warning("cannot count the facts behind (%s)", exc)
+            behind = 0
+        return max(behind, self.facts_pending)
 
     def advance(self) -> bool:
         """Catch up with the newest version; True when something changed."""
