@@ -10,6 +10,7 @@ from ui.cache import db_uri, workspace
 from ui.access import page_guard
 from ui.text import code, plain
 from ui.calibration import caption as calibration_caption
+from ui.glossary import caption_text
 from ui.refuse import scopes_table
 from ui.widgets import nav
 
@@ -22,10 +23,11 @@ access = page_guard(home=True)  # sign-in, scopes, read-only
 st.title("Hybrid retrieval inspector")
 st.markdown(
     "Dense (embedding) and sparse (BM25) search over memory traces, fused (weighted reciprocal rank fusion, or a "
-    "convex sum of normalised scores), optionally reranked. Type a query and see the **dense, sparse, merged, "
-    "reranked and final** lists side by side — click any row to see *why* that trace landed where it did, "
-    "with every number of its score."
+    "convex sum of normalised scores), optionally reranked. On the **Inspect** page, type a query in its "
+    "**Query** box and see the **dense, sparse, merged, reranked and final** lists side by side — click any row "
+    "to see *why* that trace landed where it did, with every number of its score."
 )
+st.page_link("pages/2_Inspect.py", label="Go to Inspect to type a query", icon=":material/search:")
 
 try:
     ws = workspace()
@@ -54,7 +56,8 @@ if status["ann_index"] and status["unindexed_rows"]:
 st.caption(f"URI {code(status['uri'])} · vector index: {index} · BM25 "
            f"{'in step with the store' if status['in_step'] else '**out of step** — it is rebuilt on next open'}"
            + (" · scopes: " + plain(", ".join(f"{k} ({v})" for k, v in status["scopes"].items()))
-              if status["scopes"] else ""))
+              if status["scopes"] else "")
+           + (" · " + caption_text("ANN") if status["ann_index"] else ""))
 if status.get("dim"):
     sparse = "LanceDB full-text index" if status.get("sparse") == "fts" else "in-memory BM25"
     st.caption(f"Built with embedder **{plain(status.get('embedder') or 'unrecorded')}** ({status['dim']}-d) · BM25 "

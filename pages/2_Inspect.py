@@ -23,7 +23,7 @@ from ui.cache import ensure_model, get_generator, get_reranker, judgments, works
 from ui.derive import adaptive_note, final_how, final_rule, normalisations
 from ui.stages import legend, remember_final
 from ui.charts import TOP_N, rank_flow_figure, timings_figure
-from ui.grading import current_rater, query_grades, unrated_ids
+from ui.grading import UNRATED, current_rater, query_grades, unrated_ids
 from ui.gradepanel import grading_panel, hand_over
 from ui.links import DEPTHS, write_link
 from ui.state import cache_key, remember_injected_facts, run_config
@@ -142,7 +142,7 @@ def explorer(d, whole: dict, query: str, scope, moved: dict, traces: list, param
     """The stage table, the grading panel, the rank flow and the explanation as one fragment: a row or rank-flow
     click (or a typed id, a sort, the flow's depth) reruns this part only — never the search above — and writes
     the explained id into the link. The grading panel inside is its own fragment: a grade reruns the panel alone
-    (the table's ○ unrated marks follow on the next rerun of this part).
+    (the table's ○ ungraded marks follow on the next rerun of this part).
 
     Streamlit names a fragment by its place on the page and drops a click or grade sent to a name it no longer
     holds, so everything above this that one run draws and the next may not (a status, a note) sits in a container
@@ -150,7 +150,7 @@ def explorer(d, whole: dict, query: str, scope, moved: dict, traces: list, param
     st.caption(st.session_state.pop(f"{P}refused", None) or f"{d.candidates_scanned} candidates in the pool")
     js, rater = judgments(ws.uri), current_rater(access)
     handed = None
-    try:  # one read: the table's ○ unrated marks, and the panel's grades on this run (it reads anew on its own)
+    try:  # one read: the table's ○ ungraded marks, and the panel's grades on this run (it reads anew on its own)
         ratings = js.ratings(scope, query)
         handed = hand_over(P, ratings)
         unrated = unrated_ids(d.stage_ids["final"], query_grades(js, scope, query, ratings=ratings), k=ROWS)
@@ -158,7 +158,7 @@ def explorer(d, whole: dict, query: str, scope, moved: dict, traces: list, param
         unrated = []
     stage_table(d, whole, d.searched_query or query, ROWS, f"{P}stages", TARGET, moved, unrated)
     st.caption(legend(bool(moved)) + " " + (final_rule(d) or "")
-               + (f" {len(unrated)} of the final top {ROWS} are ○ unrated by anyone." if unrated else ""))
+               + (f" {len(unrated)} of the final top {ROWS} are {UNRATED} by anyone." if unrated else ""))
     target = (st.session_state.get(TARGET) or "").strip() or (d.stage_ids["final"] or [None])[0]
     grading_panel(js, scope, query, traces, access, rater, key_prefix=P, k=ROWS, handed=handed)
     st.divider()

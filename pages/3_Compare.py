@@ -19,6 +19,7 @@ from ui import view
 from ui.access import page_guard
 from ui.tables import HALF_PX, widths
 from ui.text import code, plain
+from ui.glossary import explain
 from ui.panel import config_panel, usable_config
 from ui.widgets import nav, open_in_inspect, scope_picker, selected_row
 
@@ -47,13 +48,14 @@ def render_lists(res_a, res_b, qrels: dict | None) -> list:
     cmp = compare_rankings(res_a.ids, res_b.ids)
     c = st.columns(4)
     c[0].metric("Overlap", f"{cmp.overlap}/{cmp.k}")
-    c[1].metric("Jaccard", f"{cmp.jaccard:.2f}")
+    c[1].metric("Jaccard", f"{cmp.jaccard:.2f}", help=explain("Jaccard"))
     if qrels:
         ma, mb = score_ranking(credited_ids(res_a, "final"), qrels), score_ranking(credited_ids(res_b, "final"), qrels)
         one = "One query: no interval (run on a labelled set for a paired 95 % interval)."
-        c[2].metric("nDCG@10 B", f"{mb['ndcg@10']:.3f}", f"{mb['ndcg@10'] - ma['ndcg@10']:+.3f} vs A", help=one)
+        c[2].metric("nDCG@10 B", f"{mb['ndcg@10']:.3f}", f"{mb['ndcg@10'] - ma['ndcg@10']:+.3f} vs A",
+                    help=f"{explain('nDCG@10')}\n\n{one}")
         c[3].metric("Recall@10 B", f"{mb['recall@10']:.3f}", f"{mb['recall@10'] - ma['recall@10']:+.3f} vs A",
-                    help=one)
+                    help=f"{explain('recall@10')}\n\n{one}")
     left, right = st.columns(2)
     # The stored (whole) text: a split half is an Inspect detail, not what the trace says.
     texts = {t.id: t.content for t in res_a.traces + res_b.traces}

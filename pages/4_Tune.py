@@ -19,6 +19,7 @@ from ui.charts import heatmap_figure, metrics_figure
 from ui.state import PipelineConfig, side
 from ui.access import page_guard
 from ui.panel import config_panel, usable_config
+from ui.glossary import caption_text, terms_in
 from ui.text import plain
 from ui.widgets import nav, open_in_inspect, selected_row
 
@@ -149,6 +150,7 @@ if f"{P}out" in st.session_state:
     c1.dataframe([{**r, **{m: round(r[m], 4) for m in METRICS}} for r in out.stages], hide_index=True,
                  width="stretch")
     c1.caption(plain(out.note))
+    c1.caption(caption_text(*terms_in(" ".join(METRICS))))
     c2.plotly_chart(metrics_figure(out.stages, METRICS), key=f"{P}stages", config={"displayModeBar": False})
     search_view(out.lab)
     st.subheader("Per query vs the agentos baseline (final nDCG@10)")

@@ -25,6 +25,7 @@ from ui.state import CachedModels
 from ui.access import page_guard
 from ui.text import code, plain
 from ui.view import DASH
+from ui.glossary import caption_text, explain
 from ui.panel import config_panel
 from ui.widgets import nav, scope_picker
 
@@ -272,7 +273,7 @@ def machine_section(case, sb) -> None:
     st.caption("A text generator grades the ungraded top 10 of snapshot B with the UMBRELA prompt "
                "(retrieval/judgments/machine.py). Machine grades are stored apart (with their prompt's version) and "
                "count in a case's metrics only once the case turns them on after their agreement with each human "
-               "rater is shown (Judge page).")
+               "rater is shown (Judge page). " + caption_text("UMBRELA"))
     gen = st.selectbox("Generator", ["cohere", "openai", "gemma"], key=f"{P}gen",
                        format_func=lambda g: {"gemma": "local Gemma (weak)", "openai": "OpenAI-compatible server",
                                               "cohere": "Cohere"}[g])
@@ -300,7 +301,7 @@ def machine_section(case, sb) -> None:
     agree = agreement(j for j in js.judgments() if (scope_text(j.scope), query_key(j.query)) in keys)
     if agree["n"]:
         st.metric("Cohen's kappa (human vs machine)", f"{agree['kappa']:.2f}",
-                  help=f"{agree['n']} traces graded by both; {agree['agree']} identical grades")
+                  help=f"{agree['n']} traces graded by both; {agree['agree']} identical grades\n\n{explain('kappa')}")
     else:
         st.caption("No trace has both a human and a machine grade yet.")
 

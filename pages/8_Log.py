@@ -13,6 +13,7 @@ from ui.cache import ensure_model, get_generator, get_reranker, judgments, works
 from ui.calibration import store_defaults
 from ui.panel import config_panel, usable_config
 from ui.state import run_config
+from ui.glossary import caption_text
 from ui.widgets import nav
 
 P = "l_"  # widget key prefix for this page
@@ -62,7 +63,7 @@ if order == "drift":
     rows = rp.most_drifted(rows, n)
 st.caption(f"{len(rows)} of {len(queries)} matching logged queries · k = {run_cfg.settings.recall_top_k}, or as many "
            "as the agent logged when it logged fewer (each row names its k) · overlap@k and RBO (p = 0.9) compare each "
-           "list with what the agent got.")
+           "list with what the agent got. " + caption_text("RBO"))
 rp.show(rows)
 st.divider()
 rp.make_case(js, rows, access, P)

@@ -10,7 +10,7 @@
   not ranx: it adds one 1 MB C extension to the numpy/scipy we already have and imports in 0.06 s; ranx pulls
   numba, llvmlite, pandas and matplotlib (~300 MB) and imports in 2.9 s. Conventions (trec_eval): gain = grade;
   relevant = grade >= 1; P@k divides by k even when fewer were retrieved; judged@k = share of the retrieved top k
-  (min(k, retrieved)) that has any grade (0 included). A query with no judgment at all is not scored ("unjudged",
+  (min(k, retrieved)) that has any grade (0 included). A query with no judgment at all is not scored ("ungraded",
   not 0). ERR@k (Chapelle et al. 2009) is ours: trec_eval has no ERR. A grade g stops the user with probability
   (2^g - 1) / 2^gmax, gmax the top of the case's scale.
 

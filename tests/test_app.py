@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from apphelpers import demo_app_env, open_page, page_texts
 from retrieval.fusion import STRATEGIES
+from ui.glossary import explain
 from ui.text import plain
 from datetime import UTC
 
@@ -47,6 +48,18 @@ def test_home_shows_status_and_examples(demo_env):
     assert "in step with the store" in texts(at)
     assert "context: the previous 3 turns of the same thread" in texts(at)  # recorded; a no-op without threads
     assert "where do I live now?" in texts(at)
+
+
+def test_home_says_where_to_type_a_query_and_links_there(demo_env):
+    """Home has no query box: its "type a query" sentence names the page and the box that do, and links there."""
+    at = page()
+    said = [m.value for m in at.markdown if "type a query" in m.value.lower()]
+    assert said and all("**Inspect** page" in s and "**Query** box" in s for s in said), said
+    links = [e.proto for e in at.get("page_link")]
+    assert [p for p in links if p.page == "Inspect" and "type a query" in p.label], links
+    assert not [t for t in at.text_input if t.label == "Query"]  # the box is not on Home…
+    inspect = page("pages/2_Inspect.py")
+    assert [t for t in inspect.text_input if t.label == "Query"]  # …it is where the sentence says
 
 
 def test_home_on_an_empty_store_says_what_to_do(tmp_path, monkeypatch):
@@ -462,14 +475,14 @@ def test_grade_final_results_in_inspect_and_they_survive_a_restart(demo_env):
     groups = [b for b in at.button_group if b.proto.label.startswith("#")]
     assert [b.proto.label.split(" ")[1] for b in groups] == final  # one control per final result, in rank order
     assert all("○ ungraded" in b.proto.label for b in groups)
-    assert stage_table(at).count("○ unrated") == len(final)  # the stage table marks unrated results too
+    assert stage_table(at).count("○ ungraded") == len(final)  # the stage table marks ungraded results too
     groups[0].set_value(3).run()
     [b for b in at.button_group if b.proto.label.startswith("#2 ")][0].set_value(1).run()
     assert JudgmentStore(demo_env).grades(scope, q)["human"] == {final[0]: 3, final[1]: 1}
     again = inspect(i_q=q, i_scope="user:priya")  # a new session: the grades come from the store
     labels = [b.proto.label for b in again.button_group if b.proto.label.startswith("#")]
     assert "● 3" in labels[0] and "● 1" in labels[1] and "○ ungraded" in labels[2]
-    assert stage_table(again).count("○ unrated") == len(final) - 2
+    assert stage_table(again).count("○ ungraded") == len(final) - 2
 
 
 def test_tune_reads_the_demo_case_and_its_fusion_lab_shows_intervals(demo_env):
@@ -512,3 +525,4 @@ def test_home_names_the_vector_index_a_store_has(tmp_path, monkeypatch):
     monkeypatch.setenv("RETRIEVAL_EMBEDDER", "hashing")
     at = page()
     assert not at.exception and "vector index: ANN (IVF-SQ)" in texts(at)
+    assert explain("ANN") in [c.value for c in at.caption if "vector index: ANN" in c.value][0]  # said what ANN is

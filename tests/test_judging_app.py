@@ -78,6 +78,24 @@ def test_blind_queue_hides_every_configuration_while_judging(team_env):
     assert "need 0" in page or "need 1" in page  # the query's note (its information need) is shown
 
 
+def test_judge_says_whom_grades_are_saved_as_before_any_is_saved(team_env):
+    """With the rater field empty, the page says grades go to the local operator (the identity rule's name) and
+    names the field that changes it; a typed name replaces it, before anything is saved."""
+    from retrieval.judgments.identity import LOCAL
+
+    at = open_page("pages/7_Judge.py", TIMEOUT)
+    at.selectbox(key="j_case").set_value("team").run()
+    said = [c.value for c in at.caption if c.value.startswith("Grades are saved as")]
+    assert said == [f"Grades are saved as **{LOCAL}** (the local operator): type a name in **Your rater name** "
+                    "to save them under it."]
+    start(at)
+    assert f"rated by {LOCAL}" in all_text(at)  # the queue is this rater's, as the line said
+    at.text_input(key="rater_input").input("maya").run()
+    assert [c.value for c in at.caption if c.value.startswith("Grades are saved as")] == [
+        "Grades are saved as **maya** (from **Your rater name**)."]
+    assert not [j for j in JudgmentStore(team_env[0]).case_judgments("team") if j.who in (LOCAL, "maya")]
+
+
 def test_two_raters_grade_then_agreement_policy_and_export(team_env):
     db, _ = team_env
     from retrieval.workspace.core import Workspace
@@ -130,8 +148,8 @@ def test_compare_marks_unrated_results_and_counts_every_rater(team_env):
     js = JudgmentStore(db)
     graded = {j.trace_id for j in js.ratings(MAYA, query) if not j.cant_rate}
     top = ids[:10]
-    assert {i for i, g in zip(table["id"], table["grade"]) if g == "○ unrated"} == {i for i in top if i not in graded}
-    assert any(g != "○ unrated" for g in table["grade"]) == bool(set(top) & graded)
+    assert {i for i, g in zip(table["id"], table["grade"]) if g == "○ ungraded"} == {i for i in top if i not in graded}
+    assert any(g != "○ ungraded" for g in table["grade"]) == bool(set(top) & graded)
 
 
 def test_signed_in_raters_are_their_identity_and_see_only_their_cases(team_env, tmp_path, monkeypatch):

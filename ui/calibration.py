@@ -10,6 +10,7 @@ from retrieval.pipeline.settings import FUSION_PARAMS, RetrievalSettings
 from retrieval.store.calibration import read_calibration, read_previous, undo_calibration, write_calibration
 
 from .links import relinked
+from .glossary import caption_text
 from .state import PipelineConfig
 from .text import plain
 
@@ -132,7 +133,8 @@ def calibrate_section(ws, access) -> None:
                "run through every fusion candidate at the end clock. The best on one half replaces the fixed "
                "default only if, on the other half, its paired bootstrap 95 % interval lies above zero. Phrase "
                "lookups favour BM25: on SciFact a calibration chose dense 0.2 and lost 0.03 nDCG@10 on real queries "
-               "(docs/BENCHMARKS.md) — when you have labelled queries, trust the search below.")
+               "(docs/BENCHMARKS.md) — when you have labelled queries, trust the search below. "
+               + caption_text("nDCG@10"))
     caption(ws)
     refusal = _may_record(ws, access)
     rec = current(ws)

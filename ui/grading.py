@@ -1,6 +1,7 @@
 """Grading widgets: grade a trace for a query (0–3 or binary) by mouse or keyboard, saved at once;
 add a query to a case; the query parameters that open Inspect on a query and a configuration; who the rater
-is; which results in a list nobody has graded yet (`unrated_ids`, for Inspect's final list and Compare); the one
+is; which results in a list nobody has graded yet (`unrated_ids`, marked `UNGRADED`, for Inspect's final list and
+Compare); the one
 table of grade words every page writes (`GRADE_WORDS`, `grade_word`); Inspect's grading panel (`grading_panel`, a
 fragment: grades, the note on the query, add to a case, and why a read-only visitor cannot).
 
@@ -25,7 +26,7 @@ from streamlit.errors import StreamlitAPIException
 from retrieval.access import Access, AccessDenied
 from retrieval.pipeline.config import PipelineConfig
 from retrieval.judgments import GRADE_LABELS, SCALES, JudgmentStore
-from retrieval.judgments.identity import person, signed_in, writer
+from retrieval.judgments.identity import LOCAL, person, signed_in, writer
 from retrieval.judgments.model import query_key, scope_text
 from retrieval.judgments.raters import CasePolicy, combined_grades
 from retrieval.judgments.store import JudgmentStoreError, may_grade
@@ -34,8 +35,8 @@ from retrieval.types import Scope
 
 from .links import write_link
 from .text import plain
+from .view import UNGRADED
 
-UNGRADED = "○ ungraded"
 # What a grade or case write may refuse with: a bad value, no permission (ReadOnlyError and AccessDenied are
 # PermissionErrors), a damaged judgments table.
 REFUSALS = (ValueError, PermissionError, JudgmentStoreError)
@@ -66,7 +67,8 @@ def grade_text(grade: int | None, scale: str = "graded") -> str:
 
 
 RATER_KEY = "rater"  # session key and URL parameter of the chosen rater name (sign-in off)
-UNRATED = "○ unrated"
+RATER_LABEL = "Your rater name"
+UNRATED = UNGRADED  # a result no rater has graded: the same word, said "by anyone" where it matters
 
 
 def current_rater(access: Access | None) -> str:
@@ -87,20 +89,31 @@ def rater_picker(access: Access | None, key: str = "rater_input") -> str:
         return access.user  # type: ignore[union-attr]
     if key not in st.session_state:
         st.session_state[key] = st.query_params.get(RATER_KEY, "") or st.session_state.get(RATER_KEY, "")
-    typed = st.text_input("Your rater name", key=key, placeholder="e.g. maya",
+    typed = st.text_input(RATER_LABEL, key=key, placeholder="e.g. maya",
                           help="Sign-in is off: grades are stored under this name. It stays in this tab's URL, "
-                               "so a bookmark keeps it. Without a name, grades go to `local` (the local "
+                               f"so a bookmark keeps it. Without a name, grades go to `{LOCAL}` (the local "
                                "operator).").strip()
     if typed:
         try:
             person(typed)  # the naming rule; `machine` and `implicit` are reserved
         except ValueError as exc:
             st.error(plain(exc))
-            return current_rater(access)
+            return _saved_as(current_rater(access))
         st.session_state[RATER_KEY] = typed
         if st.query_params.get(RATER_KEY) != typed:
             st.query_params[RATER_KEY] = typed
-    return current_rater(access)
+    return _saved_as(current_rater(access))
+
+
+def _saved_as(rater: str) -> str:
+    """Say, before any grade is saved, whom grades are saved as (sign-in off): the name typed, or the local
+    operator when the field is empty — never silently."""
+    if rater == LOCAL:
+        st.caption(f"Grades are saved as **{LOCAL}** (the local operator): type a name in **{RATER_LABEL}** "
+                   "to save them under it.")
+    else:
+        st.caption(f"Grades are saved as **{plain(rater)}** (from **{RATER_LABEL}**).")
+    return rater
 
 
 def query_grades(js: JudgmentStore, scope: Scope | None, query: str, hashes: dict[str, str] | None = None,
@@ -122,7 +135,7 @@ def case_qrels(js: JudgmentStore, get_traces, case) -> tuple[dict[str, dict[str,
 
 def unrated_ids(ranked: list[str], graded: dict[str, int] | set[str], k: int = 10) -> list[str]:
     """The ids in the top `k` of `ranked` that no rater has graded (pure). Inspect's final list and Compare call
-    it with `query_grades(...)` and mark those rows `UNRATED`."""
+    it with `query_grades(...)` and mark those rows ungraded (`UNRATED`, the one word `UNGRADED`)."""
     return [t for t in list(dict.fromkeys(ranked))[:k] if t not in graded]
 
 

@@ -19,6 +19,7 @@ from retrieval.judgments.model import CANT_RATE, Case, Judgment, content_hash
 from retrieval.judgments.queue import QueueItem, next_open, progress
 from retrieval.judgments.raters import POLICIES, CasePolicy, item_key, usable
 
+from .glossary import caption_text
 from .grading import REFUSALS, grade_word
 from .text import code, plain
 
@@ -100,7 +101,7 @@ def judge_step(js: JudgmentStore, case: Case, rater: str, access: Access | None,
     st.text_input("Reason for can't rate (optional)", key=f"{P}reason", placeholder="e.g. needs domain knowledge")
     if st.session_state.get(f"{P}error"):
         st.error(plain(st.session_state[f"{P}error"]))
-    st.caption("Keys: 0–3 grade · s can't rate · ← → move. A grade is saved at once and the next unrated item opens.")
+    st.caption("Keys: 0–3 grade · s can't rate · ← → move. A grade is saved at once and the next ungraded item opens.")
 
 
 def progress_table(queue: list[QueueItem], judgments: list[Judgment], hashes: dict[str, str]) -> None:
@@ -124,6 +125,7 @@ def agreement_view(judgments: list[Judgment], scale: str, hashes: dict[str, str]
     fmt = (lambda v: "—" if v is None else f"{round(v, 2) + 0.0:.2f}")  # + 0.0: never "-0.00"
     st.markdown(f"Krippendorff's alpha (ordinal) **{fmt(agg['alpha_ordinal'])}** · (interval) "
                 f"**{fmt(agg['alpha_interval'])}** · over {agg['shared_items']} item(s) graded by more than one rater")
+    st.caption(caption_text("Krippendorff's alpha", "kappa"))
     if agg["withheld"]:
         st.warning(f"Agreement {agg['withheld']}.")
     weight = "quadratic-weighted " if scale == "graded" else ""
@@ -148,6 +150,8 @@ def policy_form(js: JudgmentStore, case: Case, judgments: list[Judgment], hashes
         why = f" — {r['withheld']}" if r["withheld"] else ""
         st.markdown(f"- machine × {plain(r['rater'])}: kappa **{kappa}** over {r['n']} items "
                     f"({r['agree']} identical){why}")
+    if cal:
+        st.caption(caption_text("kappa"))
     if not cal:
         st.caption("No item has both a machine and a human grade: machine grades cannot be used yet "
                    "(machine-grade a snapshot on the Snapshots page, then grade some of the same results).")

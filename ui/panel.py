@@ -16,6 +16,7 @@ from retrieval.pipeline.factory import generator_spec, reranker_spec
 from retrieval.pipeline.presets import PRESETS, get_preset
 from retrieval.pipeline.settings import SETTINGS_KNOBS, SWITCHES, RetrievalSettings
 
+from .glossary import caption_text
 from .links import FIELDS
 from .state import CLASSIFIER_CHOICES, FUSION_FIELDS, GENERATOR_CHOICES, RERANKER_CHOICES, PipelineConfig
 
@@ -216,6 +217,7 @@ def _facts_and_mood(prefix: str, d: PipelineConfig, compact: bool, kw: dict[str,
     mood = {"valence": d.valence, "arousal": d.arousal, "dominance": d.dominance}
     if not compact:
         st.markdown("**Mood** (PAD) — emotional traces score higher when valences agree")
+        st.caption(caption_text("PAD"))
         for name in mood:
             lo, hi, step = _range(name)
             mood[name] = _slid(name, st.slider(name.capitalize(), lo, hi, getattr(d, name), step,

@@ -19,6 +19,7 @@ from retrieval.judgments.store import JudgmentStoreError
 from ui.cache import get_generator, get_reranker
 from ui.grading import case_qrels, visible_case_names
 from ui.access import session_access
+from ui.glossary import helps
 from ui.state import CachedModels
 
 OFF = ""
@@ -38,7 +39,7 @@ def pick_case(prefix: str, js, access) -> str | None:
     st.selectbox("Case-wide metric", [OFF, *names], key=key,
                  format_func=lambda n: "off: this query's metric only" if n == OFF else f"case {n}",
                  help="Search every query of a case once, then watch the case's mean nDCG@10 and recall@10 move "
-                      "as you drag (each query re-fused in your browser).")
+                      "as you drag (each query re-fused in your browser).\n\n" + helps("nDCG@10", "recall@10"))
     return st.session_state[key] or None
 
 

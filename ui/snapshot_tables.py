@@ -8,6 +8,7 @@ from typing import Any
 
 import streamlit as st
 
+from ui.glossary import column_help
 from ui.tables import detail, widths
 from ui.widgets import selected_row
 
@@ -21,7 +22,7 @@ def snapshot_list(table: list[dict[str, Any]], metrics: list[str], key: str) -> 
     ev = st.dataframe(shown, hide_index=True, width="stretch", key=key, on_select="rerun",
                       selection_mode="single-row",
                       column_config=widths({"snapshot": 176, "label": 220, **{m: METRIC_PX for m in metrics}},
-                                           select=True))
+                                           select=True, config=column_help(metrics)))
     n = selected_row(ev)
     detail(None if n is None else table[n], "The snapshot clicked", "Click a row to see its whole configuration.")
 
@@ -37,7 +38,7 @@ def per_query_grid(per_query: list[dict[str, Any]], metric: str, k: int, key: st
                           {"qid": 56, "query": 230, a: 84, b: 84, "Δ": 70, "RBO": 56, "moved": 60, "Inspect A": 70,
                            "Inspect B": 70}, select=True,
                           config={"Inspect A": st.column_config.LinkColumn(display_text="open A"),
-                                  "Inspect B": st.column_config.LinkColumn(display_text="open B")}))
+                                  "Inspect B": st.column_config.LinkColumn(display_text="open B")} | column_help(cols)))
     n = selected_row(ev)
     row = None if n is None else {c: v for c, v in per_query[n].items() if not c.startswith("Inspect")}
     detail(row, "The query clicked", f"Click a row to see its scope and what entered and left the top {k}.")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from retrieval.bm25.index import default_tokenizer
 
-from .view import DASH, num, origin, snippet, split_mark
+from .view import DASH, UNGRADED, num, origin, snippet, split_mark
 
 STAGE_ORDER = ("dense", "sparse", "merged", "reranked", "final")
 STAGE_HEADS = {"dense": "Dense", "sparse": "BM25", "merged": "Merged", "reranked": "Reranked", "final": "Final"}
@@ -156,7 +156,7 @@ def _row_html(r: Row, query: str, depth: int, hot: bool, unrated: bool = False) 
     by = ORIGIN_WORDS[r.origin]
     split = f" <span class='rt-split'>{html.escape(r.split)}</span>" if r.split else ""
     if unrated:
-        split += " <span class='rt-unrated' title='No rater has graded this result for this query'>○ unrated</span>"
+        split += f" <span class='rt-ungraded' title='No rater has graded this result for this query'>{UNGRADED}</span>"
     text = marked(r.text, query) if r.text else "<i>(not in the store)</i>"
     cls = "rt-row" + (" rt-hot" if hot else "") + (" rt-left" if r.move == "left" else "")
     return (f"<tr class='{cls}' data-pick='{tid}' tabindex='0' title='Click to explain {tid}'>"
@@ -181,7 +181,7 @@ def _head(sort: str, notes: Mapping[str, str]) -> str:
 def table_html(rows: Sequence[Row], query: str, sort: str, depth: int, target: str | None = None,
                notes: Mapping[str, str] | None = None, unrated: Collection[str] = ()) -> str:
     """The table as one HTML fragment (with its style). Each row carries its id in `data-pick` (a click
-    explains it); each stage cell shows the rank over the score, ranks deeper than `depth` greyed; `unrated`
+    explains it); each stage cell shows the rank over the score, ranks deeper than `depth` greyed; `ungraded`
     final results are marked as such."""
     body = "".join(_row_html(r, query, depth, r.id == target, r.id in unrated) for r in rows)
     sort_attr = html.escape(sort, quote=True)
@@ -218,7 +218,7 @@ table.rt-stages{width:100%;table-layout:fixed;border-collapse:collapse;font-size
 .rt-stages .rt-by-dense{background:#1f77b4}.rt-stages .rt-by-sparse{background:#c25e00}
 .rt-stages .rt-by-both{background:#9467bd}.rt-stages .rt-by-fact{background:#2ca02c}
 .rt-stages .rt-split{background:rgba(255,189,69,.35);border-radius:3px;padding:0 4px}
-.rt-stages .rt-unrated{border:1px dashed rgba(49,51,63,.45);border-radius:3px;padding:0 4px;font-size:0.7rem}
+.rt-stages .rt-ungraded{border:1px dashed rgba(49,51,63,.45);border-radius:3px;padding:0 4px;font-size:0.7rem}
 .rt-stages .rt-text{overflow-wrap:anywhere}
 .rt-stages mark{background:rgba(255,214,10,.55);padding:0 1px}
 """

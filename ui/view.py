@@ -16,6 +16,9 @@ from retrieval.fusion import FusionStrategy, strategy_for
 from .text import plain
 
 DASH = "—"
+# The one word for a result nobody has graded (the app's verb is "grade"; never "unrated" or "unjudged"):
+# the grade controls, the stage table, Compare and the live panel (ui/refuse/view.js) write it.
+UNGRADED = "○ ungraded"
 STAGE_NAMES = {"dense": "Dense", "sparse": "Sparse (BM25)", "merged": "Merged", "reranked": "Reranked",
                "final": "Final"}
 # Recorded timings, in pipeline order; any other recorded stage follows in its own order.

@@ -171,7 +171,7 @@ class SnapshotQuery:
     stage_ids: Mapping[str, tuple[str, ...]]
     stage_scores: Mapping[str, tuple[float, ...]]
     credit: Mapping[str, str] = field(default_factory=dict)  # fact-graph trace -> its source trace
-    metrics: Mapping[str, float] = field(default_factory=dict)  # final list; empty when unjudged
+    metrics: Mapping[str, float] = field(default_factory=dict)  # final list; empty when ungraded
     error: str = ""
 
     def credited(self, stage: str = "final") -> list[str]:

@@ -140,8 +140,8 @@ function metricsLine(P, finalIds) {
   }
   const saved = P.savedIds, nd = ndcgAt(finalIds, grades, K), rc = recallAt(finalIds, grades, K);
   const nd0 = ndcgAt(saved, grades, K), rc0 = recallAt(saved, grades, K);
-  const unjudged = finalIds.slice(0, K).filter((i) => own(grades, i) === undefined).length;
-  const key = JSON.stringify([nd, rc, nd0, rc0, unjudged]);
+  const ungraded = finalIds.slice(0, K).filter((i) => own(grades, i) === undefined).length;
+  const key = JSON.stringify([nd, rc, nd0, rc0, ungraded]);
   if (key === P.metricsKey) return; // the same numbers: nothing to draw
   P.metricsKey = key;
   const part = (name, v, v0, cls) => {
@@ -151,7 +151,7 @@ function metricsLine(P, finalIds) {
     return s;
   };
   P.metrics.replaceChildren(part("nDCG@10", nd, nd0, "rf-ndcg"), part("recall@10", rc, rc0, "rf-recall"));
-  if (unjudged) P.metrics.append(el("span", { class: "rf-unjudged-count" }, `${unjudged} of the top ${K} unjudged`));
+  if (ungraded) P.metrics.append(el("span", { class: "rf-ungraded-count" }, `${ungraded} of the top ${K} ungraded`));
 }
 
 const CELLS = new WeakMap(); // a row of the final table → its cells
@@ -186,7 +186,7 @@ function drawTable(P, out) {
     const was = savedRank.get(t.id);
     const move = was === undefined ? "new" : was === i + 1 ? "" : was > i + 1 ? `↑${was - i - 1}` : `↓${i + 1 - was}`;
     const f = t.fused;
-    const grade = own(grades, t.id) !== undefined ? `● ${own(grades, t.id)}` : graded && i < K ? "unjudged" : "";
+    const grade = own(grades, t.id) !== undefined ? `● ${own(grades, t.id)}` : graded && i < K ? "ungraded" : "";
     put(c.rank, String(i + 1));
     attr(c.move, "class", "rf-move " + (move.startsWith("↑") || move === "new" ? "rf-up" : "rf-down"));
     put(c.move, move);
@@ -196,7 +196,7 @@ function drawTable(P, out) {
     put(c.score, g(t.score));
     put(c.dense, String(f ? (f.ranks[0] ?? "—") : t.fact ? "fact" : "—"));
     put(c.sparse, String(f ? (f.ranks[P.data.dense.length] ?? "—") : "—"));
-    attr(c.grade, "class", grade === "unjudged" ? "rf-unjudged" : "rf-grade");
+    attr(c.grade, "class", grade === "ungraded" ? "rf-ungraded" : "rf-grade");
     put(c.grade, grade);
   });
 }

@@ -1,0 +1,84 @@
+"""The one glossary: every abbreviation or measure name a page shows, explained in plain words, the same way on
+every page. A page shows a term with its explanation where it first appears: as the `help=` tooltip of the
+widget, metric or grid column that names it (`helps`, `column_help`), or in a caption (`caption_text`).
+`tests/test_page_words.py` opens every page and fails when a term it shows has no explanation reachable.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import streamlit as st
+
+GLOSSARY: dict[str, str] = {
+    "RBO": "RBO (rank-biased overlap): how alike two rankings are, weighted towards the top — 1 is the same order, "
+           "0 nothing in common; p = 0.9 puts most of the weight on the first 10 places.",
+    "err@10": "err@10 (expected reciprocal rank): a reader goes down the top 10 (the number after @) and stops at "
+              "a result as likely as its grade is high; the mean of 1 / the stopping rank — 0 to 1, higher is "
+              "better.",
+    "nDCG@10": "nDCG@10 (normalised discounted cumulative gain): the grades of the top 10 (the number after @), each "
+               "divided by log2 of its rank + 1, as a share of the best possible order's — 0 to 1, higher is better.",
+    "recall@10": "recall@10: the share of the relevant traces (grade 1 or more) found in the top 10.",
+    "MRR": "MRR (mean reciprocal rank): 1 / the rank of the first relevant result, averaged over the queries.",
+    "judged@10": "judged@10: the share of the top 10 that has a grade (0 included) — when low, the other numbers "
+                 "rest on few grades.",
+    "p@10": "p@10 (precision): the share of the top 10 that is relevant (grade 1 or more).",
+    "PAD": "PAD (pleasure, arousal, dominance): three numbers from −1 to 1 describing the emotional tone of a query "
+           "or a trace.",
+    "kappa": "kappa (Cohen's): how often two raters give the same grade, beyond what chance would give — 1 always, "
+             "0 no better than chance.",
+    "Krippendorff's alpha": "Krippendorff's alpha: the agreement of all raters at once over the items several "
+                            "graded, beyond chance — 1 full agreement, 0 chance; ordinal counts 2 vs 3 as closer "
+                            "than 0 vs 3.",
+    "Jaccard": "Jaccard: the traces both lists share, divided by all the traces in either (1 = the same set; the "
+               "order is ignored).",
+    "UMBRELA": "UMBRELA: a published prompt (Upadhyay et al., 2024) asking a text generator for the 0–3 relevance "
+               "grade a TREC assessor would give.",
+    "ANN": "ANN (approximate nearest neighbour): a vector index that compares the query with part of the vectors "
+           "only — much faster, and nearly always the same answer as comparing with all of them.",
+}
+EXACT = frozenset({"PAD", "ANN"})  # matched with their case: "pad" and "Ann" are words too
+
+
+def _pattern(term: str) -> re.Pattern[str]:
+    """`nDCG@10` matches `ndcg@10` and `nDCG@5` (a case's own k); `PAD` only `PAD`."""
+    body = re.escape(term).replace("@10", r"@\d+")
+    return re.compile(rf"(?<![\w@]){body}(?![\w@])", 0 if term in EXACT else re.IGNORECASE)
+
+
+PATTERNS = {term: _pattern(term) for term in GLOSSARY}
+
+
+def terms_in(text: str) -> list[str]:
+    """The glossary terms `text` shows, in glossary order."""
+    return [t for t, p in PATTERNS.items() if p.search(text)]
+
+
+def explain(term: str) -> str:
+    """The term's explanation (KeyError for a term not in the glossary: add it there)."""
+    return GLOSSARY[term]
+
+
+def helps(*terms: str) -> str:
+    """A tooltip explaining each term, one per line."""
+    return "\n\n".join(explain(t) for t in terms)
+
+
+def caption_text(*terms: str) -> str:
+    """The explanations as one caption line."""
+    return " · ".join(explain(t) for t in terms)
+
+
+def column_help(names: list[str], config: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A grid's column_config with a header tooltip on each column whose name shows a glossary term (`err@10`,
+    `A ndcg@10`, `RBO`): `config`'s own columns keep their type and width."""
+    out: dict[str, Any] = dict(config or {})
+    for name in names:
+        terms = terms_in(name)
+        if terms:
+            base = out.get(name)
+            if base is None:
+                out[name] = st.column_config.Column(help=helps(*terms))
+            else:
+                base["help"] = helps(*terms)
+    return out
