@@ -7,7 +7,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from retrieval.access import AccessDenied
+from retrieval.access import AccessDenied, known_ids
 from retrieval.pipeline.config import PipelineConfig
 from retrieval.judgments import JudgmentStore
 from retrieval.judgments.diff import diff_snapshots
@@ -68,9 +68,7 @@ def import_panel() -> None:
     sources = {"jsonl": (files[0].name, files[0].getvalue())} if fmt.startswith("JSONL") else {
         "queries": (files[0].name, files[0].getvalue()), "qrels": (files[1].name, files[1].getvalue()), "scope": scope}
     try:
-        # Only ids this visitor may see count as known: the "not in the store" list is no existence oracle.
-        rep = import_files(js, name.strip(), scale=scale, access=acc, **sources,
-                           known_ids=lambda ids: {t.id for t in ws.store.get(ids) if acc.sees(t.scope_key)})
+        rep = import_files(js, name.strip(), scale=scale, access=acc, **sources, known_ids=known_ids(ws.store, acc))
     except AccessDenied as exc:
         st.error("Nothing was saved: this case names scopes you may not grade in (in the file, or in an existing "
                  "case of that name); grade and build cases in your own scopes." if acc.limited else plain(exc))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from retrieval.access import known_ids
 from retrieval.judgments.fresh import current_hashes
 from retrieval.judgments.model import content_hash
 from retrieval.judgments.agreement import MIN_SHARED
@@ -105,7 +106,7 @@ def team_sections(case) -> None:
     with st.expander("Bulk clear", key=f"{P}x_clear"):
         clear_view(js, found, hashes, acc, not can_grade)
     with st.expander("Export and import ratings", key=f"{P}x_exchange"):
-        exchange_view(js, case, lambda ids: [t.id for t in ws.store.get(ids)], acc, not can_grade, hashes, rater)
+        exchange_view(js, case, known_ids(ws.store, acc), acc, not can_grade, hashes, rater)
 
 
 def page() -> None:

@@ -17,7 +17,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from retrieval.policy import (ALL_SCOPES, Grant, Policy, PolicyError, load_policy, parse_flag,  # noqa: F401 (re-exported)
                               parse_policy)
@@ -234,6 +234,16 @@ def check_write(access: Access, scopes: Iterable[Scope | str]) -> None:
     hidden = sorted({str(s) for s in scopes if not access.sees(s)})
     if hidden:
         raise AccessDenied(f"nothing was written: scope(s) {', '.join(hidden)} are not yours to write to")
+
+
+def known_ids(store: Any, access: Access | None) -> Callable[[Iterable[str]], set[str]]:
+    """An import's id check as `access` may make it: which of the ids are traces of `store` in a scope the visitor
+    sees. A trace in another scope is "not in the store", as an id nothing has (the skipped-ids list is no
+    existence oracle). The one check every import uses: `case import`, `judge import`, Judge's and Snapshots'."""
+    def known(ids: Iterable[str]) -> set[str]:
+        return {t.id for t in store.get(list(ids)) if access is None or access.sees(t.scope_key)}
+
+    return known
 
 
 def for_visitor(status: dict[str, Any], access: Access | None, store: Any, facts: Any) -> dict[str, Any]:

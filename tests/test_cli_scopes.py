@@ -245,16 +245,25 @@ def _on_copies(stores_, tmp_path: Path, argv: list[str]) -> dict[str, str]:
     return said
 
 
-def test_importing_a_grade_of_another_scopes_trace_is_told_as_of_an_unknown_trace(stores, maya, tmp_path):
-    """`judge import` checks the graded ids against the store: a trace of priya's (only S′ holds `priya-extra-1`)
-    is "not in the store" to maya, as an id no store holds, and her grade of it is not kept on either."""
-    ratings = tmp_path / "ratings.jsonl"
-    ratings.write_text(json.dumps({"qid": "g1", "scope": "user:maya", "query": "kayak", "trace_id": "priya-extra-1",
-                                   "grade": 2, "rater": "local"}) + "\n")
-    said = _on_copies(stores, tmp_path, ["judge", "import", "gate-tiny", str(ratings), "--db", "DB"])
+IMPORTS = {  # every import that checks graded ids against the store: its command and one line of its file
+    "judge import": (["judge", "import", "gate-tiny"], {"qid": "g1", "scope": "user:maya", "query": "kayak",
+                                                        "trace_id": "priya-extra-1", "grade": 2, "rater": "local"}),
+    "case import": (["case", "import", "gate-new", "--jsonl"], {"qid": "g1", "query": "kayak", "scope": "user:maya",
+                                                                "relevant": {"priya-extra-1": 2}}),
+}
+
+
+@pytest.mark.parametrize("command", sorted(IMPORTS))
+def test_importing_a_grade_of_another_scopes_trace_is_told_as_of_an_unknown_trace(stores, maya, tmp_path, command):
+    """An import checks the graded ids against the store: a trace of priya's (only S′ holds `priya-extra-1`) is
+    "not in the store" to maya, as an id no store holds, and her grade of it is not kept on either."""
+    args, line = IMPORTS[command]
+    grades = tmp_path / "grades.jsonl"
+    grades.write_text(json.dumps(line) + "\n")
+    said = _on_copies(stores, tmp_path, [*args, str(grades), "--db", "DB"])
     a, b = said.values()
     assert a == b, f"--- S\n{a}\n--- S′\n{b}"
-    assert "'priya-extra-1' is not in the store; skipped" in b
+    assert "priya-extra-1" in b and ("is not in the store; skipped" in b or "are not in" in b)
 
 
 def test_creating_a_case_under_another_scopes_case_name_is_refused_without_naming_it(stores, maya, tmp_path):

@@ -54,15 +54,15 @@ def _print(obj) -> int:
 
 
 def cmd_case_import(args) -> int:
+    from retrieval.access import known_ids
     from retrieval.cli.gate import judgments
     from retrieval.judgments.io import import_files
     from retrieval.store.memory import MemoryStore
 
-    store = MemoryStore(args.db)  # only `get`: no embedder is loaded
-    known = (lambda ids: {t.id for t in store.get(ids)}) if not args.no_id_check else None
+    store, access = MemoryStore(args.db), getattr(args, "access", None)  # only `get`: no embedder is loaded
+    known = None if args.no_id_check else known_ids(store, access)
     rep = import_files(judgments(args), args.name, queries=args.queries, qrels=args.qrels, jsonl=args.jsonl,
-                       scope=args.scope, scale=args.scale, known_ids=known, replace=args.replace,
-                       access=getattr(args, "access", None))
+                       scope=args.scope, scale=args.scale, known_ids=known, replace=args.replace, access=access)
     for e in rep.errors[:50]:
         print(f"  skipped {e}", file=sys.stderr)
     if rep.unknown_ids:

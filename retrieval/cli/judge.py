@@ -38,13 +38,11 @@ def _renames(pairs: list[str]) -> dict[str, str]:
 def cmd_import(args) -> int:
     from retrieval.cli.gate import judgments
     from retrieval.judgments.exchange import import_ratings
+    from retrieval.access import known_ids
     from retrieval.store.memory import MemoryStore
-    from retrieval.types import Scope
 
     store, access = MemoryStore(args.db), getattr(args, "access", None)
-    # a trace outside the visitor's scopes is "not in the store", as one that is not: the id check is no oracle
-    known = None if args.no_id_check else (lambda ids: {t.id for t in store.get(ids)
-                                                        if access is None or access.sees(Scope(t.scope, t.scope_id))})
+    known = None if args.no_id_check else known_ids(store, access)
     rep = import_ratings(judgments(args), args.case, Path(args.file).read_bytes(), Path(args.file).name,
                          rename=_renames(args.rename), known_ids=known, rater=args.rater or "", access=access)
     for e in rep.errors[:50]:
