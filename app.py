@@ -54,7 +54,10 @@ index = f"ANN ({kind})" if status["ann_index"] else "exact (flat) vector search"
 if status["ann_index"] and status["unindexed_rows"]:
     index += f", {status['unindexed_rows']} unindexed rows"
 st.caption(f"URI {code(status['uri'])} · vector index: {index} · BM25 "
-           f"{'in step with the store' if status['in_step'] else '**out of step** — it is rebuilt on next open'}"
+           + ("in step with the store" if status["bm25_in_step"] else
+              "**out of step** — it catches up on the next rerun")
+           + (f" · facts of {status['facts_pending']} trace(s) not extracted yet (a writing process extracts them "
+              "when it opens the store)" if status.get("facts_pending") else "")
            + (" · scopes: " + plain(", ".join(f"{k} ({v})" for k, v in status["scopes"].items()))
               if status["scopes"] else "")
            + (" · " + caption_text("ANN") if status["ann_index"] else ""))

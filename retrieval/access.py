@@ -264,6 +264,8 @@ def for_visitor(status: dict[str, Any], access: Access | None, store: Any, facts
     out["facts"] = _facts_in(facts, mine)
     if "unindexed_rows" in out:
         out["unindexed_rows"] = 0  # a count over the whole store
+    if "facts_pending" in out:
+        out["facts_pending"] = None  # counted over the whole store (by content hash, not by scope): not theirs
     return out
 
 

@@ -526,3 +526,27 @@ def test_home_names_the_vector_index_a_store_has(tmp_path, monkeypatch):
     at = page()
     assert not at.exception and "vector index: ANN (IVF-SQ)" in texts(at)
     assert explain("ANN") in [c.value for c in at.caption if "vector index: ANN" in c.value][0]  # said what ANN is
+
+
+def test_home_tells_facts_behind_apart_from_bm25_out_of_step(tmp_path, monkeypatch):
+    """A demo server on a store whose newest trace's facts were never extracted: BM25 is in step and Home says so,
+    and says how many traces' facts wait for a writing process — not "BM25 out of step" (review: `in_step` also
+    counts facts). A visitor limited to some scopes gets no store-wide count (`for_visitor`)."""
+    from retrieval.access import Access, for_visitor
+    from retrieval.models.registry import make_embedder
+    from retrieval.types import MemoryTrace
+    from retrieval.workspace import Workspace
+
+    db = str(tmp_path / "db")
+    ws = Workspace(db, embedder=make_embedder("hashing"))
+    ws.ingest([MemoryTrace(id="x", content="I live in Porto.", scope="user", scope_id="maya")])
+    ws.ingest([MemoryTrace(id="a", content="I live in Lisbon.", scope="user", scope_id="maya")], extract_facts=False)
+    monkeypatch.setenv("RETRIEVAL_DB", db)
+    monkeypatch.setenv("RETRIEVAL_EMBEDDER", "hashing")
+    monkeypatch.setenv("RETRIEVAL_MODE", "demo")
+    said = texts(page())
+    assert "BM25 in step with the store · facts of 1 trace(s) not extracted yet" in said, said
+    assert "out of step" not in said
+    status = {**ws.status(), "facts_pending": 1}
+    maya = Access(user="maya", scopes=frozenset({"user:maya"}))
+    assert for_visitor(status, maya, ws.store, ws.facts)["facts_pending"] is None

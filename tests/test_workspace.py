@@ -223,6 +223,27 @@ def test_status_and_doctor_count_the_facts_behind_alike(tmp_path, monkeypatch, d
     assert ws.status()["facts_pending"] == behind  # asked again (each Home rerun): the same answer
 
 
+def test_the_facts_behind_are_counted_once_per_version_of_what_they_depend_on(tmp_path, monkeypatch):
+    """Home asks for status on every rerun: the count (a read of both facts tables) is made again only when the
+    traces, facts or marks table moved — here when another process's writer catches the facts up, which leaves the
+    traces table where it was."""
+    from retrieval.workspace import facts_sync
+
+    writer = ws_at(tmp_path / "db")
+    writer.ingest([make_trace("x", "I live in Porto.")])
+    writer.ingest([make_trace("a", "I live in Lisbon.")], extract_facts=False)
+    monkeypatch.setenv("RETRIEVAL_MODE", "demo")
+    demo = ws_at(tmp_path / "db")
+    counted, count = [], facts_sync.pending
+    monkeypatch.setattr(facts_sync, "pending", lambda *a: counted.append(1) or count(*a))
+    assert [demo.status()["facts_pending"] for _ in range(3)] == [1, 1, 1] and len(counted) == 1
+    monkeypatch.delenv("RETRIEVAL_MODE")
+    version = demo.store.version()
+    ws_at(tmp_path / "db").bm25  # noqa: B018 - a writer's open extracts the facts behind: facts and marks move
+    assert demo.store.version() == version
+    assert [demo.status()["facts_pending"] for _ in range(2)] == [0, 0] and len(counted) == 2
+
+
 def test_an_interrupted_fact_extraction_is_replayed_on_open(tmp_path, monkeypatch):
     import retrieval.facts.inject as inject
 

@@ -204,6 +204,11 @@ class FactStore:
         return len(rows) - len(kept)
 
     # ------------------------------------------------------------------ reading
+    def version(self) -> int:
+        """The facts table's newest version (-1 when there is none yet): what a count kept over it depends on."""
+        tbl = self._table()
+        return -1 if tbl is None else int(tbl.version)
+
     def count(self) -> int:
         # A filter makes Lance read a column; a bare count_rows() trusts the manifest even when
         # the data files behind it are gone.

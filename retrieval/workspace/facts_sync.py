@@ -69,6 +69,11 @@ class FactSources:
                 self._tbl = db.create_table(TABLE, schema=_schema(), exist_ok=True)
         return self._tbl
 
+    def version(self) -> int:
+        """The marks table's newest version (-1 when there is none yet)."""
+        tbl = self._table(create=False)
+        return -1 if tbl is None else int(tbl.version)
+
     def marks(self) -> dict[str, Mark]:
         tbl = self._table(create=False)
         if tbl is None:

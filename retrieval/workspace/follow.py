@@ -33,6 +33,7 @@ class Follower:
         self.facts_pending = 0  # traces whose facts are not in step (a failed or interrupted facts write)
         self.last_sync = facts_sync.FactsSync()  # what the last reconcile did
         self._read_hashes: tuple[int, dict[str, str]] = (-1, {})  # `facts_behind`'s scan, kept per version
+        self._behind: tuple[tuple[int, int, int], int] | None = None  # `facts_behind`'s count and what it read
 
     @property
     def follows_bm25(self) -> bool:
@@ -82,8 +83,11 @@ class Follower:
             if self._read_hashes[0] != self.version:
                 self._read_hashes = (self.version, read_version(ws.store, self.version).hashes)
             hashes = self._read_hashes[1]
-        try:
-            behind = facts_sync.pending(ws.facts, ws.fact_sources, hashes)
+        try:  # counted once per (traces, facts, marks) versions: Home asks on every rerun (a whole-table read)
+            read = (self.version, ws.facts.version(), ws.fact_sources.version())
+            if self._behind is None or self._behind[0] != read:
+                self._behind = (read, facts_sync.pending(ws.facts, ws.fact_sources, hashes))
+            behind = self._behind[1]
         except Exception as exc:  # an unreadable facts table: status still renders
             log.warning("cannot count the facts behind (%s)", exc)
             behind = 0

@@ -20,7 +20,8 @@ def status_of(ws: Any) -> dict[str, Any]:
     if root is not None and not root.exists():
         return {"uri": ws.store.display_uri, "exists": False, "traces": 0, "bm25_documents": 0, "facts": 0,
                 "scopes": {}, "ann_index": False, "ann_type": None, "unindexed_rows": 0, "in_step": True,
-                "table_version": 0, "bm25_table_version": 0, "facts_pending": 0, "read_only": False}
+                "bm25_in_step": True, "table_version": 0, "bm25_table_version": 0, "facts_pending": 0,
+                "read_only": False}
     state = ws.store.index_state()
     bm25 = ws.bm25
     try:
@@ -30,6 +31,7 @@ def status_of(ws: Any) -> dict[str, Any]:
         n_facts = 0
     version = ws.store.version()
     pending = ws.facts_pending
+    bm25_in_step = version == ws.bm25_version and len(bm25) == ws.store.count(active_only=True)
     return {
         "uri": ws.store.display_uri,
         "exists": True,
@@ -40,8 +42,8 @@ def status_of(ws: Any) -> dict[str, Any]:
         "ann_index": state["ann_index"],
         "ann_type": state["ann_type"],
         "unindexed_rows": state["unindexed_rows"],
-        "in_step": (version == ws.bm25_version and pending == 0
-                    and len(bm25) == ws.store.count(active_only=True)),
+        "in_step": bm25_in_step and pending == 0,
+        "bm25_in_step": bm25_in_step,
         "table_version": version, "version": version, "tags": ws.store.tags(),  # SPEC §16
         "bm25_table_version": ws.bm25_version,
         "facts_pending": pending,
