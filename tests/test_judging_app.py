@@ -93,6 +93,12 @@ def test_judge_says_whom_grades_are_saved_as_before_any_is_saved(team_env):
     at.text_input(key="rater_input").input("maya").run()
     assert [c.value for c in at.caption if c.value.startswith("Grades are saved as")] == [
         "Grades are saved as **maya** (from **Your rater name**)."]
+    assert at.query_params.get("rater") == ["maya"] or at.query_params.get("rater") == "maya"
+    at.text_input(key="rater_input").input("").run()  # emptied: back to the local operator, the URL too
+    assert [c.value for c in at.caption if c.value.startswith("Grades are saved as")] == [
+        f"Grades are saved as **{LOCAL}** (the local operator): type a name in **Your rater name** to save them "
+        "under it."]
+    assert "rater" not in at.query_params
     assert not [j for j in JudgmentStore(team_env[0]).case_judgments("team") if j.who in (LOCAL, "maya")]
 
 

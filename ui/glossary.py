@@ -23,10 +23,11 @@ GLOSSARY: dict[str, str] = {
     "judged@10": "judged@10: the share of the top 10 that has a grade (0 included) — when low, the other numbers "
                  "rest on few grades.",
     "p@10": "p@10 (precision): the share of the top 10 that is relevant (grade 1 or more).",
-    "PAD": "PAD (pleasure, arousal, dominance): three numbers from −1 to 1 describing the emotional tone of a query "
-           "or a trace.",
-    "kappa": "kappa (Cohen's): how often two raters give the same grade, beyond what chance would give — 1 always, "
-             "0 no better than chance.",
+    "PAD": "PAD (pleasure or valence, arousal, dominance): three numbers from −1 to 1 describing the emotional tone "
+           "of a query or a trace.",
+    "kappa": "kappa (Cohen's): how far two raters agree beyond what chance would give — 1 identical grades, 0 no "
+             "better than chance, below 0 worse; on the 0–3 scale it is weighted, so 2 vs 3 counts as a near "
+             "agreement and 0 vs 3 as a wide miss.",
     "Krippendorff's alpha": "Krippendorff's alpha: the agreement of all raters at once over the items several "
                             "graded, beyond chance — 1 full agreement, 0 chance; ordinal counts 2 vs 3 as closer "
                             "than 0 vs 3.",
@@ -76,9 +77,6 @@ def column_help(names: list[str], config: dict[str, Any] | None = None) -> dict[
     for name in names:
         terms = terms_in(name)
         if terms:
-            base = out.get(name)
-            if base is None:
-                out[name] = st.column_config.Column(help=helps(*terms))
-            else:
-                base["help"] = helps(*terms)
+            base = out.get(name)  # a column config is a dict: copied, so the caller's stays as it was
+            out[name] = st.column_config.Column(help=helps(*terms)) if base is None else {**base, "help": helps(*terms)}
     return out

@@ -102,6 +102,10 @@ def rater_picker(access: Access | None, key: str = "rater_input") -> str:
         st.session_state[RATER_KEY] = typed
         if st.query_params.get(RATER_KEY) != typed:
             st.query_params[RATER_KEY] = typed
+    else:  # emptied: the name is dropped from the session and the URL too, so grades go where the caption says
+        st.session_state.pop(RATER_KEY, None)
+        if RATER_KEY in st.query_params:
+            del st.query_params[RATER_KEY]
     return _saved_as(current_rater(access))
 
 

@@ -17,7 +17,7 @@ from retrieval.store.context import KEY_CONTEXT, NEW_STORE_CONTEXT
 from retrieval.store.identity import (NEW_STORE_ANALYZER, NEW_STORE_STATISTICS, StoreIdentity, check_embedder,
                                       embedder_for, read_identity, write_identity)
 from retrieval.store.lock import lock_for
-from retrieval.store.remote import check_local_location, open_db, redact_uri, storage_options_from_env
+from retrieval.store.remote import check_local_location, is_local_uri, open_db, redact_uri, storage_options_from_env
 from retrieval.store.rows import schema
 from retrieval.store.versions import list_tags, list_versions
 
@@ -166,7 +166,7 @@ class TableHandle:
 
     @property
     def is_local(self) -> bool:
-        return "://" not in self.uri or self.uri.startswith("file://")
+        return is_local_uri(self.uri)
 
     @property
     def local_path(self) -> Path:
