@@ -171,3 +171,20 @@ def test_a_row_another_rater_graded_says_not_graded_by_you_never_ungraded(demo_e
     assert labels[0].startswith(f"#1 {tid} — ") and labels[0].endswith(f" · {NOT_YOURS} (1 other rater did)")
     assert all(NOT_YOURS in label for label in labels) and not any(UNGRADED in label for label in labels)
     assert any("Grades are saved as **local**" in c for c in panel_captions(at))  # whom, as on Judge
+
+
+def test_a_short_list_counts_its_ungraded_results_of_its_own_length_and_no_empty_switch(demo_env):
+    """With 2 results the captions say "2 of the 2 results", never "of the final top 10"; with every stage's top 10
+    in the final list there is no "Also the 0 traces only in another stage's top 10" switch."""
+    from ui.view import UNGRADED
+
+    fresh = "what is the status of my ticket FX-209847, in a short list"  # nobody graded it
+    short = inspect(fresh, i_recall_top_k="2")
+    assert not short.exception and len(short.session_state["i_result"][1].traces) == 2
+    said = [c for c in panel_captions(short) if UNGRADED in c]
+    assert len(said) == 2 and all(f"2 of the 2 results are {UNGRADED} by anyone." in c for c in said), said
+    assert not any("final top 10" in c for c in said)
+    full = inspect(fresh)
+    assert any(f"10 of the final top 10 are {UNGRADED} by anyone." in c for c in panel_captions(full))
+    assert not [t for t in full.toggle if "Also the" in t.label]
+    assert [t for t in short.toggle if t.label.startswith("Also the 4 traces")]  # shown when there are some

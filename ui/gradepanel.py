@@ -10,8 +10,9 @@ from retrieval.access import Access
 from retrieval.judgments import JudgmentStore
 from retrieval.judgments.store import JudgmentStoreError
 from retrieval.types import Scope
-from .grading import (PANEL, UNRATED, add_to_case_widget, can_grade, grade_widget, note_widget, others_graded,
-                      query_grades, scale_words, unrated_ids, who_grades)
+from .grading import (PANEL, add_to_case_widget, can_grade, grade_widget, note_widget, others_graded,
+                      query_grades, scale_words, unrated_ids, unrated_line,
+                      who_grades)
 from .text import plain
 from .view import snippet
 
@@ -52,8 +53,8 @@ def grading_body(js: JudgmentStore, scope: Scope | None, query: str, traces, acc
     others = others_graded(ratings, rater)
     unrated = unrated_ids([t.id for t in traces], query_grades(js, scope, query, ratings=ratings), k=k)
     n_graded = sum(1 for t in traces if t.id in grades["human"])
-    st.caption(f"{n_graded} of {len(traces)} graded by {plain(rater)} · {len(unrated)} of the top {k} {UNRATED} by "
-               f"anyone. Grades: {scale_words()}; click a grade again to clear it. They save at once; Compare, Tune "
+    st.caption(f"{n_graded} of {len(traces)} graded by {plain(rater)} · {unrated_line(len(unrated), len(traces), k)} "
+               f"Grades: {scale_words()}; click a grade again to clear it. They save at once; Compare, Tune "
                "and Snapshots score against them, and Live tuning's metrics and the table's marks count them from "
                "the page's next run (a setting change or a new search).")
     note_widget(js, scope, query, key_prefix, access, rater, not allowed)

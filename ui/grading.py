@@ -181,6 +181,12 @@ def unrated_ids(ranked: list[str], graded: dict[str, int] | set[str], k: int = 1
     return [t for t in list(dict.fromkeys(ranked))[:k] if t not in graded]
 
 
+def unrated_line(n: int, shown: int, k: int = 10) -> str:
+    """"3 of the final top 10 are ○ ungraded by anyone" — or "of the 2 results" when the list is shorter than `k`."""
+    of = f"the final top {k}" if shown >= k else f"the {shown} result{'' if shown == 1 else 's'}"
+    return f"{n} of {of} {'is' if n == 1 else 'are'} {UNRATED} by anyone."
+
+
 PANEL = "grading-panel"  # the grading panel's fragment key (`st.rerun(PANEL)` from its controls' callbacks)
 
 
