@@ -23,7 +23,7 @@ from ui.cache import ensure_model, get_generator, get_reranker, judgments, works
 from ui.derive import adaptive_note, final_how, final_rule, normalisations
 from ui.stages import legend, remember_final
 from ui.charts import TOP_N, rank_flow_figure, timings_figure
-from ui.grading import UNRATED, current_rater, query_grades, unrated_ids
+from ui.grading import current_rater, query_grades, unrated_ids, unrated_line
 from ui.gradepanel import grading_panel, hand_over
 from ui.links import DEPTHS, write_link
 from ui.state import cache_key, remember_injected_facts, run_config
@@ -158,7 +158,7 @@ def explorer(d, whole: dict, query: str, scope, moved: dict, traces: list, param
         unrated = []
     stage_table(d, whole, d.searched_query or query, ROWS, f"{P}stages", TARGET, moved, unrated)
     st.caption(legend(bool(moved)) + " " + (final_rule(d) or "")
-               + (f" {len(unrated)} of the final top {ROWS} are {UNRATED} by anyone." if unrated else ""))
+               + (" " + unrated_line(len(unrated), len(d.stage_ids["final"]), ROWS) if unrated else ""))
     target = (st.session_state.get(TARGET) or "").strip() or (d.stage_ids["final"] or [None])[0]
     grading_panel(js, scope, query, traces, access, rater, key_prefix=P, k=ROWS, handed=handed)
     st.divider()

@@ -16,10 +16,11 @@ from retrieval.judgments.machine import WEAK_NOTE, agreement, machine_grade
 from retrieval.judgments.model import query_key, scope_text
 from retrieval.judgments.snapshots import rescore, run_snapshot
 from retrieval.metrics import metric_names
-from retrieval.judgments.store import JudgmentStoreError, check_grading
+from retrieval.judgments.store import JudgmentStoreError, check_grading, grades_of
 from ui.cache import ensure_model, get_generator, get_reranker, workspace
 from ui.charts import snapshot_trend_figure
-from ui.grading import REFUSALS, case_qrels, current_rater, grade_widget, inspect_query_params, visible_case_names
+from ui.grading import (REFUSALS, case_qrels, grade_widget, inspect_query_params, others_graded, visible_case_names,
+                        who_grades)
 from ui.snapshot_tables import per_query_grid, snapshot_list
 from ui.state import CachedModels
 from ui.access import page_guard
@@ -254,8 +255,9 @@ def grade_section(case, sa, sb, diff) -> None:
     with st.expander("Grade B's top 10 for this query", key=f"{P}grading"):  # keyed: stays open while grading
         top = chosen.credited("final")[:10]
         content = {t.id: t.content for t in ws.store.get(top)}
-        rater = current_rater(acc)  # who grades (retrieval.judgments.identity)
-        grades = js.grades(chosen.scope, chosen.query, rater)
+        rater = who_grades(acc, key=f"{P}rater_input")  # whom grades are saved as, as on Judge and Inspect
+        ratings = js.ratings(chosen.scope, chosen.query)
+        grades, others = grades_of(ratings, rater), others_graded(ratings, rater)
         n_graded = sum(t in grades["human"] for t in top)
         st.caption(f"{plain(pick)} · “{plain(chosen.query)}” · {n_graded}/{len(top)} graded. A grade counts "
                    "for every case holding this query in this scope, and the diff above counts it at once.")
@@ -264,7 +266,8 @@ def grade_section(case, sa, sb, diff) -> None:
             c1.markdown(f"**{rank}.** {code(tid)} {plain(content.get(tid, '(not in the store)')[:240])}")
             with c2:
                 grade_widget(js, chosen.scope, chosen.query, tid, key_prefix=f"{P}g_", scale=case.scale, grades=grades,
-                             label=f"#{rank}", disabled=not acc.grade, access=acc, rater=rater)
+                             label=f"#{rank}", disabled=not acc.grade, access=acc, rater=rater,
+                             others=others.get(tid, 0))
 
 
 def machine_section(case, sb) -> None:

@@ -65,13 +65,14 @@ def run_step(ws, step: present.Step):
 
 
 def header(step: present.Step, show_ids: bool) -> None:
-    """Back, where we are, next and "Show ids" on one line (always on screen), then the question in large type."""
+    """Back, where we are, next and "Show ids" on one line (always on screen), then the question in large type. The
+    buttons' labels carry no arrow: Streamlit draws the shortcut's (← →) beside them."""
     back, where, nxt, ids = st.columns([1.1, 5, 1.1, 1.1], vertical_alignment="center")
-    back.button("← Back", key="present_back", on_click=go, args=(step.number - 1,), disabled=step.number == 1,
+    back.button("Back", key="present_back", on_click=go, args=(step.number - 1,), disabled=step.number == 1,
                 shortcut="Left", width="stretch")
     where.html(f"<div class='pr-step'>Step {step.number} of {step.total}</div>")
     last = step.number == step.total
-    nxt.button("Start again" if last else "Next →", key="present_next", on_click=go,
+    nxt.button("Start again" if last else "Next", key="present_next", on_click=go,
                args=(1 if last else step.number + 1,), type="primary", shortcut="Right", width="stretch")
     with ids:
         st.toggle("Show ids", key="present_ids", help="Show the notes' ids under each result.")

@@ -62,7 +62,7 @@ def open_judge(browser, url: str, rater: str, k: int):
         box.fill(str(k))
         rerun_after(page, lambda: box.press("Enter"), LONG)
     button(page, "Start judging").click()
-    page.get_by_text("rated by").first.wait_for(timeout=LONG)
+    page.get_by_text("graded by").first.wait_for(timeout=LONG)
     page.get_by_text("Pool the top results of").first.wait_for(state="detached", timeout=LONG)
     return page
 
@@ -77,12 +77,12 @@ def judge_all(page, rater: str, key: str) -> list[float]:
     steps = []
     page.locator("h1").first.click()  # focus on the page, not in a text box
     for _ in range(total):
-        before = int(progress_text(page).split(" rated by")[0].rsplit("·", 1)[1])
+        before = int(progress_text(page).split(" graded by")[0].rsplit("·", 1)[1])
         t0 = time.perf_counter()
         page.keyboard.press(key)
         page.wait_for_function(
             "([want, who]) => [...document.querySelectorAll('[data-testid=stProgress]')].some("
-            "e => e.innerText.includes(`${want} rated by ${who}`)) && !document.querySelector('[data-stale=true]')",
+            "e => e.innerText.includes(`${want} graded by ${who}`)) && !document.querySelector('[data-stale=true]')",
             arg=[before + 1, rater], timeout=LONG)  # counted, and no element left over from the previous item
         steps.append((time.perf_counter() - t0) * 1000)
     return steps
@@ -114,7 +114,7 @@ def inc():
 @st.fragment
 def step():
     n = st.session_state.n
-    st.progress(min(n, 100) / 100, text=f"Item {n} of 100 · {n} rated by x")
+    st.progress(min(n, 100) / 100, text=f"Item {n} of 100 · {n} graded by x")
     st.button("next", shortcut="Right", on_click=inc)
 step()
 """
@@ -140,7 +140,7 @@ def floor_steps(browser, times: int = 15) -> list[float]:
                 raise RuntimeError("the floor app did not start")
             page = browser.new_page()
             page.goto(url)
-            page.get_by_text("rated by").first.wait_for(timeout=LONG)
+            page.get_by_text("graded by").first.wait_for(timeout=LONG)
             return move_all(page, times)
         finally:
             proc.terminate()

@@ -474,14 +474,14 @@ def test_grade_final_results_in_inspect_and_they_survive_a_restart(demo_env):
     final = column_ids(at, "final")
     groups = [b for b in at.button_group if b.proto.label.startswith("#")]
     assert [b.proto.label.split(" ")[1] for b in groups] == final  # one control per final result, in rank order
-    assert all("○ ungraded" in b.proto.label for b in groups)
+    assert all("○ not graded by you" in b.proto.label for b in groups)
     assert stage_table(at).count("○ ungraded") == len(final)  # the stage table marks ungraded results too
     groups[0].set_value(3).run()
     [b for b in at.button_group if b.proto.label.startswith("#2 ")][0].set_value(1).run()
     assert JudgmentStore(demo_env).grades(scope, q)["human"] == {final[0]: 3, final[1]: 1}
     again = inspect(i_q=q, i_scope="user:priya")  # a new session: the grades come from the store
     labels = [b.proto.label for b in again.button_group if b.proto.label.startswith("#")]
-    assert "● 3" in labels[0] and "● 1" in labels[1] and "○ ungraded" in labels[2]
+    assert "● 3" in labels[0] and "● 1" in labels[1] and "○ not graded by you" in labels[2]
     assert stage_table(again).count("○ ungraded") == len(final) - 2
 
 

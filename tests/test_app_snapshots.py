@@ -101,6 +101,25 @@ def test_import_a_case_run_two_snapshots_diff_and_open_inspect(demo_env):
     assert inspect.text_input(key="i_q").value == "washing machine error E-4102"
     assert inspect.slider(key="i_dense_weight").value == pytest.approx(0.9)
 
+    # Grade B's top 10 says whom grades are saved as, with the one rater picker (as on Judge and Inspect), and a row
+    # another rater graded reads "not graded by you", never "ungraded" (which means by anyone).
+    from ui.grading import NOT_YOURS
+    from ui.view import UNGRADED
+
+    chosen = next(q for q in snaps[1].queries if q.qid == "m02")
+    js = JudgmentStore(demo_env)
+    mine = js.grades(chosen.scope, chosen.query)["human"]
+    rank, tid = next((r, t) for r, t in enumerate(chosen.credited("final")[:10], 1) if t not in mine)
+    js.set_grade(chosen.scope, chosen.query, tid, 2, rater="bob")
+    at.run()
+    assert not at.exception, at.exception
+    assert [c.value for c in at.caption if c.value.startswith("Grades are saved as")] == [
+        "Grades are saved as **local** (the local operator): type a name in **Your rater name** to save them under it."]
+    labels = [b.proto.label for b in at.button_group if b.proto.label.startswith("#")]
+    assert f"#{rank} · {NOT_YOURS} (1 other rater did)" in labels and not any(UNGRADED in x for x in labels)
+    at.text_input(key="s_rater_input").input("maya").run()
+    assert "Grades are saved as **maya** (from **Your rater name**)." in texts(at)
+
 
 GRADING_SCRIPT = """
 import os
@@ -121,7 +140,7 @@ def test_grade_three_results_restart_and_they_are_still_there(demo_env):
     at = AppTest.from_string(GRADING_SCRIPT, default_timeout=TIMEOUT).run()
     assert not at.exception, at.exception
     labels = [b.proto.label for b in at.button_group]
-    assert labels == [f"{t} · ○ ungraded" for t in ("maya-inv-20931", "maya-dentist", "maya-washer-error",
+    assert labels == [f"{t} · ○ not graded by you" for t in ("maya-inv-20931", "maya-dentist", "maya-washer-error",
                                                      "maya-flight-madrid")]
     at.button_group[0].set_value(3).run()
     at.button_group[1].set_value(0).run()
@@ -137,7 +156,7 @@ def test_grade_three_results_restart_and_they_are_still_there(demo_env):
     restarted.button_group[3].set_value(2).run()
     assert JudgmentStore(demo_env).grades(MAYA, q)["human"] == {"maya-dentist": 0, "maya-washer-error": 1,
                                                                  "maya-flight-madrid": 2}
-    assert restarted.button_group[0].proto.label == "maya-inv-20931 · ○ ungraded"
+    assert restarted.button_group[0].proto.label == "maya-inv-20931 · ○ not graded by you"
 
 
 def test_read_only_demo_mode_shows_snapshots_but_writes_nothing(demo_env, monkeypatch):

@@ -28,7 +28,7 @@ def test_two_raters_judge_the_same_case_agreement_and_export(browser, tmp_path, 
         alice.keyboard.press("ArrowRight")  # arrows move without grading
         alice.wait_for_function("t => ![...document.querySelectorAll('code')].some(e => e.innerText === t)", arg=first,
                                 timeout=LONG)
-        assert "0 rated by alice" in bench.progress_text(alice)
+        assert "0 graded by alice" in bench.progress_text(alice)
         steps = bench.judge_all(alice, "alice", "3")
         bob = bench.open_judge(browser, url, "bob", k=2)
         steps += bench.judge_all(bob, "bob", "1")

@@ -300,7 +300,7 @@ def test_commits_then_a_grade_before_the_server_answers_end_on_the_last_commit(b
     head = page.locator("summary", has_text="Grade the final list").first
     head.scroll_into_view_if_needed()
     head.click()
-    ungraded = page.locator("[data-testid=stButtonGroup]", has_text="○ ungraded")
+    ungraded = page.locator("[data-testid=stButtonGroup]", has_text="○ not graded by you")
     ungraded.first.wait_for(state="visible")
     settled(page)
     n0 = ungraded.count()
@@ -316,7 +316,7 @@ def test_commits_then_a_grade_before_the_server_answers_end_on_the_last_commit(b
     # run's end and its start the page reads as idle (a store read there found no grade, 3 of 16 runs at load 20+;
     # the callback saved it 0.15 s later). A grade never saved never turns its label, and this wait fails.
     page.wait_for_function("n => [...document.querySelectorAll('[data-testid=stButtonGroup]')]"
-                           ".filter(e => e.innerText.includes('○ ungraded')).length === n", arg=n0 - 1)
+                           ".filter(e => e.innerText.includes('○ not graded by you')).length === n", arg=n0 - 1)
     stored = JudgmentStore(str(db)).grades(Scope.parse(SCOPE), QUERY)["human"]
     assert len(stored) == len(stored0) + 1 and 3 in stored.values()
     page.close()

@@ -94,14 +94,14 @@ def test_snapshots_in_a_real_browser(browser, tmp_path, artifacts):
         qid = caption.split()[0]
         query = next(q.query for q in snaps[1].queries if q.qid == qid)
         before = JudgmentStore(str(db)).grades(Scope("user", "maya"), query)["human"]
-        ungraded = page.locator("[data-testid=stButtonGroup]", has_text="○ ungraded")
+        ungraded = page.locator("[data-testid=stButtonGroup]", has_text="○ not graded by you")
         n0 = ungraded.count()
         assert n0 >= 3
         for n in range(3):  # grade three ungraded results 3, by mouse
             ungraded.first.get_by_role("radio", name="3", exact=True).click()
             try:
                 page.wait_for_function("n => [...document.querySelectorAll('[data-testid=stButtonGroup]')]"
-                                       ".filter(e => e.innerText.includes('○ ungraded')).length === n",
+                                       ".filter(e => e.innerText.includes('○ not graded by you')).length === n",
                                        arg=n0 - n - 1, timeout=LONG)
             except PlaywrightTimeout as e:
                 page.screenshot(path=str(artifacts / "snapshots-fail.png"), full_page=True)
@@ -126,7 +126,7 @@ def test_snapshots_in_a_real_browser(browser, tmp_path, artifacts):
         open_grading(page)
         # the three grades survived the restart, shown on their widgets
         assert page.locator("[data-testid=stButtonGroup]", has_text="● 3 · perfect").count() >= 3
-        assert page.locator("[data-testid=stButtonGroup]", has_text="○ ungraded").count() == n0 - 3
+        assert page.locator("[data-testid=stButtonGroup]", has_text="○ not graded by you").count() == n0 - 3
         page.get_by_text("with B's configuration").first.click()
         page.wait_for_url("**/Inspect?**", timeout=LONG)
         q = page.locator('input[aria-label="Query"]').first

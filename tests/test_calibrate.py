@@ -301,6 +301,10 @@ def test_tune_calibrates_records_and_undoes(tmp_path, monkeypatch):
     monkeypatch.delenv("RETRIEVAL_EMBEDDER", raising=False)  # the embedder the store records (2-d hashing)
     at = open_page("pages/4_Tune.py", 120)
     assert any("not calibrated" in c.value for c in at.caption)
+    from ui.glossary import explain
+
+    said = [c.value for c in at.caption if explain("nDCG@10") in c.value]  # its own caption, not a run-on
+    assert said == [explain("nDCG@10")], said
     at.number_input(key="cal_sample").set_value(60).run()
     at.button(key="cal_run").click().run(timeout=120)
     assert not at.exception

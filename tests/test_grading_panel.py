@@ -56,7 +56,7 @@ def test_a_grade_is_saved_and_shown_in_the_judge_pages_words(demo_env):
     grade_groups(at)[1].set_value(3).run()
     assert not at.exception
     labels = [g.proto.label for g in grade_groups(at)]
-    assert labels and "● 3 · perfect" in labels[1] and "○ ungraded" in labels[0]
+    assert labels and "● 3 · perfect" in labels[1] and "○ not graded by you" in labels[0]
     grade_groups(at)[0].set_value(0).run()
     assert "● 0 · not relevant" in grade_groups(at)[0].proto.label
     # One table of words: the panel's caption, each control's help, and the Judge page's buttons.
@@ -153,3 +153,38 @@ def test_the_grading_panel_is_the_only_grading_control(demo_env):
     assert [b.label for b in at.button if b.label in ("0", "1", "2", "3")] == []
     assert [b.key for b in at.button if "_k" in (b.key or "") and (b.key or "")[-1] in "0123"] == []
     assert len(grade_groups(at)) == len(at.session_state["i_result"][1].traces)  # the panel itself is there
+
+
+def test_a_row_another_rater_graded_says_not_graded_by_you_never_ungraded(demo_env):
+    """"Ungraded" means by anyone (the stage table, its counts): the panel's per-rater control says "not graded by
+    you" and how many others did, so a row the table marks graded never reads "ungraded" here."""
+    from ui.grading import NOT_YOURS
+    from ui.view import UNGRADED
+
+    query = "status of my ticket FX-209847 for another rater"
+    first = inspect(query)
+    tid = first.session_state["i_result"][1].traces[0].id
+    JudgmentStore(demo_env).set_grade(PRIYA, query, tid, 2, rater="bob")
+    at = inspect(query)
+    assert not at.exception
+    labels = [g.proto.label for g in grade_groups(at)]
+    assert labels[0].startswith(f"#1 {tid} — ") and labels[0].endswith(f" · {NOT_YOURS} (1 other rater did)")
+    assert all(NOT_YOURS in label for label in labels) and not any(UNGRADED in label for label in labels)
+    assert any("Grades are saved as **local**" in c for c in panel_captions(at))  # whom, as on Judge
+
+
+def test_a_short_list_counts_its_ungraded_results_of_its_own_length_and_no_empty_switch(demo_env):
+    """With 2 results the captions say "2 of the 2 results", never "of the final top 10"; with every stage's top 10
+    in the final list there is no "Also the 0 traces only in another stage's top 10" switch."""
+    from ui.view import UNGRADED
+
+    fresh = "what is the status of my ticket FX-209847, in a short list"  # nobody graded it
+    short = inspect(fresh, i_recall_top_k="2")
+    assert not short.exception and len(short.session_state["i_result"][1].traces) == 2
+    said = [c for c in panel_captions(short) if UNGRADED in c]
+    assert len(said) == 2 and all(f"2 of the 2 results are {UNGRADED} by anyone." in c for c in said), said
+    assert not any("final top 10" in c for c in said)
+    full = inspect(fresh)
+    assert any(f"10 of the final top 10 are {UNGRADED} by anyone." in c for c in panel_captions(full))
+    assert not [t for t in full.toggle if "Also the" in t.label]
+    assert [t for t in short.toggle if t.label.startswith("Also the 4 traces")]  # shown when there are some

@@ -121,8 +121,8 @@ def test_grade_widget_labels_are_plain_text(hostile_env):
     at = AppTest.from_string(GRADE_SCRIPT, default_timeout=TIMEOUT).run()
     assert not at.exception, at.exception
     labels = [b.proto.label for b in at.button_group]
-    assert labels == [f"{plain(HOSTILE_ID)} · ○ ungraded",
-                      f"{plain('#1 ' + HOSTILE_ID + ' — ' + CONTENT)} · ○ ungraded"]
+    assert labels == [f"{plain(HOSTILE_ID)} · ○ not graded by you",
+                      f"{plain('#1 ' + HOSTILE_ID + ' — ' + CONTENT)} · ○ not graded by you"]
     for label in labels:
         assert_escaped(label)
     assert shown_text(labels[1]).startswith("#1 " + HOSTILE_ID + " — zanzibarquux ![x](http")

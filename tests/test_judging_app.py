@@ -89,7 +89,7 @@ def test_judge_says_whom_grades_are_saved_as_before_any_is_saved(team_env):
     assert said == [f"Grades are saved as **{LOCAL}** (the local operator): type a name in **Your rater name** "
                     "to save them under it."]
     start(at)
-    assert f"rated by {LOCAL}" in all_text(at)  # the queue is this rater's, as the line said
+    assert f"graded by {LOCAL}" in all_text(at)  # the queue is this rater's, as the line said
     at.text_input(key="rater_input").input("maya").run()
     assert [c.value for c in at.caption if c.value.startswith("Grades are saved as")] == [
         "Grades are saved as **maya** (from **Your rater name**)."]
@@ -100,6 +100,30 @@ def test_judge_says_whom_grades_are_saved_as_before_any_is_saved(team_env):
         "under it."]
     assert "rater" not in at.query_params
     assert not [j for j in JudgmentStore(team_env[0]).case_judgments("team") if j.who in (LOCAL, "maya")]
+
+
+def test_an_invalid_rater_name_says_grades_stay_where_they_are(team_env):
+    """A reserved or malformed name is refused with an error, and the line under it says grades are still saved as
+    the local operator because the name typed is not valid — never "type a name" when one was typed."""
+    at = open_page("pages/7_Judge.py", TIMEOUT)
+    at.selectbox(key="j_case").set_value("team").run()
+    at.text_input(key="rater_input").input("machine").run()
+    assert not at.exception, at.exception
+    assert at.error and "machine" in at.error[0].value
+    said = [c.value for c in at.caption if "saved as" in c.value]
+    assert said == ["Grades are still saved as **local** (the local operator): the name typed in **Your rater name** "
+                    "is not valid (see the error above), so it is not used until it is."]
+
+
+def test_the_step_shows_the_query_as_text_with_its_scope_and_says_graded(team_env):
+    """Whose memory a query asks is shown beside it (the scope); the query is a text element equal to it (never
+    Markdown); the step's words are "graded", the app's verb."""
+    at = start(judge("dora"))
+    item = at.session_state["j_queue"][at.session_state["j_pos"]]
+    assert [t.value for t in at.text][0] == item.query
+    assert "**Query** · in `user:maya`" in page_texts(at)
+    assert "not graded by you yet" in page_texts(at) and "0 graded by dora" in all_text(at)
+    assert " rated by " not in page_texts(at) + all_text(at) and "not rated" not in page_texts(at)
 
 
 def test_two_raters_grade_then_agreement_policy_and_export(team_env):
@@ -121,7 +145,7 @@ def test_two_raters_grade_then_agreement_policy_and_export(team_env):
         assert next(j.note for j in mine if j.cant_rate) == "not my language"
         text = {t.id: t.content for t in store.get([j.trace_id for j in mine])}
         assert all(j.content_hash == content_hash(text[j.trace_id]) for j in mine)
-        assert f"{n} rated by {rater}" in all_text(at)
+        assert f"{n} graded by {rater}" in all_text(at)
     at = judge("carol")
     texts = page_texts(at)
     assert "alice × bob" in texts and "Cohen's kappa" in texts and "Krippendorff's alpha" in texts

@@ -153,8 +153,24 @@ def test_final_items_say_how_each_result_was_found(ws):
     first = items[0]
     assert first.found_by == "fact graph" and first.is_target and first.text.startswith("Lives in Berlin")
     assert not any(i.is_target for i in items[1:])
-    split = present.final_items(search(ws, BY_ID["split"]), BY_ID["split"].query, BY_ID["split"].target)
+    result = search(ws, BY_ID["split"])
+    split = present.final_items(result, BY_ID["split"].query, BY_ID["split"].target)
     assert any(i.split for i in split)  # a half of a longer note is marked
+    # ... and its text says where the note was cut: "…" before a second half, after a first
+    chosen = {i.id: result.diagnostics.splits[i.id].chosen for i in split if i.split}
+    assert "b" in chosen.values()  # the check below can fail
+    for i in split:
+        if i.split:
+            assert i.text.startswith("…") if chosen[i.id] == "b" else i.text.endswith("…"), (i.id, i.text)
+
+
+def test_half_snippet_marks_the_cut_once():
+    from ui.view import half_snippet
+
+    assert half_snippet("components; reported.", "b") == "…components; reported."
+    assert half_snippet("…components; reported.", "b") == "…components; reported."
+    assert half_snippet("Rode along with", "a") == "Rode along with…"
+    assert half_snippet("whole note", None) == "whole note"
 
 
 # ---------------------------------------------------------------- the page
@@ -203,6 +219,9 @@ def test_present_walks_every_step_next_and_back_read_only_without_ids(demo_env, 
     assert "not available on this computer" in hyde and "Traceback" not in hyde
     at.session_state["present_step"] = len(STEPS)
     at.run()
+    # Streamlit draws a shortcut's key beside the label, so a label with its own arrow read "Next → →"
+    shortcuts = [b.proto for b in at.button if b.proto.shortcut]
+    assert shortcuts and all(not set(p.label) & set("←→") for p in shortcuts), [p.label for p in shortcuts]
     for step in reversed(STEPS[:-1]):
         at = at.button(key="present_back").click().run()
         assert not at.exception and [t.value for t in at.title] == [step.story.headline]

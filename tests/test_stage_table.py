@@ -12,7 +12,7 @@ import re
 from html.parser import HTMLParser
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import U1, StubReranker
@@ -213,6 +213,8 @@ def test_timestamps_read_as_people_write_them():
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.text(alphabet="abcdefgh", min_size=1, max_size=14), min_size=1, max_size=80),
        st.sampled_from(["", "c", "abc", "zzz"]), st.integers(20, 160))
+@example(["aaa", "aaaaa", "aaaaa", "aaaaa"], "", 20)  # a body that occurs twice: skipped, not misread
+@example(["abcdefgh"] * 3 + ["hgfedcba"], "", 20)
 def test_a_snippet_is_cut_between_words_and_marked_where_cut(words, query, limit):
     from ui.view import snippet
 
@@ -220,6 +222,9 @@ def test_a_snippet_is_cut_between_words_and_marked_where_cut(words, query, limit
     out = snippet(text, query, limit)
     body = out.removeprefix("…").removesuffix("…")
     assert body and body in text and len(body) <= limit
+    # where the snippet lies is read back from the text: only where it occurs once ("aaa aaaaa aaaaa aaaaa" cut to
+    # its first 15 characters also ends with them, and was then read as unmarked at its end)
+    assume(text.find(body) == text.rfind(body))
     assert out.startswith("…") == (not text.startswith(body))
     assert out.endswith("…") == (not text.endswith(body))
     at = text.index(body) if not out.startswith("…") else text.rindex(body)

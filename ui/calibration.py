@@ -133,8 +133,8 @@ def calibrate_section(ws, access) -> None:
                "run through every fusion candidate at the end clock. The best on one half replaces the fixed "
                "default only if, on the other half, its paired bootstrap 95 % interval lies above zero. Phrase "
                "lookups favour BM25: on SciFact a calibration chose dense 0.2 and lost 0.03 nDCG@10 on real queries "
-               "(docs/BENCHMARKS.md) — when you have labelled queries, trust the search below. "
-               + caption_text("nDCG@10"))
+               "(docs/BENCHMARKS.md) — when you have labelled queries, trust the search below.")
+    st.caption(caption_text("nDCG@10"))  # its own line: appended to the paragraph above it read as a run-on
     caption(ws)
     refusal = _may_record(ws, access)
     rec = current(ws)

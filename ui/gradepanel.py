@@ -8,11 +8,11 @@ import streamlit as st
 
 from retrieval.access import Access
 from retrieval.judgments import JudgmentStore
-from retrieval.judgments.identity import signed_in
 from retrieval.judgments.store import JudgmentStoreError
 from retrieval.types import Scope
-from .grading import (PANEL, UNRATED, add_to_case_widget, can_grade, grade_widget, note_widget, query_grades,
-                     rater_picker, read_only_reason, scale_words, unrated_ids)
+from .grading import (PANEL, add_to_case_widget, can_grade, grade_widget, note_widget, others_graded,
+                      query_grades, scale_words, unrated_ids, unrated_line,
+                      who_grades)
 from .text import plain
 from .view import snippet
 
@@ -43,28 +43,26 @@ def grading_body(js: JudgmentStore, scope: Scope | None, query: str, traces, acc
     from retrieval.judgments.store import grades_of
 
     allowed = can_grade(access)
-    reason = read_only_reason(access)
-    if reason:
-        st.caption(reason)
-    elif not signed_in(access):  # who grades, chosen here as on Judge (one name per tab)
-        rater = rater_picker(access, key=f"{key_prefix}rater_input")
+    rater = who_grades(access, key=f"{key_prefix}rater_input")  # who grades, chosen here as on Judge (one per tab)
     try:  # the ratings the page read on this very run (`hand_over`), else (the panel's own rerun) anew
         ratings = handed_ratings(js, scope, query, key_prefix, handed)
     except JudgmentStoreError as exc:  # a damaged judgments table: grading is off, the rest of the page works
         st.warning(f"Grading is off: {plain(exc)}")
         return
     grades = grades_of(ratings, rater)
+    others = others_graded(ratings, rater)
     unrated = unrated_ids([t.id for t in traces], query_grades(js, scope, query, ratings=ratings), k=k)
     n_graded = sum(1 for t in traces if t.id in grades["human"])
-    st.caption(f"{n_graded} of {len(traces)} graded by {plain(rater)} · {len(unrated)} of the top {k} {UNRATED} by "
-               f"anyone. Grades: {scale_words()}; click a grade again to clear it. They save at once; Compare, Tune "
+    st.caption(f"{n_graded} of {len(traces)} graded by {plain(rater)} · {unrated_line(len(unrated), len(traces), k)} "
+               f"Grades: {scale_words()}; click a grade again to clear it. They save at once; Compare, Tune "
                "and Snapshots score against them, and Live tuning's metrics and the table's marks count them from "
                "the page's next run (a setting change or a new search).")
     note_widget(js, scope, query, key_prefix, access, rater, not allowed)
     for rank, t in enumerate(traces, 1):
         grade_widget(js, scope, query, t.id, key_prefix=f"{key_prefix}g_", grades=grades, disabled=not allowed,
                      label=f"#{rank} {t.id} — {snippet(t.content, query, 90)}", access=access,
-                     rater=rater, content_hash=content_hash(t.content), fragment=PANEL)
+                     rater=rater, content_hash=content_hash(t.content), fragment=PANEL,
+                     others=others.get(t.id, 0))
     if allowed and access is not None and access.write:
         add_to_case_widget(js, scope, query, key_prefix=f"{key_prefix}g_", access=access)
 

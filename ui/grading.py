@@ -1,7 +1,8 @@
 """Grading widgets: grade a trace for a query (0–3 or binary) by mouse or keyboard, saved at once;
 add a query to a case; the query parameters that open Inspect on a query and a configuration; who the rater
-is; which results in a list nobody has graded yet (`unrated_ids`, marked `UNGRADED`, for Inspect's final list and
-Compare); the one
+is and the one line saying so above any grade controls (`who_grades`); which results in a list nobody has graded yet
+(`unrated_ids`, marked `UNGRADED`, for Inspect's final list and Compare) — a control says `NOT_YOURS` instead, as it
+shows one rater's grade; the one
 table of grade words every page writes (`GRADE_WORDS`, `grade_word`); Inspect's grading panel (`grading_panel`, a
 fragment: grades, the note on the query, add to a case, and why a read-only visitor cannot).
 
@@ -62,8 +63,29 @@ def scale_words(scale: str = "graded") -> str:
     return ", ".join(grade_word(g, scale) for g in SCALES[scale])
 
 
-def grade_text(grade: int | None, scale: str = "graded") -> str:
-    return UNGRADED if grade is None else f"● {grade_word(grade, scale)}"
+# A per-rater control's word for a result this rater has not graded: "ungraded" (`UNGRADED`) means "by anyone" (the
+# stage table, its counts, Compare), so a control never says it of a row another rater graded.
+NOT_YOURS = "○ not graded by you"
+
+
+def grade_text(grade: int | None, scale: str = "graded", others: int = 0) -> str:
+    """A control's state for this rater: their grade, else `NOT_YOURS` and how many other raters graded it."""
+    if grade is not None:
+        return f"● {grade_word(grade, scale)}"
+    return NOT_YOURS + (f" ({others} other rater{'s' if others != 1 else ''} did)" if others else "")
+
+
+def others_graded(ratings, rater: str) -> dict[str, int]:
+    """{trace id: how many raters other than `rater` hold a grade that counts (default policy, not "can't rate",
+    not stale)} — what turns a result from `UNGRADED` to graded in the stage table, said per control."""
+    from retrieval.judgments.raters import usable
+
+    policy = CasePolicy()
+    who: dict[str, set[str]] = {}
+    for j in usable(ratings):
+        if j.who != rater and policy.counts(j):
+            who.setdefault(j.trace_id, set()).add(j.who)
+    return {tid: len(names) for tid, names in who.items()}
 
 
 RATER_KEY = "rater"  # session key and URL parameter of the chosen rater name (sign-in off)
@@ -98,7 +120,7 @@ def rater_picker(access: Access | None, key: str = "rater_input") -> str:
             person(typed)  # the naming rule; `machine` and `implicit` are reserved
         except ValueError as exc:
             st.error(plain(exc))
-            return _saved_as(current_rater(access))
+            return _saved_as(current_rater(access), refused=True)
         st.session_state[RATER_KEY] = typed
         if st.query_params.get(RATER_KEY) != typed:
             st.query_params[RATER_KEY] = typed
@@ -109,15 +131,31 @@ def rater_picker(access: Access | None, key: str = "rater_input") -> str:
     return _saved_as(current_rater(access))
 
 
-def _saved_as(rater: str) -> str:
+def _saved_as(rater: str, refused: bool = False) -> str:
     """Say, before any grade is saved, whom grades are saved as (sign-in off): the name typed, or the local
-    operator when the field is empty — never silently."""
-    if rater == LOCAL:
+    operator when the field is empty — never silently. `refused`: the name typed is not valid, so grades stay with
+    `rater` (the last valid name, else the local operator) and the line says so."""
+    who = f"**{plain(rater)}**" + (" (the local operator)" if rater == LOCAL else "")
+    if refused:
+        st.caption(f"Grades are still saved as {who}: the name typed in **{RATER_LABEL}** is not valid (see the error "
+                   "above), so it is not used until it is.")
+    elif rater == LOCAL:
         st.caption(f"Grades are saved as **{LOCAL}** (the local operator): type a name in **{RATER_LABEL}** "
                    "to save them under it.")
     else:
         st.caption(f"Grades are saved as **{plain(rater)}** (from **{RATER_LABEL}**).")
     return rater
+
+
+def who_grades(access: Access | None, key: str) -> str:
+    """The one line above any grade controls (Inspect's panel, Snapshots, and Judge's sidebar through `rater_picker`):
+    why a read-only visitor cannot grade, else whom grades are saved as and, with sign-in off, the rater picker.
+    Returns the rater."""
+    reason = read_only_reason(access)
+    if reason:
+        st.caption(reason)
+        return current_rater(access)
+    return rater_picker(access, key=key)
 
 
 def query_grades(js: JudgmentStore, scope: Scope | None, query: str, hashes: dict[str, str] | None = None,
@@ -141,6 +179,12 @@ def unrated_ids(ranked: list[str], graded: dict[str, int] | set[str], k: int = 1
     """The ids in the top `k` of `ranked` that no rater has graded (pure). Inspect's final list and Compare call
     it with `query_grades(...)` and mark those rows ungraded (`UNRATED`, the one word `UNGRADED`)."""
     return [t for t in list(dict.fromkeys(ranked))[:k] if t not in graded]
+
+
+def unrated_line(n: int, shown: int, k: int = 10) -> str:
+    """"3 of the final top 10 are ○ ungraded by anyone" — or "of the 2 results" when the list is shorter than `k`."""
+    of = f"the final top {k}" if shown >= k else f"the {shown} result{'' if shown == 1 else 's'}"
+    return f"{n} of {of} {'is' if n == 1 else 'are'} {UNRATED} by anyone."
 
 
 PANEL = "grading-panel"  # the grading panel's fragment key (`st.rerun(PANEL)` from its controls' callbacks)
@@ -183,8 +227,9 @@ def _save(js: JudgmentStore, scope, query: str, trace_id: str, key: str, scale: 
 def grade_widget(js: JudgmentStore, scope: Scope | None, query: str, trace_id: str, *, key_prefix: str = "g_",
                  scale: str = "graded", grades: dict | None = None,
                  label: str | None = None, disabled: bool = False, access: Access | None = None,
-                 rater: str = "", content_hash: str = "", fragment: str | None = None) -> int | None:
-    """A 0–3 (or 0/1) control for one trace; returns `rater`'s stored grade (None = ungraded).
+                 rater: str = "", content_hash: str = "", fragment: str | None = None,
+                 others: int = 0) -> int | None:
+    """A 0–3 (or 0/1) control for one trace; returns `rater`'s stored grade (None = not graded by `rater`).
 
     Mouse: click a grade (click it again to clear). Keyboard: Tab to the control, Enter or Space.
     This control is the only one that grades a row (a second row of 0–3 buttons under the explained trace
@@ -194,7 +239,8 @@ def grade_widget(js: JudgmentStore, scope: Scope | None, query: str, trace_id: s
     `label` (default: the trace id) is plain text — ids and trace content are shown as typed, never as Markdown.
     `access` (the page's `Access`) is checked by the store on every save; a refusal is shown under the control.
     `rater` owns the grade; `content_hash` (of the text shown) lets a later edit mark it stale. `fragment`: the key
-    of the keyed fragment the control is drawn in, redrawn after a save (`redraw`).
+    of the keyed fragment the control is drawn in, redrawn after a save (`redraw`). `others`: how many other raters
+    graded it (`others_graded`), said beside `NOT_YOURS`.
     """
     rater = rater or current_rater(access)
     grades = grades if grades is not None else js.grades(scope, query, rater)
@@ -206,7 +252,7 @@ def grade_widget(js: JudgmentStore, scope: Scope | None, query: str, trace_id: s
         st.session_state[f"{key}_stored"] = human
     allowed = list(SCALES[scale])
     st.segmented_control(
-        f"{plain(label or trace_id)} · {grade_text(human, scale)}", allowed, key=key, on_change=_save,
+        f"{plain(label or trace_id)} · {grade_text(human, scale, others)}", allowed, key=key, on_change=_save,
         args=(js, scope, query, trace_id, key, scale, None, access, rater, content_hash, fragment), disabled=disabled,
         help=f"Grade ({scale_words(scale)}). Saved at once; click again to clear.")
     if machine is not None:

@@ -58,7 +58,7 @@ def _move(step: int) -> None:
 
 def _mine_text(mine: tuple | None, current: str, scale: str) -> str:
     if mine is None:
-        return "not rated by you yet"
+        return "not graded by you yet"
     grade, graded_hash, note, _ = mine
     what = "can't rate" + (f" ({plain(note)})" if note else "") if grade == CANT_RATE else _grade_label(grade, scale)
     stale = graded_hash and graded_hash != content_hash(current)
@@ -75,9 +75,10 @@ def judge_step(js: JudgmentStore, case: Case, rater: str, access: Access | None,
     item = queue[pos]
     text = texts.get(item.trace_id, "")
     done = sum(1 for i in queue if i.key in mine)
-    st.progress(done / len(queue), text=f"Item {pos + 1} of {len(queue)} · {done} rated by {plain(rater)}")
+    st.progress(done / len(queue), text=f"Item {pos + 1} of {len(queue)} · {done} graded by {plain(rater)}")
     with st.container(border=True, key=f"{P}item"):
-        st.markdown(f"**Query** · {plain(item.query)}")
+        st.markdown(f"**Query** · in {code(item.scope) if item.scope else 'every scope'}")  # whose memory it asks
+        st.text(item.query)  # as typed: never Markdown, never a link
         st.caption(f"Information need: {plain(item.note)}" if item.note else "No note for this query.")
         st.markdown(f"**Result** {code(item.trace_id)}")
         st.text(text if text else "(this trace is no longer in the store)")
@@ -107,7 +108,7 @@ def judge_step(js: JudgmentStore, case: Case, rater: str, access: Access | None,
 def progress_table(queue: list[QueueItem], judgments: list[Judgment], hashes: dict[str, str]) -> None:
     counts = progress(queue, judgments, hashes)
     if not counts:
-        st.caption("Nobody has rated an item of this pool yet.")
+        st.caption("Nobody has graded an item of this pool yet.")
         return
     st.markdown("**Progress** · " + " · ".join(f"{plain(r)} {n}/{len(queue)}" for r, n in counts.items()))
 

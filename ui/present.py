@@ -16,7 +16,7 @@ from typing import Any
 from retrieval.pipeline.config import PipelineConfig
 
 from .links import read_link
-from .view import origin, snippet
+from .view import half_snippet, origin, snippet
 
 TOP = 3  # the claim is about the first three results
 SHOWN = 5  # results listed per step
@@ -174,6 +174,7 @@ def final_items(result, query: str, target: str | None = None, limit: int = SHOW
         kind = origin(t.id, d.stage_ids, d.fact_ids)
         text = fact_words(t.content) if kind == "fact" else snippet(t.content, query, 180)
         split = t.id in d.splits and bool(d.splits[t.id].replaced)
+        text = half_snippet(text, d.splits[t.id].chosen) if split else text  # a half starts or ends mid-note
         out.append(Item(i, t.id, text, FOUND_BY[kind], split, t.id == target or _from_target(d, t.id, target)))
     return out
 

@@ -1,8 +1,10 @@
 """What the Log page shows: importing an agent's retrieval log, filtering and sampling it, and each logged
-query then (what the agent got) vs now and vs as of its time, with a link that opens Inspect as of then. The
-filters, sample orders and replay are `retrieval.replay.select`; this module draws them.
+query then (what the agent got) vs now and vs as of its time, with a link that opens Inspect as of then (only when
+the store has a version by then). The filters, sample orders and replay are `retrieval.replay.select`; this module
+draws them.
 
-Logged text (queries, ids, scopes) is the agent's data: always shown plain (ui/text.py).
+Logged text (queries, ids, scopes) is the agent's data: a query is an `st.text` element (shown as logged, so copying
+gives it back unchanged), ids and scopes plain (ui/text.py).
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import Any
 
 import streamlit as st
 
+from retrieval.history import moment
 from retrieval.replay import LoggedQuery, QueryLog, Replayed
 from retrieval.replay.select import FEEDBACK, ORDERS, matching, most_drifted, pick, replay_all  # noqa: F401
 from retrieval.replay.store import import_log
@@ -70,17 +73,20 @@ def show(rows: list[Replayed]) -> None:
         q = r.logged
         asof = (f"as of then (version {r.asof_version}): overlap@{r.k} {r.overlap_asof:.2f}, RBO {r.rbo_asof:.2f}"
                 if r.asof_ids is not None else f"as of then: {r.note}")
-        st.markdown(f"**{plain(q.query)}** · {plain(str(q.scope) if q.scope else 'every scope')} · "
-                    f"{q.timestamp:%Y-%m-%d %H:%M:%S} UTC")
+        st.text(q.query)  # the agent's query as logged: never Markdown, never altered (copying gives it back)
+        st.caption(f"{plain(str(q.scope) if q.scope else 'every scope')} · {moment(q.timestamp)}")
         st.caption(plain(f"now: overlap@{r.k} {r.overlap_now:.2f}, RBO {r.rbo_now:.2f}, drift {r.drift:.2f} · "
                          f"{asof} · feedback {q.feedback if q.feedback is not None else '—'}"))
         c1, c2, c3, c4 = st.columns([3, 3, 3, 2])
         c1.caption("agent got: " + plain(", ".join(q.result_ids[:r.k]) or "—"))
         c2.caption("now: " + plain(", ".join(r.now_ids) or "—"))
         c3.caption("as of then: " + plain(", ".join(r.asof_ids) if r.asof_ids is not None else "—"))
-        c4.page_link("pages/2_Inspect.py", label="Inspect as of then", icon=":material/history:",
-                     query_params={"i_q": q.query, "i_scope": str(q.scope) if q.scope else ALL_SCOPES_PARAM,
-                                   "asof": q.timestamp.isoformat()})
+        if r.asof_ids is None:  # no version at or before the log's time: nothing as of then to open
+            c4.caption("nothing to inspect as of then (see why above)")
+        else:
+            c4.page_link("pages/2_Inspect.py", label="Inspect as of then", icon=":material/history:",
+                         query_params={"i_q": q.query, "i_scope": str(q.scope) if q.scope else ALL_SCOPES_PARAM,
+                                       "asof": q.timestamp.isoformat()})
 
 
 def make_case(judgments: Any, rows: list[Replayed], access: Any, prefix: str) -> None:

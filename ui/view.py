@@ -84,6 +84,17 @@ def snippet(text: str, query: str, limit: int = 140) -> str:
     return ("…" if start else "") + text[start:end].strip() + ("…" if end < len(text) else "")
 
 
+def half_snippet(text: str, chosen: str | None) -> str:
+    """A snippet of one half of a split note, marked where the note was cut: "…" before the second half ("b", which
+    starts mid-note) and after the first ("a"), unless the snippet already says so — as a snippet cut from a longer
+    text is."""
+    if chosen == "b" and not text.startswith("…"):
+        return "…" + text
+    if chosen == "a" and not text.endswith("…"):
+        return text + "…"
+    return text
+
+
 def whole_texts(diag, store_get: Callable[[list[str]], Iterable[Any]], ids: Iterable[str]) -> dict[str, str]:
     """Each id's stored (whole) text: from the search record first, the store for the rest."""
     rec = diag.record

@@ -7,7 +7,7 @@ list was displaced. Versions, tags and clean-up are the table's own (retrieval.s
 """
 from retrieval.history.diff import diff_results, diff_versions, fact_changes, idf_moves
 from retrieval.history.view import AsOf, AsOfCache, AsOfView, WorkspaceAsOf, open_as_of, pin
+from retrieval.store.versions import moment
 
 __all__ = ["AsOf", "AsOfCache", "AsOfView", "WorkspaceAsOf", "diff_results", "diff_versions", "fact_changes",
-           "idf_moves",
-           "open_as_of", "pin"]
+           "idf_moves", "moment", "open_as_of", "pin"]

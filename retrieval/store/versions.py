@@ -133,8 +133,8 @@ def resolve(tbl: Any, as_of: int | str | datetime) -> Pinned:
             raise ValueError(f"as_of {as_of.isoformat()} has no time zone; pass an aware datetime")
         older = [ver for ver, ts in versions if ts <= as_of]
         if not older:
-            raise ValueError(f"{as_of.isoformat()} is before the first stored version "
-                             f"(version {versions[0][0]}, committed {versions[0][1].isoformat()})")
+            raise ValueError(f"{moment(as_of)} is before the first stored version "
+                             f"(version {versions[0][0]}, committed {moment(versions[0][1])})")
         v = older[-1]
     else:
         raise ValueError(f"as_of must be a version (int), a tag (str) or an aware datetime, got {type(as_of).__name__}")
@@ -151,6 +151,11 @@ def optimize(tbl: Any, keep: timedelta = DEFAULT_KEEP) -> None:
     if when:  # prune only what is older than every tagged version
         keep = max(keep, datetime.now(UTC) - min(when) + timedelta(seconds=1))
     tbl.optimize(cleanup_older_than=keep)
+
+
+def moment(when: datetime) -> str:
+    """A time as every message and page writes it: "2026-11-01 10:01:00 UTC" (an aware time, shown in UTC)."""
+    return f"{when.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
 
 
 def _span(versions: Any) -> str:
