@@ -9,6 +9,7 @@ import streamlit as st
 
 from retrieval.eval.compare import compare_rankings
 from retrieval.eval.runner import credited_ids, score_ranking
+from retrieval.metrics import credited
 from retrieval.eval.sessions import COMPARED, compare_sets
 from retrieval.judgments.store import JudgmentStoreError
 from ui.cache import ensure_model, get_generator, get_reranker, judgments, workspace
@@ -61,8 +62,11 @@ def render_lists(res_a, res_b, qrels: dict | None) -> list:
     texts = {t.id: t.content for t in res_a.traces + res_b.traces}
     for res in (res_a, res_b):
         texts.update(view.whole_texts(res.diagnostics, ws.store.get, res.ids))
-    unrated = set(unrated_ids(list(cmp.a), qrels or {}) + unrated_ids([d.id for d in cmp.deltas], qrels or {}))
-    grade = (lambda t: UNRATED if t in unrated else "—" if not qrels or t not in qrels else compare_grade(qrels[t]))
+    # a fact row is graded as its source trace, as the metrics above score it (retrieval.metrics.credited)
+    credit: dict[str, str] = {**res_a.diagnostics.credit, **res_b.diagnostics.credit}
+    unrated = set(unrated_ids(credited(cmp.a, credit), qrels or {})
+                  + unrated_ids(credited([d.id for d in cmp.deltas], credit), qrels or {}))
+    grade = (lambda t: grade_of(str(credit.get(t, t)), unrated, qrels))
     # Half the main column each (440 px at 1366 px): rank, id, mark and grade fit; the texts are listed below.
     with left:
         st.markdown(f"**A** · {cfg_a.settings.preset_name}")
@@ -89,6 +93,10 @@ def render_lists(res_a, res_b, qrels: dict | None) -> list:
 def short(cfg) -> str:
     """A side's preset and fusion, as the status line names it."""
     return f"{cfg.settings.preset_name}, {cfg.settings.strategy.name}"
+
+
+def grade_of(t: str, unrated: set[str], qrels: dict | None) -> str:
+    return UNRATED if t in unrated else "—" if not qrels or t not in qrels else compare_grade(qrels[t])
 
 
 def compare_grade(g: float) -> str:

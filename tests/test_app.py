@@ -315,6 +315,27 @@ def test_compare_shows_a_change_that_rounds_to_zero_as_no_change(demo_env):
     unchanged(at, {"nDCG@10 (B)", "recall@10 (B)", "MRR (B)"})
 
 
+def test_compare_grades_a_fact_row_as_its_source(demo_env):
+    """The grade column credits a fact row as the metrics do (retrieval.metrics.credited): its source's grade."""
+    at = page("pages/3_Compare.py")
+    at.text_input(key="cmp_q").input("where do I live now?").run()
+    at.selectbox(key="cmp_scope").select("user:maya").run()
+    assert not at.exception
+    credit = at.session_state["cmp_rb"][1].diagnostics.credit
+    b = next(d.value for d in at.dataframe if "Δ rank" in d.value.columns)
+    grade = dict(zip(b["id"], b["grade"]))
+    from retrieval.judgments import JudgmentStore
+    from retrieval.types import Scope
+    from ui.grading import UNRATED, grade_word, query_grades
+
+    qrels = query_grades(JudgmentStore(demo_env), Scope.parse("user:maya"), "where do I live now?")
+    facts = [i for i in grade if i in credit]
+    assert facts and qrels, (list(grade), qrels)  # the demo's fact row is in B's list, and the query is graded
+    for f in facts:
+        src = credit[f]
+        assert grade[f] == (grade_word(int(qrels[src])) if src in qrels else UNRATED), (f, src, grade, qrels)
+
+
 def test_tune_evaluates_and_sweeps(demo_env):
     at = page("pages/4_Tune.py")
     at.button(key="t_run").click().run(timeout=180)
