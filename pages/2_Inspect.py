@@ -14,6 +14,7 @@ import streamlit as st
 
 from retrieval.hybrid import STAGES
 from retrieval.judgments.store import JudgmentStoreError
+from retrieval.metrics import credited
 from retrieval.pipeline.explain import explain
 from retrieval.workspace.retrievers import store_lookup
 from ui import view
@@ -153,10 +154,13 @@ def explorer(d, whole: dict, query: str, scope, moved: dict, traces: list, param
     try:  # one read: the table's ○ ungraded marks, and the panel's grades on this run (it reads anew on its own)
         ratings = js.ratings(scope, query)
         handed = hand_over(P, ratings)
-        unrated = unrated_ids(d.stage_ids["final"], query_grades(js, scope, query, ratings=ratings), k=ROWS)
+        # a fact row is graded as its source trace, as every metric scores it (retrieval.metrics.credited)
+        unrated = unrated_ids(credited(d.stage_ids["final"], d.credit), query_grades(js, scope, query, ratings=ratings),
+                              k=ROWS)
     except JudgmentStoreError:  # a damaged judgments table: the panel says so; the rest of the page works
         unrated = []
-    stage_table(d, whole, d.searched_query or query, ROWS, f"{P}stages", TARGET, moved, unrated)
+    marked = unrated + [f for f, src in d.credit.items() if src in unrated]  # a fact row of an ungraded source too
+    stage_table(d, whole, d.searched_query or query, ROWS, f"{P}stages", TARGET, moved, marked)
     st.caption(legend(bool(moved)) + " " + (final_rule(d) or "")
                + (" " + unrated_line(len(unrated), len(d.stage_ids["final"]), ROWS) if unrated else ""))
     target = (st.session_state.get(TARGET) or "").strip() or (d.stage_ids["final"] or [None])[0]

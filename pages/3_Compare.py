@@ -9,6 +9,7 @@ import streamlit as st
 
 from retrieval.eval.compare import compare_rankings
 from retrieval.eval.runner import credited_ids, score_ranking
+from retrieval.metrics import credited
 from retrieval.eval.sessions import COMPARED, compare_sets
 from retrieval.judgments.store import JudgmentStoreError
 from ui.cache import ensure_model, get_generator, get_reranker, judgments, workspace
@@ -19,11 +20,12 @@ from ui import view
 from ui.access import page_guard
 from ui.tables import HALF_PX, widths
 from ui.text import code, plain
-from ui.glossary import explain
+from ui.glossary import column_help, explain, helps
 from ui.panel import config_panel, usable_config
 from ui.widgets import nav, open_in_inspect, scope_picker, selected_row
 
 P = "cmp_"
+LABELS = {"ndcg@10": "nDCG@10", "recall@10": "recall@10", "mrr": "MRR"}  # each metric written as the glossary does
 st.set_page_config(page_title="Compare · Hybrid retrieval inspector", page_icon="⚖️", layout="wide")
 nav()
 access = page_guard()  # sign-in, allowed scopes, read-only
@@ -52,17 +54,19 @@ def render_lists(res_a, res_b, qrels: dict | None) -> list:
     if qrels:
         ma, mb = score_ranking(credited_ids(res_a, "final"), qrels), score_ranking(credited_ids(res_b, "final"), qrels)
         one = "One query: no interval (run on a labelled set for a paired 95 % interval)."
-        c[2].metric("nDCG@10 B", f"{mb['ndcg@10']:.3f}", f"{mb['ndcg@10'] - ma['ndcg@10']:+.3f} vs A",
-                    help=f"{explain('nDCG@10')}\n\n{one}")
-        c[3].metric("Recall@10 B", f"{mb['recall@10']:.3f}", f"{mb['recall@10'] - ma['recall@10']:+.3f} vs A",
-                    help=f"{explain('recall@10')}\n\n{one}")
+        for col, m in zip(c[2:], ("ndcg@10", "recall@10")):
+            col.metric(f"{LABELS[m]} (B)", f"{mb[m]:.3f}", **view.metric_delta(mb[m], ma[m]),
+                       help=f"{helps(LABELS[m])}\n\n{one}")
     left, right = st.columns(2)
     # The stored (whole) text: a split half is an Inspect detail, not what the trace says.
     texts = {t.id: t.content for t in res_a.traces + res_b.traces}
     for res in (res_a, res_b):
         texts.update(view.whole_texts(res.diagnostics, ws.store.get, res.ids))
-    unrated = set(unrated_ids(list(cmp.a), qrels or {}) + unrated_ids([d.id for d in cmp.deltas], qrels or {}))
-    grade = (lambda t: UNRATED if t in unrated else "—" if not qrels or t not in qrels else compare_grade(qrels[t]))
+    # a fact row is graded as its source trace, as the metrics above score it (retrieval.metrics.credited)
+    credit: dict[str, str] = {**res_a.diagnostics.credit, **res_b.diagnostics.credit}
+    unrated = set(unrated_ids(credited(cmp.a, credit), qrels or {})
+                  + unrated_ids(credited([d.id for d in cmp.deltas], credit), qrels or {}))
+    grade = (lambda t: grade_of(str(credit.get(t, t)), unrated, qrels))
     # Half the main column each (440 px at 1366 px): rank, id, mark and grade fit; the texts are listed below.
     with left:
         st.markdown(f"**A** · {cfg_a.settings.preset_name}")
@@ -89,6 +93,10 @@ def render_lists(res_a, res_b, qrels: dict | None) -> list:
 def short(cfg) -> str:
     """A side's preset and fusion, as the status line names it."""
     return f"{cfg.settings.preset_name}, {cfg.settings.strategy.name}"
+
+
+def grade_of(t: str, unrated: set[str], qrels: dict | None) -> str:
+    return UNRATED if t in unrated else "—" if not qrels or t not in qrels else compare_grade(qrels[t])
 
 
 def compare_grade(g: float) -> str:
@@ -156,13 +164,19 @@ try:
             out = st.session_state[f"{P}set"]  # a retrieval.eval.sessions.SetComparison
             fa, fb = out.final("a"), out.final("b")
             for col, m in zip(st.columns(3), COMPARED):
-                col.metric(f"{m} (B)", f"{fb[m]:.3f}", f"{fb[m] - fa[m]:+.3f} vs A")
+                col.metric(f"{LABELS[m]} (B)", f"{fb[m]:.3f}", **view.metric_delta(fb[m], fa[m]),
+                           help=f"{helps(LABELS[m])}\n\nB's final lists, the mean over the set's queries; below it the "
+                                "paired 95 % interval of B − A.")
                 col.caption(interval_caption(out.intervals[m]))
             rows = out.per_query
             st.caption("Click a query to open it in Inspect with B's settings.")
-            ev = st.dataframe([{**r, **{k: round(r[k], 3) for k in ("A ndcg@10", "B ndcg@10", "Δ")}} for r in rows],
-                              hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
-                              key=f"{P}per_q")
+            shown = {"qid": "qid", "query": "query", "A ndcg@10": "nDCG@10 (A)", "B ndcg@10": "nDCG@10 (B)", "Δ": "Δ"}
+            table = [{shown[k]: round(v, 3) if isinstance(v, float) else v for k, v in r.items() if k in shown}
+                     for r in rows]
+            ev = st.dataframe(table, hide_index=True, width="stretch", on_select="rerun",
+                              selection_mode="single-row", key=f"{P}per_q",
+                              column_config=column_help(list(shown.values()), {"Δ": st.column_config.Column(
+                                  help="nDCG@10 (B) − nDCG@10 (A) for this query (worst loss first)")}))
             n = selected_row(ev)
             if n is not None:
                 q = {q.qid: q for q in queries}[rows[n]["qid"]]

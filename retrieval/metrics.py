@@ -14,6 +14,11 @@
   not 0). ERR@k (Chapelle et al. 2009) is ours: trec_eval has no ERR. A grade g stops the user with probability
   (2^g - 1) / 2^gmax, gmax the top of the case's scale.
 
+Facts in a ranked list (`credited`): a fact-graph trace in a final list carries the information of the stored trace it
+was read from, and judgments grade stored traces, so every metric scores it as that source trace, the first time the
+source appears (a later copy is dropped, never counted twice). Every metric on every page, the CLI and the browser's
+live panel scores the credited list; the map comes from the record (`Diagnostics.credit`).
+
 Beside them: how alike two rankings are (`overlap_at_k`, `rank_biased_overlap`) and the paired bootstrap interval
 every default decision and every shown delta carries (`paired_bootstrap`).
 """
@@ -25,6 +30,18 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+
+def credited(ids: Sequence[str], credit: Mapping[str, str]) -> list[str]:
+    """`ids` with each fact-graph trace replaced by its source (`credit`: fact trace id -> source trace id), first
+    appearance kept. The one rule for facts in a scored list; the browser applies the same map (ui/refuse/case.mjs)."""
+    return list(dict.fromkeys(credit.get(i, i) for i in ids))
+
+
+def fact_credit(fact_traces: Sequence, facts: Sequence) -> dict[str, str]:
+    """{fact-graph trace id: the trace its fact was read from} of one search's injected `fact_traces` and their
+    `facts` (aligned index for index; an id may carry a `#2` suffix, so it is read from the trace, not rebuilt from
+    the fact). A fact with no source is left as itself (ungraded)."""
+    return {t.id: f.source_trace_ids[0] for t, f in zip(fact_traces, facts) if f.source_trace_ids}
 
 
 def recall_at_k(ranked: Sequence[str], qrels: Mapping[str, float], k: int) -> float:

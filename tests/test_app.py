@@ -276,7 +276,7 @@ def test_compare_one_query(demo_env):
     at.text_input(key="cmp_q").input("status of ticket FX-209847").run()
     at.selectbox(key="cmp_scope").select("user:priya").run()
     assert not at.exception
-    assert {m.label for m in at.metric} >= {"Overlap", "Jaccard", "nDCG@10 B"}
+    assert {m.label for m in at.metric} >= {"Overlap", "Jaccard", "nDCG@10 (B)", "recall@10 (B)"}
     assert any(c.value.startswith("Entered B's top-k:") for c in at.caption)
     assert any("Δ rank" in d.value.columns for d in at.dataframe)
 
@@ -286,10 +286,54 @@ def test_compare_labelled_set(demo_env):
     at.radio(key="cmp_mode").set_value("a labelled set").run()
     at.button(key="cmp_run").click().run()
     assert not at.exception
-    assert {m.label for m in at.metric} >= {"ndcg@10 (B)", "recall@10 (B)", "mrr (B)"}
+    assert {m.label for m in at.metric} >= {"nDCG@10 (B)", "recall@10 (B)", "MRR (B)"}
     ivs = [c.value for c in at.caption if re.match(r"Δ [+-]\d\.\d{3}, 95 % interval \[[+-]\d\.\d{3}, [+-]\d\.\d{3}\] "
                                                    r"over \d+ queries \((above|below|includes) 0\)", c.value)]
     assert len(ivs) == 3 and all("(paired bootstrap)" in c for c in ivs)  # one interval per metric delta
+
+
+def test_compare_shows_a_change_that_rounds_to_zero_as_no_change(demo_env):
+    """A and B alike: every metric's change is 0, shown neutral (grey, no arrow), never "↑ +0.000" in green."""
+    from streamlit.proto.Metric_pb2 import Metric as MetricProto
+
+    def unchanged(at, labels):
+        shown = {m.label: m for m in at.metric if m.label in labels}
+        assert set(shown) == labels, [m.label for m in at.metric]
+        for m in shown.values():
+            assert (m.proto.delta, m.proto.direction, m.proto.color) == (
+                "no change vs A", MetricProto.MetricDirection.NONE, MetricProto.MetricColor.GRAY), (m.label, m.proto)
+
+    at = page("pages/3_Compare.py")
+    at.radio(key="cmp_a_preset").set_value("hybrid").run()
+    at.text_input(key="cmp_q").input("status of ticket FX-209847").run()
+    at.selectbox(key="cmp_scope").select("user:priya").run()
+    assert not at.exception
+    unchanged(at, {"nDCG@10 (B)", "recall@10 (B)"})
+    at.radio(key="cmp_mode").set_value("a labelled set").run()
+    at.button(key="cmp_run").click().run()
+    assert not at.exception
+    unchanged(at, {"nDCG@10 (B)", "recall@10 (B)", "MRR (B)"})
+
+
+def test_compare_grades_a_fact_row_as_its_source(demo_env):
+    """The grade column credits a fact row as the metrics do (retrieval.metrics.credited): its source's grade."""
+    at = page("pages/3_Compare.py")
+    at.text_input(key="cmp_q").input("where do I live now?").run()
+    at.selectbox(key="cmp_scope").select("user:maya").run()
+    assert not at.exception
+    credit = at.session_state["cmp_rb"][1].diagnostics.credit
+    b = next(d.value for d in at.dataframe if "Δ rank" in d.value.columns)
+    grade = dict(zip(b["id"], b["grade"]))
+    from retrieval.judgments import JudgmentStore
+    from retrieval.types import Scope
+    from ui.grading import UNRATED, grade_word, query_grades
+
+    qrels = query_grades(JudgmentStore(demo_env), Scope.parse("user:maya"), "where do I live now?")
+    facts = [i for i in grade if i in credit]
+    assert facts and qrels, (list(grade), qrels)  # the demo's fact row is in B's list, and the query is graded
+    for f in facts:
+        src = credit[f]
+        assert grade[f] == (grade_word(int(qrels[src])) if src in qrels else UNRATED), (f, src, grade, qrels)
 
 
 def test_tune_evaluates_and_sweeps(demo_env):

@@ -1,4 +1,5 @@
 """Pure comparisons behind the Compare page: overlap, Jaccard, rank deltas, entered/left, judgment matching."""
+import pytest
 from hypothesis import given, strategies as st
 
 from retrieval.eval.compare import compare_rankings
@@ -27,3 +28,16 @@ def test_comparison_properties(a, b):
     assert 0.0 <= c.jaccard <= 1.0
     for d in c.deltas:
         assert ub[d.rank_b - 1] == d.id and (d.rank_a is None or ua[d.rank_a - 1] == d.id)
+
+
+@pytest.mark.parametrize("new, old, shown", [(0.5004, 0.5, None), (0.4996, 0.5, None), (0.3, 0.3, None),
+                                             (0.5006, 0.5, "+0.001 vs A"), (0.4, 0.5, "-0.100 vs A")])
+def test_a_change_that_rounds_to_zero_is_no_change(new, old, shown):
+    """At the shown precision "+0.000" would read as a gain and "-0.000" as a loss: both are no change."""
+    from ui.view import metric_delta
+
+    d = metric_delta(new, old)
+    if shown is None:
+        assert d == {"delta": "no change vs A", "delta_color": "off", "delta_arrow": "off"}
+    else:
+        assert d == {"delta": shown, "delta_color": "normal", "delta_arrow": "auto"}

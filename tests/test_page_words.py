@@ -8,7 +8,13 @@ covered with no edit:
 
 Each page is opened, as the local operator, on the non-interference store (tests/nonint.py: notes, a case with
 grades and two snapshots) with its own query and scope parameters (`<prefix>q`, `<prefix>scope`), then again with
-every toggle in its body switched on — so the tables, metrics and panels that need a query or a case are drawn.
+every toggle in its body switched on — so the tables, metrics and panels that need a query or a case are drawn — and
+then through the steps in `RESULT_VIEWS` (a mode chosen, a run button pressed) for the views a page draws only after a
+run (Compare on a labelled set).
+
+Beyond reachable somewhere on the page: a metric or a grid column whose own label names a term carries that term's
+explanation in its own tooltip (a reader hovers the number they look at), and a metric label writes the term as the
+glossary does (`nDCG@10 (B)` on both of Compare's views, never `ndcg@10 (B)` on one and `nDCG@10 B` on the other).
 """
 from __future__ import annotations
 
@@ -28,6 +34,12 @@ TIMEOUT = 180
 PAGES = ["app.py"] + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pages").glob("*.py"))
 OTHER_WORDS = re.compile(r"\b(unrated|unjudged)\b", re.IGNORECASE)
 _ID = re.compile(r'\bid: "[^"]*"\n?')
+# Views a page draws only after input or a run, each checked once drawn: its steps, (widget kind, key, value to set or
+# None to click), in order.
+RESULT_VIEWS: dict[str, list[list[tuple[str, str, str | None]]]] = {
+    "pages/3_Compare.py": [[("text_input", "cmp_q", QUERY), ("selectbox", "cmp_scope", "user:maya")],
+                           [("radio", "cmp_mode", "a labelled set"), ("button", "cmp_run", None)]],
+}
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +52,21 @@ def store(tmp_path_factory):
 def page_params(path: str) -> dict[str, str]:
     m = re.search(r'^P = "([a-z]+_)"', (ROOT / path).read_text(), re.M)
     return {f"{m.group(1)}q": QUERY, f"{m.group(1)}scope": "user:maya", f"{m.group(1)}case": CASE} if m else {}
+
+
+def own_tooltips(at) -> list[tuple[str, str, str]]:
+    """(kind, label, its own tooltip) of every metric and every grid column."""
+    out = []
+    for node in at._tree:
+        proto = getattr(node, "proto", None)
+        if node.type == "metric":
+            out.append(("metric", proto.label, proto.help))
+        elif node.type in ("arrow_data_frame", "dataframe"):
+            config = json.loads(proto.columns or "{}")
+            for name in map(str, node.value.columns):
+                c = config.get(name)
+                out.append(("column", name, str(c.get("help", "")) if isinstance(c, dict) else ""))
+    return out
 
 
 def shown_and_explained(at) -> tuple[list[str], list[str], list[str]]:
@@ -81,6 +108,7 @@ def render(db: str, path: str, monkeypatch) -> list[tuple[list[str], list[str], 
     at.run()
     assert not at.exception, at.exception
     shots = [shown_and_explained(at)]
+    TOOLTIPS[path] = own_tooltips(at)
     body = [t for t in at.main.toggle if not t.value]
     if body:
         for t in body:
@@ -88,10 +116,19 @@ def render(db: str, path: str, monkeypatch) -> list[tuple[list[str], list[str], 
         at.run()
         assert not at.exception, at.exception
         shots.append(shown_and_explained(at))
+        TOOLTIPS[path] += own_tooltips(at)
+    for steps in RESULT_VIEWS.get(path, []):
+        for kind, key, value in steps:
+            widget = getattr(at, kind)(key=key)
+            (widget.click() if value is None else widget.set_value(value)).run()
+            assert not at.exception, at.exception
+        shots.append(shown_and_explained(at))
+        TOOLTIPS[path] += own_tooltips(at)
     return shots
 
 
 RENDERS: dict[str, list[tuple[list[str], list[str], list[str]]]] = {}
+TOOLTIPS: dict[str, list[tuple[str, str, str]]] = {}  # every view of each page: own_tooltips
 
 
 @pytest.fixture
@@ -121,6 +158,32 @@ def test_every_glossary_term_a_page_shows_is_explained_on_it(rendered, path):
                     missing.setdefault(term, element.strip()[:200])
     assert not missing, (f"{path} shows {sorted(missing)} with no explanation (a help= tooltip or caption from "
                          f"ui/glossary.py): {missing}")
+
+
+def as_the_glossary_writes(term: str) -> re.Pattern[str]:
+    """The term in the glossary's own case (any k for an @10 measure)."""
+    return re.compile(rf"(?<![\w@]){re.escape(term).replace('@10', r'@[0-9]+')}(?![\w@])")
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_a_metric_or_column_naming_a_term_explains_it_in_its_own_tooltip(rendered, path):
+    rendered(path)
+    shown = TOOLTIPS[path]
+    bare = sorted({(kind, label) for kind, label, tip in shown for t in terms_in(label) if GLOSSARY[t] not in tip})
+    assert not bare, f"{path}: {bare} name a glossary term with no tooltip of their own (ui/glossary.py helps, " \
+                     "column_help)"
+    spelled = sorted({label for kind, label, _ in shown if kind == "metric" for t in terms_in(label)
+                      if not as_the_glossary_writes(t).search(label)})
+    assert not spelled, f"{path}: metric labels {spelled} write a glossary term otherwise than the glossary does"
+
+
+def test_compare_result_views_are_checked():
+    """Both of Compare's result views are drawn by the words tests: one query (metrics, both lists) and a labelled set
+    (metrics, per-query grid)."""
+    labels = {label for _, label, _ in TOOLTIPS.get("pages/3_Compare.py", [])}
+    if not labels:
+        pytest.skip("Compare was not rendered in this run (run the whole file)")
+    assert {"Overlap", "Jaccard", "nDCG@10 (B)", "recall@10 (B)", "MRR (B)", "nDCG@10 (A)", "Δ rank"} <= labels, labels
 
 
 def test_the_page_list_is_found_on_disk():

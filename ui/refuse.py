@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -116,7 +116,13 @@ def opened(prefix: str, key: str, target_key: str, state: MutableMapping[str, An
     state_[target_key] = ""
 
 
-def refuse_panel(prefix: str, diag, grades: dict[str, int], target: str | None, target_key: str,
+def panel_grades(grades: Mapping[str, float]) -> dict[str, float]:
+    """The query's grades as the panel scores with them: as read (a mean of raters stays a mean, as Compare scores
+    it); the panel credits fact rows to their source with the payload's `credit` (`retrieval.metrics.credited`)."""
+    return {str(k): float(v) for k, v in grades.items()}
+
+
+def refuse_panel(prefix: str, diag, grades: Mapping[str, float], target: str | None, target_key: str,
                  case: dict[str, Any] | None = None) -> None:
     """The live panel for `diag` (its record and settings), with the query's `grades` for live metrics, and `case`
     (`ui.refusecase.case_data`) for the case-wide mode."""
@@ -128,7 +134,7 @@ def refuse_panel(prefix: str, diag, grades: dict[str, int], target: str | None, 
                    "work, a round trip each.", icon=":material/warning:")
         return
     key = f"{prefix}refuse"
-    data = {**payload(prefix, diag), "grades": {k: int(v) for k, v in grades.items()}, "target": target,
+    data = {**payload(prefix, diag), "grades": panel_grades(grades), "target": target,
             "case": case, "prefix": prefix, "committed": st.session_state.get(f"{prefix}refuse_applied"),
             "explained": st.session_state.get(f"{prefix}refuse_explained")}
     _MOUNT(key=key, data=data, on_commit_change=partial(commit, prefix, key),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import Any, Literal, TypedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from retrieval.bm25.index import default_tokenizer
@@ -292,3 +292,17 @@ def picked_id(state: Any, ids: Sequence[str]) -> str | None:
         if isinstance(data, str) and data:
             return data
     return None
+
+
+class MetricDelta(TypedDict):
+    delta: str
+    delta_color: Literal["normal", "off"]
+    delta_arrow: Literal["auto", "off"]
+
+
+def metric_delta(new: float, old: float, digits: int = 3, against: str = "A") -> MetricDelta:
+    """`st.metric`'s delta arguments for `new` against `old`, shown at `digits`: a change that rounds to 0 there is
+    no change (neutral, no arrow; "+0.000" would read as a gain and "-0.000" as a loss), any other goes up or down."""
+    if round(new - old, digits) == 0:
+        return {"delta": f"no change vs {against}", "delta_color": "off", "delta_arrow": "off"}
+    return {"delta": f"{new - old:+.{digits}f} vs {against}", "delta_color": "normal", "delta_arrow": "auto"}

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from retrieval.fusion import RRF
 from retrieval.hybrid import STAGES
 from retrieval.judgments.model import LabelledQuery
-from retrieval.metrics import evidence_recall_at_k, mean, mrr, ndcg_at_k, recall_at_k
+from retrieval.metrics import credited, evidence_recall_at_k, mean, mrr, ndcg_at_k, recall_at_k
 
 METRICS = ("recall@10", "ndcg@10", "mrr")
 
@@ -39,15 +39,13 @@ class QueryRun:
 
 
 def credited_ids(result, stage: str) -> list[str]:
-    """A stage's ids with each fact-graph trace credited to the trace it was extracted from.
+    """A stage's ids with each fact-graph trace credited to the trace it was extracted from (`metrics.credited`).
 
     Judgments label stored traces; an injected fact carries that trace's information, so it counts
     as retrieving its source (the first time it appears; later duplicates are dropped).
     """
     d = result.diagnostics
-    rec = d.record  # the injected trace and its fact side by side (ids may carry a #2 suffix)
-    facts = {t.id: f.source_trace_ids[0] for t, f in zip(rec.fact_traces, rec.facts) if f.source_trace_ids}
-    return list(dict.fromkeys(facts.get(i, i) for i in d.stage_ids[stage]))
+    return credited(d.stage_ids[stage], d.credit)
 
 
 def stage_scores(result, qrels: dict[str, float], k: int = 10) -> dict[str, dict[str, float]]:

@@ -15,23 +15,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from retrieval.judgments.model import Case, scope_text
-from retrieval.metrics import mean, ndcg_at_k, recall_at_k
+from retrieval.metrics import credited, mean, ndcg_at_k, recall_at_k
 from retrieval.pipeline.browser import fusion_payload
 
 K = 10
 Held = Mapping[str, Any]  # qid -> (cache key, RetrievalResult) or an error sentence
-
-
-def credit_of(diag) -> dict[str, str]:
-    """{fact-graph trace id: the trace it was read from} of one search (what snapshots credit)."""
-    from retrieval.facts import fact_trace_id
-
-    return {fact_trace_id(f): f.source_trace_ids[0] for f in diag.facts if f.source_trace_ids}
-
-
-def credited(ids: Sequence[str], credit: Mapping[str, str]) -> list[str]:
-    """`ids` with fact-graph traces credited to their source, first appearance kept (`SnapshotQuery.credited`)."""
-    return list(dict.fromkeys(credit.get(i, i) for i in ids))
 
 
 def case_scores(finals: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, float]],
@@ -77,7 +65,7 @@ def saved_scores(case: Case, searched: Held, qrels: Mapping[str, Mapping[str, fl
     for qid, got in searched.items():
         if isinstance(got, tuple):
             d = got[1].diagnostics
-            finals[qid], credit[qid] = list(d.stage_ids["final"]), credit_of(d)
+            finals[qid], credit[qid] = list(d.stage_ids["final"]), d.credit
     return case_scores(finals, {q.qid: qrels.get(q.qid, {}) for q in case.queries}, credit, k)
 
 
@@ -91,7 +79,7 @@ def case_payload(case: Case, searched: Held, qrels: Mapping[str, Mapping[str, fl
         queries.append({"qid": q.qid, "query": q.query, "scope": scope_text(q.scope),
                         "grades": {t: float(g) for t, g in qrels.get(q.qid, {}).items()},
                         "record": fusion_payload(diag) if diag is not None else None,
-                        "credit": credit_of(diag) if diag is not None else {},
+                        "credit": diag.credit if diag is not None else {},
                         "error": "" if diag is not None else str(got or "not searched")})
     adaptive = any(x["record"] is not None and x["record"]["adaptive"] for x in queries)
     return {"v": 1, "case": case.name, "k": k, "queries": queries, "adaptive": adaptive,

@@ -18,6 +18,7 @@ from retrieval.fusion.base import WEIGHT_NAMES
 from retrieval.pipeline.config import PipelineConfig
 from retrieval.pipeline.records import STAGES
 from retrieval.types import Scope
+from retrieval.metrics import credited
 
 SUMMARY_KNOBS = ("fusion", *WEIGHT_NAMES, "rrf_k")  # a snapshot summary's fusion columns
 
@@ -176,7 +177,7 @@ class SnapshotQuery:
 
     def credited(self, stage: str = "final") -> list[str]:
         """The stage's ids with fact-graph traces credited to their source (first appearance kept)."""
-        return list(dict.fromkeys(self.credit.get(i, i) for i in self.stage_ids.get(stage, ())))
+        return credited(self.stage_ids.get(stage, ()), self.credit)
 
     def to_dict(self) -> dict:
         return {"qid": self.qid, "query": self.query, "scope": scope_text(self.scope),

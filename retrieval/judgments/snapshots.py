@@ -35,10 +35,8 @@ def new_snapshot_id(now: float | None = None) -> str:
 
 def snapshot_query(q, result) -> SnapshotQuery:
     """The five stage lists of one `RetrievalResult`, with fact-graph traces credited to their source."""
-    from retrieval.facts import fact_trace_id
-
     d = result.diagnostics
-    credit = {fact_trace_id(f): f.source_trace_ids[0] for f in d.facts if f.source_trace_ids}
+    credit = d.credit
     ids = {s: tuple(d.stage_ids[s]) for s in STAGES}
     scores = {s: tuple(float(d.stage_scores[s].get(i, 0.0)) for i in ids[s]) for s in STAGES}
     return SnapshotQuery(q.qid, q.query, q.scope, ids, scores, credit)

@@ -147,7 +147,8 @@ def adaptive_shift(rec, s, strengths=None) -> float | None:
 
 def fusion_payload(diag) -> dict[str, Any]:
     """What re-fusing one search needs and nothing more: the record's lists and numbers, the setting it was assembled
-    under and the server's own final list (the browser checks itself against it). A case's queries travel so
+    under, the server's own final list (the browser checks itself against it) and how its fact rows are credited to
+    their source traces when scored (`Diagnostics.credit`). A case's queries travel so
     (`retrieval.judgments.live`)."""
     rec, s = diag.record, diag.settings
     return {"v": 1, **_record_part(rec, s), "setting": browser_setting(s), "adaptive": bool(s.adaptive),
@@ -155,7 +156,8 @@ def fusion_payload(diag) -> dict[str, Any]:
             "preset": s.rules.name, "fusions": list(s.rules.fusions),
             "max_top_k": max(1, rec.over_fetch_top_k // max(1, rec.over_fetch_multiplier)),
             "deep_enough": deep_enough(rec, s.recall_top_k),
-            "server_final": [[i, float(diag.stage_scores["final"][i])] for i in diag.stage_ids["final"]]}
+            "server_final": [[i, float(diag.stage_scores["final"][i])] for i in diag.stage_ids["final"]],
+            "credit": diag.credit}
 
 
 def refuse_payload(diag) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
+from retrieval.metrics import fact_credit
 from retrieval.pipeline.explain import Explanation, explain
 from retrieval.pipeline.adaptive import Adapted, Strengths
 from retrieval.pipeline.settings import RetrievalSettings
@@ -100,6 +101,11 @@ class SearchRecord:
     bm25_context_terms: FrozenDict = field(default_factory=FrozenDict)  # id -> tuple of terms
 
     @property
+    def credit(self) -> dict[str, str]:
+        """{fact-graph trace id: its source trace id}: how every metric scores a fact in a list (`metrics.credited`)."""
+        return fact_credit(self.fact_traces, self.facts)
+
+    @property
     def searched_query(self) -> str:
         """The text dense and sparse searched: the HyDE hypothesis when one was used, else the query."""
         return self.search_queries[0] if self.search_queries else ""
@@ -169,6 +175,11 @@ class Diagnostics:
     def facts(self) -> list[Any]:
         """The `Fact`s injected as fact-graph traces, in injection order."""
         return list(self.record.facts)
+
+    @property
+    def credit(self) -> dict[str, str]:
+        """{fact-graph trace id: its source trace id}: how every metric scores a fact in a list (`metrics.credited`)."""
+        return self.record.credit
 
     @property
     def searched_query(self) -> str:

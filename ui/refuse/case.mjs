@@ -34,6 +34,16 @@ export function recallK(ranked, grades, k) {
   return relevant.filter((d) => top.has(d)).length / relevant.length;
 }
 
+export function panelScores(data, finalIds, k = 10) {
+  // The single-query panel's line: nDCG@k and recall@k of the credited `finalIds` and of the server's saved list, and
+  // how many of the credited top k have no grade, with the grades and the credit map (Diagnostics.credit) the server
+  // sent (metrics.credited: a fact row counts as its source trace, once). Compare scores the same list so.
+  const grades = gradeMap(data.grades), credit = data.credit || {};
+  const ids = credited(finalIds, credit), saved = credited((data.server_final || []).map((x) => x[0]), credit);
+  return { ndcg: ndcgK(ids, grades, k), recall: recallK(ids, grades, k), ndcg0: ndcgK(saved, grades, k),
+           recall0: recallK(saved, grades, k), ungraded: ids.slice(0, k).filter((i) => !grades.has(i)).length };
+}
+
 export function caseFinals(queries, setting) {
   // {qid → the final ids} of every query under `setting` (a query whose search failed: []).
   const out = new Map();

@@ -251,18 +251,3 @@ export function assemble(p, s) {
   const weights = adaptWeights(s.dense_weight, s.sparse_weight, p.adaptive_shift); // what each side was fused with
   return { final: order.slice(0, s.recall_top_k), merged: fused, pool: order, dropped, weights };
 }
-
-export function ndcgAt(ranked, grades, k = 10) {
-  // retrieval.metrics.ndcg_at_k over {id: grade}.
-  const ideal = Object.values(grades).filter((g) => g > 0).sort((a, b) => b - a).slice(0, k);
-  const idcg = sum(ideal.map((g, i) => g / Math.log2(i + 2)));
-  const dcg = sum(ranked.slice(0, k).map((d, i) => (own(grades, d) ?? 0.0) / Math.log2(i + 2)));
-  return idcg > 0 ? dcg / idcg : 0.0;
-}
-
-export function recallAt(ranked, grades, k = 10) {
-  const relevant = Object.keys(grades).filter((d) => own(grades, d) > 0);
-  if (!relevant.length) return 0.0;
-  const top = new Set(ranked.slice(0, k));
-  return relevant.filter((d) => top.has(d)).length / relevant.length;
-}

@@ -138,9 +138,7 @@ function metricsLine(P, finalIds) {
     }
     return;
   }
-  const saved = P.savedIds, nd = ndcgAt(finalIds, grades, K), rc = recallAt(finalIds, grades, K);
-  const nd0 = ndcgAt(saved, grades, K), rc0 = recallAt(saved, grades, K);
-  const ungraded = finalIds.slice(0, K).filter((i) => own(grades, i) === undefined).length;
+  const { ndcg: nd, recall: rc, ndcg0: nd0, recall0: rc0, ungraded } = panelScores(P.data, finalIds, K);
   const key = JSON.stringify([nd, rc, nd0, rc0, ungraded]);
   if (key === P.metricsKey) return; // the same numbers: nothing to draw
   P.metricsKey = key;
@@ -186,7 +184,9 @@ function drawTable(P, out) {
     const was = savedRank.get(t.id);
     const move = was === undefined ? "new" : was === i + 1 ? "" : was > i + 1 ? `↑${was - i - 1}` : `↓${i + 1 - was}`;
     const f = t.fused;
-    const grade = own(grades, t.id) !== undefined ? `● ${own(grades, t.id)}` : graded && i < K ? "ungraded" : "";
+    const src = own(P.data.credit || {}, t.id) ?? t.id; // a fact row is graded as its source (metrics.credited)
+    const grade = own(grades, src) !== undefined ? `● ${own(grades, src)}` : graded && i < K ? "ungraded" : "";
+    attr(c.grade, "title", src !== t.id ? `graded as the trace this fact was read from, ${src}` : "");
     put(c.rank, String(i + 1));
     attr(c.move, "class", "rf-move " + (move.startsWith("↑") || move === "new" ? "rf-up" : "rf-down"));
     put(c.move, move);
