@@ -103,9 +103,8 @@ def stage_table(diag, whole: dict, query: str, depth: int, key: str, target_key:
     sort = c1.segmented_control("Sort by the rank in", sortable, format_func=lambda s: stages.STAGE_HEADS.get(s, s),
                                 key=sort_key, help="Or click a stage heading in the table.") or "final"
     extra = sum(1 for r in rows if (r.ranks.get(sort) or depth + 1) > depth and r.move != "left")
-    # At 0 there is nothing more to show: no switch ("Also the 0 traces …" read as a broken promise).
-    show_all = extra > 0 and c2.toggle(f"Also the {extra} trace{'' if extra == 1 else 's'} only in another stage's "
-                                       f"top {depth}", key=all_key)
+    show_all = extra > 0 and c2.toggle(  # none to add: no switch ("Also the 0 traces…" promised nothing)
+        f"Also the {extra} trace{'' if extra == 1 else 's'} only in another stage's top {depth}", key=all_key)
     ordered = stages.sort_rows(rows, sort)
     if not show_all:
         ordered = [r for r in ordered if (r.ranks.get(sort) or depth + 1) <= depth or r.move == "left"]
