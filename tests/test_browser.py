@@ -130,7 +130,7 @@ def test_click_to_explain_links_escalations_and_split_columns(browser, app_url):
     wait_text(page, "Entered B's top-k")
     page.locator("[data-testid=stSelectbox]", has_text="Scope").click()
     page.get_by_role("option", name="user:priya").click()
-    wait_text(page, "nDCG@10 B")  # the query is judged in user:priya
+    wait_text(page, "nDCG@10 (B)")  # the query is judged in user:priya
     shot(page, "compare.png")
     page.goto(f"{app_url}/Tune")
     page.locator("[data-testid=stButton] button", has_text="Evaluate").click()

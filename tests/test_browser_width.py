@@ -108,7 +108,7 @@ def compare(page):
     query.press("Enter")
     settle(page, "Entered B's top-k")
     pick(page, "Scope", "user:priya")
-    settle(page, "nDCG@10 B")
+    settle(page, "nDCG@10 (B)")
     yield "one query"
     page.locator("[data-testid=stMain] [data-testid=stRadio] label", has_text="a labelled set").click()
     button(page, "labelled queries").click()
