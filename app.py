@@ -5,6 +5,7 @@ import streamlit as st
 
 from retrieval.ingest.demo import load_examples
 from retrieval.access import for_visitor
+from retrieval.fusion import STRATEGIES
 from retrieval.store.remote import StoreLocationError
 from ui.cache import db_uri, workspace
 from ui.access import page_guard
@@ -22,8 +23,9 @@ access = page_guard(home=True)  # sign-in, scopes, read-only
 
 st.title("Hybrid retrieval inspector")
 st.markdown(
-    "Dense (embedding) and sparse (BM25) search over memory traces, fused (weighted reciprocal rank fusion, or a "
-    "convex sum of normalised scores), optionally reranked. On the **Inspect** page, type a query in its "
+    "Dense (embedding) and sparse (BM25) search over memory traces, fused ("
+    + ", ".join(s.in_words for s in STRATEGIES[:-1]) + f", or {STRATEGIES[-1].in_words}), optionally reranked. "
+    "On the **Inspect** page, type a query in its "
     "**Query** box and see the **dense, sparse, merged, reranked and final** lists side by side — click any row "
     "to see *why* that trace landed where it did, with every number of its score."
 )

@@ -594,3 +594,11 @@ def test_home_tells_facts_behind_apart_from_bm25_out_of_step(tmp_path, monkeypat
     status = {**ws.status(), "facts_pending": 1}
     maya = Access(user="maya", scopes=frozenset({"user:maya"}))
     assert for_visitor(status, maya, ws.store, ws.facts)["facts_pending"] is None
+
+
+def test_home_names_every_registered_fusion(demo_env):
+    """Home's first sentence lists the fusion strategies from the registry, so a new one is named there too
+    (newcomer: DBSF was missing)."""
+    said = texts(page())
+    assert all(s.in_words in said for s in STRATEGIES), said[:400]
+    assert "distribution-based score fusion" in said

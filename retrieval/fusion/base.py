@@ -150,12 +150,14 @@ WEIGHT_NAMES = tuple(p.name for p in WEIGHTS)  # ("dense_weight", "sparse_weight
 class FusionStrategy(ABC):
     """A registered way to make one list of the dense and the sparse lists. A subclass is a frozen dataclass whose
     fields are its own `params` (by `attr`) plus `weights` (dense, sparse); it declares its `name` (the registry
-    key), `short` and `title` (for people), `formula` (what a trace's fused score is) and `fuse`. The rest —
+    key), `short` and `title` (for people), `in_words` (what it does, in words: Home's first sentence lists them),
+    `formula` (what a trace's fused score is) and `fuse`. The rest —
     building from knobs, `str`, a per-list term of an explanation, a lab label — is shared here."""
 
     name: ClassVar[str]
     short: ClassVar[str]
     title: ClassVar[str]
+    in_words: ClassVar[str]
     formula: ClassVar[str]
     params: ClassVar[tuple[Param, ...]] = ()
     weights: tuple[float, float]

@@ -50,6 +50,7 @@ class Convex(FusionStrategy):
     name = "convex"
     short = "convex"
     title = "convex (scores)"
+    in_words = "a convex sum of normalised scores"
     formula = "w_d·φ(s_d) + w_s·φ(s_s), φ the normalisation"
     params = (Param("normalization", "normalization", "choice", "minmax", choices=NORMALIZATIONS, grid=NORMALIZATIONS,
                     help="minmax: each list to [0, 1]; theoretical: divide by the score's known maximum; zscore: "

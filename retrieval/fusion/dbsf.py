@@ -52,6 +52,7 @@ class DBSF(FusionStrategy):
     name = "dbsf"
     short = "DBSF"
     title = "DBSF (mean ± 3σ)"
+    in_words = "distribution-based score fusion (each list scaled by its mean ± 3 standard deviations)"
     formula = "w_d·(s_d − (μ_d − 3σ_d))/6σ_d + w_s·(s_s − (μ_s − 3σ_s))/6σ_s, each clipped to [0, 1]"
     weights: tuple[float, float] = (0.5, 0.5)
 
