@@ -96,7 +96,7 @@ def build_store(root: Path) -> tuple[Path, Files]:
                                "results": [{"id": "maya-intro", "score": 0.5}], "feedback": "positive"}) + "\n")
     ratings = root / "ratings.jsonl"
     ratings.write_text(json.dumps({"qid": "m01", "scope": "user:maya", "query": "what happened with invoice "
-                                   "INV-20931?", "id": "maya-intro", "grade": 2, "rater": "local"}) + "\n")
+                                   "INV-20931?", "trace_id": "maya-intro", "grade": 2, "rater": "local"}) + "\n")
     case = root / "case.jsonl"
     case.write_text(json.dumps({"qid": "g1", "query": "kayak", "scope": "user:maya",
                                 "relevant": {"maya-intro": 1}}) + "\n")
