@@ -83,11 +83,11 @@ lint: $(VENV)/.installed-test
 # One worker per core (`-n auto`), each test file whole on one worker (`--dist loadfile`: a file's module fixtures,
 # e.g. its served app, are built once), the longest files first (tests/durations.json, by scripts/test_durations.py;
 # `--no-loadscope-reorder` keeps that order rather than xdist's by test count, so short files fill the end).
-# `CI=true make test` on 2 cores with nothing else running: 6 min 1 s - 6 min 34 s on 2026-12-05's machine (8 min 4 s -
-# 8 min 43 s on the slower one before it; `-n 3` there: 10 min 16 s); beside 4 CPU burners and helpers' tests (1-minute
-# load 6.6-21.6, median 9.8, sampled every 30 s after the first minute): pytest 25 min 3 s, 1,813 passed, 0 failed
-# (2026-12-05, 9575fe3; the two earlier loaded failures: a racy check, fixed in d5c8edd, and a Present step that
-# never finished, not seen again — its test now dumps the server's threads if it recurs).
+# `CI=true make test` on 2 cores with nothing else running: 6 min 1 s - 6 min 54 s on 2026-12-05's machine (8 min 4 s -
+# 8 min 43 s on the slower one before it; `-n 3` there: 10 min 16 s). Beside 4 CPU burners and helpers' tests (1-minute
+# load sampled every 30 s after the first minute): 9575fe3 1,813 passed, 0 failed, pytest 25 min 3 s, load 6.6-21.6;
+# dd654f6 1,816 passed, 0 failed, 25 min 54 s, load 6.0-24.8. Beside 6 burners (load 7.4-14.2, median 10.8, 3d68c04's
+# tests): 1,839 passed, 3 errors, 31 min 23 s — the Ray job behind test_distributed.py ran past its 900 s timeout.
 # The tests' temporary stores on a tmpfs when the machine has one with room (LanceDB syncs every commit to disk: the
 # store-heavy files ran 25-30 % faster on /dev/shm than on this machine's disk, side by side); elsewhere the default.
 TEST_TMPDIR ?= $(shell [ -w /dev/shm ] && [ "$$(df -Pk /dev/shm | awk 'NR==2 {print $$4}')" -gt 4000000 ] && echo /dev/shm)
