@@ -23,8 +23,8 @@ access = page_guard(home=True)  # sign-in, scopes, read-only
 
 st.title("Hybrid retrieval inspector")
 st.markdown(
-    "Dense (embedding) and sparse (BM25) search over memory traces, fused ("
-    + ", ".join(s.in_words for s in STRATEGIES[:-1]) + f", or {STRATEGIES[-1].in_words}), optionally reranked. "
+    "Dense (embedding) and sparse (BM25) search over memory traces, fused by "
+    + "; ".join(s.in_words for s in STRATEGIES[:-1]) + f"; or {STRATEGIES[-1].in_words} — and optionally reranked. "
     "On the **Inspect** page, type a query in its "
     "**Query** box and see the **dense, sparse, merged, reranked and final** lists side by side — click any row "
     "to see *why* that trace landed where it did, with every number of its score."
