@@ -71,6 +71,26 @@ def settle(page, text: str | None = None) -> None:
     except PlaywrightTimeout:
         raise AssertionError("never drawn: " + str(page.evaluate(f"() => ({undrawn})().map(d => d.outerHTML"
                                                                         ".slice(0, 400))"))) from None
+    laid_out(page)
+
+
+# A grid in a tab that was hidden keeps the width it had there (50 px) until its resize observer has run and React
+# has drawn it again, a frame or more after the tab shows: the widths of the grids on screen, once they have stayed
+# the same for three frames in a row.
+STILL_JS = """async () => {
+  const widths = () => [...document.querySelectorAll('[data-testid=stMain] [data-testid=stDataFrame]')]
+    .filter(d => d.checkVisibility())
+    .map(d => [d.getBoundingClientRect().width, d.querySelector('.dvn-scroller')?.clientWidth]).join(';');
+  const frame = () => new Promise(r => requestAnimationFrame(r));
+  let last = widths(), same = 0;
+  while (same < 3) { await frame(); const now = widths(); same = now === last ? same + 1 : 0; last = now; }
+  return last;
+}"""
+
+
+def laid_out(page) -> None:
+    """Every data grid on screen has the width of its place on the page (no grid is measured mid-resize)."""
+    page.evaluate(STILL_JS)
 
 
 def button(page, text: str):
