@@ -19,8 +19,8 @@ from retrieval.metrics import metric_names
 from retrieval.judgments.store import JudgmentStoreError, check_grading, grades_of
 from ui.cache import ensure_model, get_generator, get_reranker, workspace
 from ui.charts import snapshot_trend_figure
-from ui.grading import (REFUSALS, case_qrels, grade_widget, inspect_query_params, others_graded, visible_case_names,
-                        who_grades)
+from ui.grading import (REFUSALS, can_grade, case_qrels, grade_widget, inspect_query_params, others_graded,
+                        visible_case_names, who_grades)
 from ui.snapshot_tables import per_query_grid, snapshot_list
 from ui.state import CachedModels
 from ui.access import page_guard
@@ -266,7 +266,7 @@ def grade_section(case, sa, sb, diff) -> None:
             c1.markdown(f"**{rank}.** {code(tid)} {plain(content.get(tid, '(not in the store)')[:240])}")
             with c2:
                 grade_widget(js, chosen.scope, chosen.query, tid, key_prefix=f"{P}g_", scale=case.scale, grades=grades,
-                             label=f"#{rank}", disabled=not acc.grade, access=acc, rater=rater,
+                             label=f"#{rank}", disabled=not can_grade(acc), access=acc, rater=rater,
                              others=others.get(tid, 0))
 
 

@@ -19,6 +19,7 @@ import streamlit as st
 
 from retrieval.access import (NOT_SIGNED_IN, Access, AccessConfig, AccessDenied, PolicyError, load_config, load_policy,
                               oidc_user, resolve)
+from retrieval.judgments.store import may_grade
 from retrieval.workspace.audit import AuditEntry
 
 from .text import plain
@@ -143,7 +144,7 @@ def page_guard(home: bool = False) -> Access:
         if acc.read_only:
             st.caption(":material/lock: Read-only demo: loading and deleting are off.")
     if home and acc.read_only:
-        grading = ("grading, query notes and cases stay on (the operator allows grading)" if acc.grade else
+        grading = ("grading, query notes and cases stay on (the operator allows grading)" if may_grade(acc) else
                    "so are grades, query notes and cases")
         st.info("This app is **read-only** (demo mode): query, explain, compare and tune as usual; uploading, "
                 f"deleting traces and running snapshots are off; {grading}.")

@@ -18,6 +18,7 @@ from retrieval.replay.select import FEEDBACK, ORDERS, matching, most_drifted, pi
 from retrieval.replay.store import import_log
 from retrieval.replay.store import ImportReport
 from ui.glossary import explain
+from ui.grading import can_grade
 from ui.links import ALL_SCOPES_PARAM
 from ui.text import plain
 
@@ -91,7 +92,7 @@ def show(rows: list[Replayed]) -> None:
 
 def make_case(judgments: Any, rows: list[Replayed], access: Any, prefix: str) -> None:
     """"Make a case from these N": every shown logged query joins a case (created if new)."""
-    if not rows or not access.grade:
+    if not rows or not can_grade(access):  # the one grading rule (the store's)
         return
     c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
     name = c1.text_input("Case name", key=f"{prefix}case", placeholder="e.g. log-drift-2026-03")
