@@ -214,6 +214,11 @@ class Snapshot:
     def judged_queries(self) -> int:
         return sum(1 for q in self.queries if q.metrics)
 
+    def scopes_text(self) -> str:
+        """The scopes its queries ran in, as the light `scopes` column holds them: a JSON list of scope texts, so
+        who may see the run is known without decoding its payload (`VisibleJudgments`)."""
+        return json.dumps(sorted({scope_text(q.scope) for q in self.queries}))
+
     def payload(self) -> str:
         return json.dumps({"queries": [q.to_dict() for q in self.queries], "qrels": self.qrels,
                            "stage_metrics": self.stage_metrics, "embedder": self.embedder,
@@ -230,7 +235,7 @@ class Snapshot:
     def to_row(self) -> dict:
         return {"id": self.id, "case_name": self.case, "created_at": float(self.created_at), "label": self.label,
                 "config": self.config.to_json(), "metrics": json.dumps(dict(self.metrics)),
-                "payload": self.payload(), "elapsed_ms": float(self.elapsed_ms)}
+                "payload": self.payload(), "elapsed_ms": float(self.elapsed_ms), "scopes": self.scopes_text()}
 
     @classmethod
     def from_row(cls, row: Mapping) -> Snapshot:

@@ -7,6 +7,7 @@ A grade belongs to a rater; metrics read the grades a case's `CasePolicy` combin
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
@@ -336,3 +337,19 @@ class JudgmentStore(Tables):
         where = f"case_name = {sql_quote(check_case_name(case))}" if case else None
         snaps = (Snapshot.from_row(r) for r in self.table_rows("snapshots", where))
         return sorted(snaps, key=lambda s: (s.created_at, s.id))
+
+    def snapshot_scopes(self, case: str | None = None) -> list[dict]:
+        """Each snapshot's id, case_name and the scope texts its queries ran in (`scopes`, a list), read from the
+        light `scopes` column without decoding any payload. `scopes` is None for a run stored before that column
+        (or every run, in a table without it): its payload is the only record of what it ran."""
+        where = f"case_name = {sql_quote(check_case_name(case))}" if case else None
+        if not self.has_column("snapshots", "scopes"):
+            return [{**r, "scopes": None} for r in self.table_rows_columns("snapshots", ["id", "case_name"], where)]
+        rows = self.table_rows_columns("snapshots", ["id", "case_name", "scopes"], where)
+        return [{**r, "scopes": None if r["scopes"] is None else json.loads(r["scopes"])} for r in rows]
+
+    def snapshots_by_id(self, ids: Iterable[str]) -> list[Snapshot]:
+        """The stored snapshots among `ids` (decoded), in no particular order."""
+        ids = list(ids)
+        return [Snapshot.from_row(r) for n in range(0, len(ids), 500)
+                for r in self.table_rows("snapshots", "id IN (" + ", ".join(map(sql_quote, ids[n:n + 500])) + ")")]

@@ -26,6 +26,7 @@ LOCK = threading.RLock()
 ADDED_COLUMNS: dict[str, dict[str, str]] = {
     "judgments": {"rater": "grader", "content_hash": "CAST('' AS STRING)", "note": "CAST('' AS STRING)",
                   "prompt_version": "CAST('' AS STRING)", "created_at": "updated_at"},
+    "snapshots": {"scopes": "CAST(NULL AS STRING)"},  # unknown for a run stored before: read from its payload
 }
 
 
@@ -44,7 +45,7 @@ def schemas():
         "cases": pa.schema([("key", s), ("case_name", s), ("qid", s), ("query", s), ("scope", s), ("note", s),
                             ("position", i), ("scale", s), ("case_note", s), ("created_at", f)]),
         "snapshots": pa.schema([("id", s), ("case_name", s), ("created_at", f), ("label", s), ("config", s),
-                                ("metrics", s), ("payload", s), ("elapsed_ms", f)]),
+                                ("metrics", s), ("payload", s), ("elapsed_ms", f), ("scopes", s)]),
         "case_settings": pa.schema([("case_name", s), ("settings", s), ("updated_at", f)]),
         "query_notes": pa.schema([("key", s), ("scope", s), ("query", s), ("query_key", s), ("note", s),
                                   ("author", s), ("updated_at", f)]),
@@ -139,6 +140,11 @@ class Tables:
         with LOCK:
             self._run(name, add)
             self._migrated.add(name)
+
+    def has_column(self, name: str, column: str) -> bool:
+        """Whether table `name` exists with `column` (a table written by an older version may lack it)."""
+        tbl = self._table(name)
+        return tbl is not None and column in self._run(name, lambda t: t.schema.names)
 
     def table_rows(self, name: str, where: str | None = None) -> list[dict]:
         def read(tbl):

@@ -4,7 +4,9 @@ A case is visible when every one of its queries lies in a scope the visitor sees
 not limited). `VisibleJudgments` is a `JudgmentStore` as a limited visitor reads it: a case, snapshot or grade
 outside their scopes does not exist — the same error text as an unknown name, and no "known:" list naming it —
 so nothing tells them another user's case is there (no existence oracle). A snapshot is visible when its case is and
-every query it ran is (`case_visible` on the snapshot itself: the case may have held another scope's query then).
+every query it ran is (`case_visible` on the snapshot itself: the case may have held another scope's query then),
+decided on the snapshots table's light `scopes` column, so another scope's run is never decoded; a run stored before
+that column is decided on its payload.
 
 Writes go through the lens too, so a write naming a hidden case or snapshot (`judge policy`, `judge import`,
 `snapshot run`, `snapshot grade`) fails exactly as one naming an unknown one; the plain store's own checks still
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from retrieval.judgments.model import Case, Judgment, Snapshot
+from retrieval.judgments.model import Case, Judgment, Snapshot, parse_scope
 from retrieval.judgments.store import JudgmentStore
 
 if TYPE_CHECKING:
@@ -65,12 +67,24 @@ class VisibleJudgments(JudgmentStore):
         return super().ratings(scope, query) if self.access.sees(scope) else []
 
     def snapshot_rows(self, case: str | None = None) -> list[dict]:
-        shown = {s.id for s in self.snapshots(case)}  # the light rows carry no queries: decided on the snapshots
+        ids, old = self._shown(case)
+        shown = ids | {s.id for s in old}
         return [r for r in super().snapshot_rows(case) if r["id"] in shown]
 
     def snapshots(self, case: str | None = None) -> list[Snapshot]:
+        ids, old = self._shown(case)
+        return sorted([*self.snapshots_by_id(ids), *old], key=lambda s: (s.created_at, s.id))
+
+    def _shown(self, case: str | None) -> tuple[set[str], list[Snapshot]]:
+        """The snapshots this visitor sees — of a visible case, every scope it ran theirs — as the ids decided on the
+        light `scopes` column, and the runs stored before that column, decoded (only their payload says what they
+        ran). A snapshot of another scope is never decoded for a limited visitor, unless it predates the column."""
         names = set(self.case_names())
-        return [s for s in super().snapshots(case) if s.case in names and case_visible(s, self.access)]
+        rows = [r for r in self.snapshot_scopes(case) if r["case_name"] in names]
+        ids = {r["id"] for r in rows
+               if r["scopes"] is not None and all(self.access.sees(parse_scope(t)) for t in r["scopes"])}
+        old = self.snapshots_by_id(r["id"] for r in rows if r["scopes"] is None)
+        return ids, [s for s in old if case_visible(s, self.access)]
 
     def snapshot(self, snapshot_id: str) -> Snapshot:
         snap = super().snapshot(snapshot_id)  # unknown: its error, "latest" read from the rows above
