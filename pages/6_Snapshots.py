@@ -86,10 +86,10 @@ def case_section():
     st.subheader("Case")
     names = visible_case_names(js, acc)
     with st.expander("Import a case", expanded=not names):
-        if acc.write:
+        if can_grade(acc):  # a case import stores grades: the one grading rule (`import_case` asks it too)
             import_panel()
         else:
-            st.caption("Importing cases needs write access (this app is read-only for you).")
+            st.caption("Importing cases needs grading access (this app is read-only for you).")
         rep = st.session_state.get(f"{P}imp_report")
         if rep:
             st.success(f"Case {plain(rep['case'])}: {rep['queries']} queries, {rep['judgments']} grades stored.")

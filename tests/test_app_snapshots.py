@@ -166,7 +166,7 @@ def test_read_only_demo_mode_shows_snapshots_but_writes_nothing(demo_env, monkey
     try:
         at = page("pages/6_Snapshots.py")
         assert not at.exception, at.exception
-        assert "Importing cases needs write access" in texts(at)
+        assert "Importing cases needs grading access" in texts(at)
         assert at.button(key="s_run").disabled
         assert not [u for u in at.file_uploader]
     finally:

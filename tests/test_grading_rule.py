@@ -120,3 +120,32 @@ def test_a_writer_without_the_grade_flag_makes_a_case_on_the_log_page(db, as_wri
     at.button(key="l_make_case").click().run()
     assert not at.exception, at.exception
     assert [q.query for q in JudgmentStore(db).case("writer-case").queries] == ["status of ticket FX-209847"]
+
+
+DEMO_GRADER = Access("demo-visitor", None, grade=True, read_only=True)  # demo mode, the operator allows grading
+
+
+@pytest.fixture
+def as_demo_grader(monkeypatch):
+    import ui.access
+
+    assert may_grade(DEMO_GRADER) and not DEMO_GRADER.write  # cases are grading writes: the store allows them
+    monkeypatch.setattr(ui.access, "session_access", lambda: DEMO_GRADER)
+
+
+def test_a_demo_visitor_allowed_to_grade_adds_to_a_case_on_inspect(db, as_demo_grader):
+    """Home tells this visitor "grading, query notes and cases stay on": Inspect offers "Add to case" and it saves."""
+    at = open_page("pages/2_Inspect.py", TIMEOUT, i_q="status of ticket FX-209847", i_scope="user:priya")
+    assert not at.exception, at.exception
+    assert [b.key for b in at.button if b.key == "i_g_add_case"], "Inspect hides 'Add to case' from a demo grader"
+    at.text_input(key="i_g_case_name").input("demo-grader-case").run()
+    at.button(key="i_g_add_case").click().run()
+    assert not at.exception, at.exception
+    assert [q.query for q in JudgmentStore(db).case("demo-grader-case").queries] == ["status of ticket FX-209847"]
+
+
+def test_a_demo_visitor_allowed_to_grade_may_import_a_case_on_snapshots(db, as_demo_grader):
+    at = open_page("pages/6_Snapshots.py", TIMEOUT)
+    assert not at.exception, at.exception
+    assert not [c.value for c in at.caption if "Importing cases needs" in c.value]
+    assert [r for r in at.radio if r.key == "s_imp_fmt"], "Snapshots hides the case import from a demo grader"
