@@ -27,7 +27,8 @@ from google.protobuf import text_format
 from streamlit.testing.v1 import AppTest
 
 from apphelpers import ROOT
-from nonint import CASE, QUERY, build
+from nonint import CASE, NOW, QUERY, build
+from retrieval.replay.store import QueryLog
 from ui.glossary import GLOSSARY, terms_in
 
 TIMEOUT = 180
@@ -41,11 +42,16 @@ RESULT_VIEWS: dict[str, list[list[tuple[str, str, str | None]]]] = {
                            [("radio", "cmp_mode", "a labelled set"), ("button", "cmp_run", None)]],
 }
 
+# One logged query of the visitor's scope: the Log page replays it (its numbers, drift among them).
+LOG_LINES = [{"timestamp": NOW.isoformat(), "query": QUERY, "scope": "user:maya",
+              "results": [{"id": "maya-washer-error", "score": 0.91}], "feedback": "up"}]
+
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     db = str(tmp_path_factory.mktemp("words") / "db")
     build(db, "store", only_visitor=False)
+    QueryLog(db).import_lines([json.dumps(line) for line in LOG_LINES])  # so the Log page draws its replayed rows
     return db
 
 
@@ -184,6 +190,15 @@ def test_compare_result_views_are_checked():
     if not labels:
         pytest.skip("Compare was not rendered in this run (run the whole file)")
     assert {"Overlap", "Jaccard", "nDCG@10 (B)", "recall@10 (B)", "MRR (B)", "nDCG@10 (A)", "Δ rank"} <= labels, labels
+
+
+def test_the_log_pages_replayed_rows_are_checked():
+    """The Log page is drawn with a logged query replayed: its rows (overlap, RBO, drift) are among what is checked."""
+    if "pages/8_Log.py" not in RENDERS:
+        pytest.skip("Log was not rendered in this run (run the whole file)")
+    shown = "\n".join(e for view, _, _ in RENDERS["pages/8_Log.py"] for e in view)
+    assert re.search(r"drift \d", shown), "the Log page drew no replayed row"
+    assert "drift" in terms_in(shown), "the Log page says 'drift' (1 − RBO): a glossary term, explained where shown"
 
 
 def test_the_page_list_is_found_on_disk():

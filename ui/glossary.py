@@ -37,6 +37,8 @@ GLOSSARY: dict[str, str] = {
                "grade a TREC assessor would give.",
     "ANN": "ANN (approximate nearest neighbour): a vector index that compares the query with part of the vectors "
            "only — much faster, and nearly always the same answer as comparing with all of them.",
+    "drift": "drift: how far what the agent got then is from what the same query returns now — 1 − RBO of the two "
+             "lists: 0 the same order, 1 nothing in common.",
 }
 EXACT = frozenset({"PAD", "ANN"})  # matched with their case: "pad" and "Ann" are words too
 
