@@ -209,4 +209,22 @@ def test_the_page_list_is_found_on_disk():
 def test_the_glossary_matches_what_pages_write():
     assert terms_in("A ndcg@10 · B ndcg@5 · mrr · err@10 · RBO · Mood (PAD)") == ["RBO", "err@10", "nDCG@10", "MRR",
                                                                                    "PAD"]
-    assert terms_in("padding · Ann · judged") == []
+    assert terms_in("padding · Ann · judged · fusion=rrf · bm25_k1") == []  # rrf: the setting's value, not the word
+    assert terms_in("Sparse (BM25) · RRF k · DBSF (mean ± 3σ) · BEIR qrels · ANN (IVF-PQ)") == [
+        "ANN", "BM25", "RRF", "DBSF", "qrels", "BEIR", "IVF"]
+
+
+
+# The field's abbreviations a newcomer meets besides the measures: each one a page shows must be a glossary term (and
+# then the checks above want its explanation on that page).
+FIELD_WORDS = ("BM25", "RRF", "DBSF", "BEIR", "TREC", "qrels", "IVF", "ANN")
+
+
+def test_the_fields_abbreviations_a_page_shows_are_glossary_terms():
+    if set(RENDERS) != set(PAGES):
+        pytest.skip("not every page was rendered in this run (run the whole file)")
+    shown = "\n".join(e for shots in RENDERS.values() for view, _, _ in shots for e in view)
+    on_pages = [w for w in FIELD_WORDS if re.search(rf"(?<![\w@]){w}(?![\w@])", shown)]
+    assert {"BM25", "RRF", "qrels"} <= set(on_pages), on_pages  # the pages were drawn with their words
+    missing = [w for w in on_pages if w not in GLOSSARY]
+    assert not missing, f"pages show {missing}, which ui/glossary.py does not explain"
