@@ -10,7 +10,7 @@ Each page is opened, as the local operator, on the non-interference store (tests
 grades and two snapshots) with its own query and scope parameters (`<prefix>q`, `<prefix>scope`), then again with
 every toggle in its body switched on — so the tables, metrics and panels that need a query or a case are drawn — and
 then through the steps in `RESULT_VIEWS` (a mode chosen, a run button pressed) for the views a page draws only after a
-run (Compare on a labelled set).
+run (Compare on a labelled set, Tune's Evaluate, a Snapshots run).
 
 Beyond reachable somewhere on the page: a metric or a grid column whose own label names a term carries that term's
 explanation in its own tooltip (a reader hovers the number they look at), and a metric label writes the term as the
@@ -40,7 +40,16 @@ _ID = re.compile(r'\bid: "[^"]*"\n?')
 RESULT_VIEWS: dict[str, list[list[tuple[str, str, str | None]]]] = {
     "pages/3_Compare.py": [[("text_input", "cmp_q", QUERY), ("selectbox", "cmp_scope", "user:maya")],
                            [("radio", "cmp_mode", "a labelled set"), ("button", "cmp_run", None)]],
+    "pages/4_Tune.py": [[("selectbox", "t_case", CASE), ("button", "t_run", None)]],  # Evaluate: per stage, per query
+    # A snapshot run: its message, then the diff of the new run against the one before (the diff of the fixture's two
+    # snapshots is drawn already on opening).
+    "pages/6_Snapshots.py": [[("selectbox", "s_case", CASE), ("text_input", "s_label", "words"),
+                              ("button", "s_run", None)]],
 }
+# What each result view draws that the page does not draw before its steps: the check that the steps were run.
+RESULT_SHOWN = {"pages/3_Compare.py": "Click a query to open it in Inspect with B",
+                "pages/4_Tune.py": "Per stage (the evaluated configuration)",
+                "pages/6_Snapshots.py": "judged queries in"}
 
 # One logged query of the visitor's scope: the Log page replays it (its numbers, drift among them).
 LOG_LINES = [{"timestamp": NOW.isoformat(), "query": QUERY, "scope": "user:maya",
@@ -192,6 +201,16 @@ def test_compare_result_views_are_checked():
     assert {"Overlap", "Jaccard", "nDCG@10 (B)", "recall@10 (B)", "MRR (B)", "nDCG@10 (A)", "Δ rank"} <= labels, labels
 
 
+@pytest.mark.parametrize("path", sorted(RESULT_VIEWS))
+def test_each_result_view_is_drawn_and_checked(path):
+    """The steps in `RESULT_VIEWS` drew the view they are for (an Evaluate that errored, or a button renamed, would
+    leave the page as it was and the words tests would check nothing new)."""
+    if path not in RENDERS:
+        pytest.skip(f"{path} was not rendered in this run (run the whole file)")
+    before, after = ("\n".join(view) for view in (RENDERS[path][0][0], RENDERS[path][-1][0]))
+    assert RESULT_SHOWN[path] not in before and RESULT_SHOWN[path] in after, f"{path}: its result view was not drawn"
+
+
 def test_the_log_pages_replayed_rows_are_checked():
     """The Log page is drawn with a logged query replayed: its rows (overlap, RBO, drift) are among what is checked."""
     if "pages/8_Log.py" not in RENDERS:
@@ -228,3 +247,4 @@ def test_the_fields_abbreviations_a_page_shows_are_glossary_terms():
     assert {"BM25", "RRF", "qrels"} <= set(on_pages), on_pages  # the pages were drawn with their words
     missing = [w for w in on_pages if w not in GLOSSARY]
     assert not missing, f"pages show {missing}, which ui/glossary.py does not explain"
+
