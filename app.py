@@ -11,7 +11,7 @@ from ui.cache import db_uri, workspace
 from ui.access import page_guard
 from ui.text import code, plain
 from ui.calibration import caption as calibration_caption
-from ui.glossary import caption_text
+from ui.glossary import caption_text, explain, terms_in
 from ui.refuse import scopes_table
 from ui.widgets import nav
 
@@ -48,7 +48,7 @@ st.subheader("Store")
 c = st.columns(4)
 c[0].metric("Traces", status["traces"])
 c[1].metric("BM25 documents", status["bm25_documents"], help="Active traces only; inactive ones are never searched."
-            + (" Counted in your scopes." if access.limited else ""))
+            + (" Counted in your scopes." if access.limited else "") + "\n\n" + explain("BM25"))
 c[2].metric("Facts", status["facts"])
 c[3].metric("Scopes", len(status["scopes"]))
 kind = (status.get("ann_type") or "IVF").upper().replace("IVF_", "IVF").replace("IVF", "IVF-", 1).rstrip("-")
@@ -62,7 +62,7 @@ st.caption(f"URI {code(status['uri'])} · vector index: {index} · BM25 "
               "when it opens the store)" if status.get("facts_pending") else "")
            + (" · scopes: " + plain(", ".join(f"{k} ({v})" for k, v in status["scopes"].items()))
               if status["scopes"] else "")
-           + (" · " + caption_text("ANN") if status["ann_index"] else ""))
+           + (" · " + caption_text(*terms_in(index)) if status["ann_index"] else ""))  # ANN, IVF
 if status.get("dim"):
     sparse = "LanceDB full-text index" if status.get("sparse") == "fts" else "in-memory BM25"
     st.caption(f"Built with embedder **{plain(status.get('embedder') or 'unrecorded')}** ({status['dim']}-d) · BM25 "

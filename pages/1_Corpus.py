@@ -12,6 +12,7 @@ from retrieval.ingest.parse import ID_FIELDS, TEXT_FIELDS
 from retrieval.types import SCOPES
 from ui.access import audit_rows, page_guard
 from ui.cache import ensure_model, workspace
+from ui.glossary import caption_text
 from ui.tables import detail, widths
 from ui.text import plain
 from ui.widgets import nav, scope_picker, selected_row
@@ -117,7 +118,8 @@ def load_tab() -> None:
             st.error(plain(exc))
 
     st.subheader("Upload")
-    st.caption("JSONL or CSV (one trace per line/row), plain text (one trace per paragraph), or a BEIR folder as .zip.")
+    st.caption("JSONL or CSV (one trace per line/row), plain text (one trace per paragraph), or a BEIR folder as .zip. "
+               + caption_text("BEIR"))
     with st.expander("Accepted fields"):
         st.markdown(ACCEPTED_FIELDS)
     up = st.file_uploader("File", type=UPLOAD_TYPES, key=f"{P}file")

@@ -13,6 +13,7 @@ import time
 import streamlit as st
 
 from retrieval.hybrid import STAGES
+from retrieval.ingest.demo import load_examples
 from retrieval.judgments.store import JudgmentStoreError
 from retrieval.metrics import credited
 from retrieval.pipeline.explain import explain
@@ -40,7 +41,6 @@ from ui.widgets import (escalation_view, explanation_details, explanation_summar
 P = "i_"  # widget key (and URL parameter) prefix for this page
 TARGET = f"{P}typed"  # the explained id: typed, or set by a click
 ROWS = 10
-PLACEHOLDER = "e.g. status of ticket FX-209847 (scope user:priya)"
 
 st.set_page_config(page_title="Inspect · Hybrid retrieval inspector", page_icon=":material/manage_search:",
                    layout="wide")
@@ -75,9 +75,9 @@ with st.container():  # the banners that apply: one element of the page whatever
         st.stop()
 
 c1, c2, c3 = st.columns([5, 2, 1.2], vertical_alignment="bottom")
-query = c1.text_input("Query", key=f"{P}q", placeholder=PLACEHOLDER)
-with c2:
+with c2:  # picked first: the query box's example comes from the selected scope
     scope = scope_picker(ws, f"{P}scope")
+query = c1.text_input("Query", key=f"{P}q", placeholder=view.query_placeholder(scope, load_examples()))
 target_typed = (st.session_state.get(TARGET) or "").strip()
 depth = st.session_state.get(f"{P}depth", TOP_N)
 params = write_link(P, cfg, query, st.session_state.get(f"{P}scope"), target_typed or None, depth, version)

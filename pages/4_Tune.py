@@ -19,7 +19,7 @@ from ui.charts import heatmap_figure, metrics_figure
 from ui.state import PipelineConfig, side
 from ui.access import page_guard
 from ui.panel import config_panel, usable_config
-from ui.glossary import caption_text, terms_in
+from ui.glossary import caption_text, column_help, terms_in
 from ui.text import plain
 from ui.widgets import nav, open_in_inspect, selected_row
 
@@ -113,6 +113,11 @@ def search_view(lab) -> None:
                                        f"{lab.metric} (tune half)"), key=f"{P}heat", config={"displayModeBar": False})
         st.caption(f"The RRF part of the search; ★ = the best RRF setting ({rrf_best.candidate.label}), the RRF row "
                    "of the table below.")
+    if "held-out" not in lab.halves:  # too few labelled queries to split: no honest interval to show
+        st.warning(f"All {len(lab.halves)} labelled quer{'y is' if len(lab.halves) == 1 else 'ies are'} in the tune "
+                   "half, none held out: the search's best cannot be judged, nor applied. Label more queries (add "
+                   "them to the case in Inspect) for a held-out half.")
+        return
     lab_table(lab)
     best_view(lab)
 
@@ -148,7 +153,7 @@ if f"{P}out" in st.session_state:
     st.subheader("Per stage (the evaluated configuration)")
     c1, c2 = st.columns([2, 3])
     c1.dataframe([{**r, **{m: round(r[m], 4) for m in METRICS}} for r in out.stages], hide_index=True,
-                 width="stretch")
+                 width="stretch", column_config=column_help(list(out.stages[0]) if out.stages else []))
     c1.caption(plain(out.note))
     c1.caption(caption_text(*terms_in(" ".join(METRICS))))
     c2.plotly_chart(metrics_figure(out.stages, METRICS), key=f"{P}stages", config={"displayModeBar": False})

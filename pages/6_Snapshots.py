@@ -26,7 +26,7 @@ from ui.state import CachedModels
 from ui.access import page_guard
 from ui.text import code, plain
 from ui.view import DASH
-from ui.glossary import caption_text, explain
+from ui.glossary import caption_text, explain, helps
 from ui.panel import config_panel
 from ui.widgets import nav, scope_picker
 
@@ -52,7 +52,7 @@ with st.sidebar:
 
 def import_panel() -> None:
     fmt = st.radio("Format", ["JSONL (qid, query, scope, relevant)", "BEIR queries.jsonl + TREC or BEIR qrels"],
-                   key=f"{P}imp_fmt", horizontal=True)
+                   key=f"{P}imp_fmt", horizontal=True, help=helps("BEIR", "TREC", "qrels"))
     scale = st.radio("Scale", ["graded", "binary"], key=f"{P}imp_scale", horizontal=True,
                      help="graded: 0–3; binary: 0/1")
     if fmt.startswith("JSONL"):

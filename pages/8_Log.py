@@ -63,7 +63,7 @@ if order == "drift":
     rows = rp.most_drifted(rows, n)
 st.caption(f"{len(rows)} of {len(queries)} matching logged queries · k = {run_cfg.settings.recall_top_k}, or as many "
            "as the agent logged when it logged fewer (each row names its k) · overlap@k and RBO (p = 0.9) compare each "
-           "list with what the agent got. " + caption_text("RBO"))
+           "list with what the agent got. " + caption_text("RBO", "drift"))
 rp.show(rows)
 st.divider()
 rp.make_case(js, rows, access, P)

@@ -569,7 +569,8 @@ def test_home_names_the_vector_index_a_store_has(tmp_path, monkeypatch):
     monkeypatch.setenv("RETRIEVAL_EMBEDDER", "hashing")
     at = page()
     assert not at.exception and "vector index: ANN (IVF-SQ)" in texts(at)
-    assert explain("ANN") in [c.value for c in at.caption if "vector index: ANN" in c.value][0]  # said what ANN is
+    said = [c.value for c in at.caption if "vector index: ANN" in c.value][0]
+    assert explain("ANN") in said and explain("IVF") in said  # said what ANN and IVF are
 
 
 def test_home_tells_facts_behind_apart_from_bm25_out_of_step(tmp_path, monkeypatch):

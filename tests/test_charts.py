@@ -43,6 +43,49 @@ def test_rank_flow_deeper_ranks_on_request():
 
 
 # ------------------------------------------------------------------ heatmap
+# Rank 10 as the newcomer saw it: lines that end at Merged and at Reranked (they left before the final list) beside
+# the final #10, each labelled at rank 10 of its own column.
+AT_TEN = {"dense": [f"maya-dense-note-{i}" for i in range(1, 11)], "sparse": [f"maya-sparse-{i}" for i in range(10)],
+          "merged": [f"maya-merged-{i}" for i in range(1, 10)] + ["maya-promotion"],
+          "reranked": [f"maya-merged-{i}" for i in range(1, 10)] + ["maya-reranked-only"],
+          "final": [f"maya-merged-{i}" for i in range(1, 10)] + ["maya-northwind-interview"]}
+
+
+def labels_of(fig) -> list[tuple[int, float, str, str]]:
+    """(column, rank, shown text, textposition) of every label the figure draws."""
+    columns = list(fig.layout.xaxis.categoryarray)
+    return [(columns.index(t.x[-1]), t.y[-1], _shown(t.text[-1]), t.textposition) for t in fig.data if t.text[-1]]
+
+
+def test_rank_flow_labels_at_one_rank_of_neighbouring_columns_are_not_drawn_on_one_row():
+    """A label stands right of its point: at the same rank, a label of the column before runs into this one's
+    (Merged's #10 into Final's #10) unless one of them is drawn above or below its point."""
+    labels = labels_of(rank_flow_figure(AT_TEN, top=10))
+    at_ten = sorted((c, p) for c, r, _, p in labels if r == 10)
+    assert {2, 3, 4} <= {c for c, _ in at_ten}, at_ten  # Merged, Reranked and Final each label their #10
+    clash = [(a, b) for a in at_ten for b in at_ten if b[0] == a[0] + 1 and a[1] == b[1] and a[1].endswith("right")]
+    assert not clash, f"labels on one row run into the next column's: {clash}"
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_no_two_rank_flow_labels_lie_on_each_other(seed):
+    """Whatever the lists, the label boxes (measured at the narrowest the chart is drawn) never overlap."""
+    import random
+
+    from ui.charts import label_box, overlaps
+
+    rnd = random.Random(seed)
+    pool = [f"{rnd.choice(['maya', 'priya', 'fact-graph:user'])}-{rnd.choice(['washer', 'promotion', 'x'])}-{n}"
+            for n in range(40)]
+    ids = {s: rnd.sample(pool, rnd.randint(0, 15)) for s in ("dense", "sparse", "merged", "reranked")}
+    ids["final"] = rnd.sample(ids["merged"] or pool, min(10, len(ids["merged"] or pool)))
+    moved = {t: rnd.choice(["new", "▲3", "▼12", ""]) for t in ids["final"]}
+    for fig in (rank_flow_figure(ids, top=10, moved=moved), rank_flow_figure(AT_TEN, top=10)):
+        boxes = [label_box(c, r, text, p) for c, r, text, p in labels_of(fig)]
+        hits = [(a, b) for n, a in enumerate(boxes) for b in boxes[n + 1:] if overlaps(a, b)]
+        assert not hits, hits
+
+
 def test_heatmap_axes_are_categorical_labels_readable_and_the_best_value_visible():
     m = [[0.1, 0.2, 0.3], [0.4, 0.9, 0.5]]
     fig = heatmap_figure(m, [1, 5, 100], [0.3, 0.7], (1, 1), "RRF k", "dense weight", "nDCG@10")

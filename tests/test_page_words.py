@@ -10,7 +10,7 @@ Each page is opened, as the local operator, on the non-interference store (tests
 grades and two snapshots) with its own query and scope parameters (`<prefix>q`, `<prefix>scope`), then again with
 every toggle in its body switched on — so the tables, metrics and panels that need a query or a case are drawn — and
 then through the steps in `RESULT_VIEWS` (a mode chosen, a run button pressed) for the views a page draws only after a
-run (Compare on a labelled set).
+run (Compare on a labelled set, Tune's Evaluate, a Snapshots run).
 
 Beyond reachable somewhere on the page: a metric or a grid column whose own label names a term carries that term's
 explanation in its own tooltip (a reader hovers the number they look at), and a metric label writes the term as the
@@ -27,7 +27,8 @@ from google.protobuf import text_format
 from streamlit.testing.v1 import AppTest
 
 from apphelpers import ROOT
-from nonint import CASE, QUERY, build
+from nonint import CASE, NOW, QUERY, build
+from retrieval.replay.store import QueryLog
 from ui.glossary import GLOSSARY, terms_in
 
 TIMEOUT = 180
@@ -39,13 +40,27 @@ _ID = re.compile(r'\bid: "[^"]*"\n?')
 RESULT_VIEWS: dict[str, list[list[tuple[str, str, str | None]]]] = {
     "pages/3_Compare.py": [[("text_input", "cmp_q", QUERY), ("selectbox", "cmp_scope", "user:maya")],
                            [("radio", "cmp_mode", "a labelled set"), ("button", "cmp_run", None)]],
+    "pages/4_Tune.py": [[("selectbox", "t_case", CASE), ("button", "t_run", None)]],  # Evaluate: per stage, per query
+    # A snapshot run: its message, then the diff of the new run against the one before (the diff of the fixture's two
+    # snapshots is drawn already on opening).
+    "pages/6_Snapshots.py": [[("selectbox", "s_case", CASE), ("text_input", "s_label", "words"),
+                              ("button", "s_run", None)]],
 }
+# What each result view draws that the page does not draw before its steps: the check that the steps were run.
+RESULT_SHOWN = {"pages/3_Compare.py": "Click a query to open it in Inspect with B",
+                "pages/4_Tune.py": "Per stage (the evaluated configuration)",
+                "pages/6_Snapshots.py": "judged queries in"}
+
+# One logged query of the visitor's scope: the Log page replays it (its numbers, drift among them).
+LOG_LINES = [{"timestamp": NOW.isoformat(), "query": QUERY, "scope": "user:maya",
+              "results": [{"id": "maya-washer-error", "score": 0.91}], "feedback": "up"}]
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     db = str(tmp_path_factory.mktemp("words") / "db")
     build(db, "store", only_visitor=False)
+    QueryLog(db).import_lines([json.dumps(line) for line in LOG_LINES])  # so the Log page draws its replayed rows
     return db
 
 
@@ -186,6 +201,25 @@ def test_compare_result_views_are_checked():
     assert {"Overlap", "Jaccard", "nDCG@10 (B)", "recall@10 (B)", "MRR (B)", "nDCG@10 (A)", "Δ rank"} <= labels, labels
 
 
+@pytest.mark.parametrize("path", sorted(RESULT_VIEWS))
+def test_each_result_view_is_drawn_and_checked(path):
+    """The steps in `RESULT_VIEWS` drew the view they are for (an Evaluate that errored, or a button renamed, would
+    leave the page as it was and the words tests would check nothing new)."""
+    if path not in RENDERS:
+        pytest.skip(f"{path} was not rendered in this run (run the whole file)")
+    before, after = ("\n".join(view) for view in (RENDERS[path][0][0], RENDERS[path][-1][0]))
+    assert RESULT_SHOWN[path] not in before and RESULT_SHOWN[path] in after, f"{path}: its result view was not drawn"
+
+
+def test_the_log_pages_replayed_rows_are_checked():
+    """The Log page is drawn with a logged query replayed: its rows (overlap, RBO, drift) are among what is checked."""
+    if "pages/8_Log.py" not in RENDERS:
+        pytest.skip("Log was not rendered in this run (run the whole file)")
+    shown = "\n".join(e for view, _, _ in RENDERS["pages/8_Log.py"] for e in view)
+    assert re.search(r"drift \d", shown), "the Log page drew no replayed row"
+    assert "drift" in terms_in(shown), "the Log page says 'drift' (1 − RBO): a glossary term, explained where shown"
+
+
 def test_the_page_list_is_found_on_disk():
     assert len(PAGES) == 1 + len(list((ROOT / "pages").glob("*.py"))) >= 10
     assert Path(ROOT / "pages" / "7_Judge.py").is_file() and "pages/7_Judge.py" in PAGES
@@ -194,4 +228,23 @@ def test_the_page_list_is_found_on_disk():
 def test_the_glossary_matches_what_pages_write():
     assert terms_in("A ndcg@10 · B ndcg@5 · mrr · err@10 · RBO · Mood (PAD)") == ["RBO", "err@10", "nDCG@10", "MRR",
                                                                                    "PAD"]
-    assert terms_in("padding · Ann · judged") == []
+    assert terms_in("padding · Ann · judged · fusion=rrf · bm25_k1") == []  # rrf: the setting's value, not the word
+    assert terms_in("Sparse (BM25) · RRF k · DBSF (mean ± 3σ) · BEIR qrels · ANN (IVF-PQ)") == [
+        "ANN", "BM25", "RRF", "DBSF", "qrels", "BEIR", "IVF"]
+
+
+
+# The field's abbreviations a newcomer meets besides the measures: each one a page shows must be a glossary term (and
+# then the checks above want its explanation on that page).
+FIELD_WORDS = ("BM25", "RRF", "DBSF", "BEIR", "TREC", "qrels", "IVF", "ANN")
+
+
+def test_the_fields_abbreviations_a_page_shows_are_glossary_terms():
+    if set(RENDERS) != set(PAGES):
+        pytest.skip("not every page was rendered in this run (run the whole file)")
+    shown = "\n".join(e for shots in RENDERS.values() for view, _, _ in shots for e in view)
+    on_pages = [w for w in FIELD_WORDS if re.search(rf"(?<![\w@]){w}(?![\w@])", shown)]
+    assert {"BM25", "RRF", "qrels"} <= set(on_pages), on_pages  # the pages were drawn with their words
+    missing = [w for w in on_pages if w not in GLOSSARY]
+    assert not missing, f"pages show {missing}, which ui/glossary.py does not explain"
+

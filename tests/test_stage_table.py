@@ -19,7 +19,7 @@ from conftest import U1, StubReranker
 from retrieval import BM25Index, HybridRetriever
 from retrieval.pipeline.explain import list_names
 from ui import derive, stages
-from ui.charts import flow_label, rank_flow_figure, when
+from ui.charts import rank_flow_figure, when
 
 QUERY = "refund invoice INV-8842"
 IDS = st.lists(st.sampled_from([f"t{i}" for i in range(12)]), unique=True, max_size=12)
@@ -201,7 +201,8 @@ def test_rank_flow_labels_stay_off_the_deeper_row_and_carry_moves():
     assert labels["d0"] == labels["d1"] == labels["d2"] == ""  # final ranks 6-8 share the "> 5" row: no pile
     d0 = next(t for t in fig.data if t.customdata[0] == "d0")
     assert "down 5 against the previous setting" in d0.hovertemplate[-1]
-    assert flow_label("x", False, "new") == "" and flow_label("<b>", True) == "&lt;b&gt;"
+    escaped = rank_flow_figure({"dense": ["<b>"], "final": ["<b>"]}, top=5)
+    assert escaped.data[0].text[-1] == "&lt;b&gt;"
 
 
 def test_timestamps_read_as_people_write_them():

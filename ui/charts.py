@@ -21,11 +21,50 @@ def short_id(tid: str, limit: int = 22) -> str:
     return tid if len(tid) <= limit else tid[: limit - 1] + "…"
 
 
-def flow_label(tid: str, in_band: bool, move: str = "") -> str:
-    """A rank-flow line's label: its (short, escaped) id and move; none below the band, where lines share a row."""
-    if not in_band:
-        return ""
-    return plotly_plain(short_id(tid)) + (f" {move}" if move else "")
+# Rank-flow labels are placed on boxes estimated at about the narrowest the chart is drawn (Inspect's left column in
+# a 1280-px window with the sidebar open; not measured in a browser): wider, the boxes only move apart.
+COLUMN_PX = 80  # the spacing of two stage columns there
+ROW_PX = 30  # one rank's height (the layout gives each rank 30 px)
+CHAR_PX = 7.5  # a label character at FONT − 1, a little wider than the average
+GAP_PX = 6  # plotly's offset of a label from its point (the marker's radius and a little)
+SHORT = 12  # a label before the last column shortened to this many characters when its full id finds no room
+BESIDE = ("top center", "bottom center")  # where a label before the last column may go, in order
+
+
+def label_box(column: float, rank: float, text: str, position: str) -> tuple[float, float, float, float]:
+    """Where `text`, drawn at `position` of the point (column, rank), lies: (x0, x1, y0, y1) in stage columns and
+    ranks (y grows downwards, as the ranks)."""
+    w, h = len(text) * CHAR_PX / COLUMN_PX, (FONT + 2) / ROW_PX
+    dx, dy = GAP_PX / COLUMN_PX, GAP_PX / ROW_PX
+    x = (column + dx, column + dx + w) if position.endswith("right") else (column - w / 2, column + w / 2)
+    y = {"top": (rank - dy - h, rank - dy), "bottom": (rank + dy, rank + dy + h)}.get(position.split()[0],
+                                                                                     (rank - h / 2, rank + h / 2))
+    return x[0], x[1], y[0], y[1]
+
+
+def overlaps(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    return a[0] < b[1] and b[0] < a[1] and a[2] < b[3] and b[2] < a[3]
+
+
+def place_labels(labels: Sequence[tuple[int, int, str, str]], last: int) -> list[tuple[str, str]]:
+    """(text, textposition) for each label (column, rank, id, move). A label at the `last` column stands right of its
+    point (the right margin keeps room). One before it (its line ends there: it left the final list) would run
+    into the next column's labels at the same rank, so it goes above or below its point where no label placed
+    already lies, shortened if its whole id finds no room, or is left out (its hover names it)."""
+    out = [("", "middle right")] * len(labels)
+    placed: list[tuple[float, ...]] = []
+    for i in sorted(range(len(labels)), key=lambda i: (labels[i][0] != last, labels[i][1], labels[i][0])):
+        column, rank, tid, move = labels[i]
+        tail = f" {move}" if move else ""
+        tries = [(short_id(tid) + tail, "middle right")] if column == last else \
+            [(short_id(tid, n) + tail, p) for n in (22, SHORT) for p in BESIDE]
+        for text, position in tries:
+            box = label_box(column, rank, text, position)
+            if not any(overlaps(box, b) for b in placed):
+                placed.append(box)
+                out[i] = (plotly_plain(text), position)
+                break
+    return out
 
 
 def hover_move(move: str) -> str:
@@ -43,11 +82,11 @@ def rank_flow_figure(stage_ids: Mapping[str, Sequence[str]], fact_ids: Sequence[
     Every trace in the top `top` of any stage is drawn; a rank deeper than `top` sits on one row
     below the band ("deeper"), so one deep rank never squeezes the top. A trace is labelled at its
     last point when that point is inside the band (the "> top" row would pile labels on one spot; hover
-    names them), with its move against the previous setting (`moved`: "▲3", "new", "left") after the id;
-    each point carries its id (`customdata`) for click-to-explain. Ids are escaped in the label and the
-    hover text (`plotly_plain`): plotly would read `%{…}` and HTML tags in them. A trace that left the
-    final list says so in its hover text (its last point is usually on the shared "> top" row). `note` (plain text,
-    escaped here) is a second title line, e.g. the query's adaptive weights.
+    names them), off every other label (`place_labels`), with its move against the previous setting (`moved`:
+    "▲3", "new", "left") after the id; each point carries its id (`customdata`) for click-to-explain. Ids are
+    escaped in the label and the hover text (`plotly_plain`): plotly would read `%{…}` and HTML tags in them. A
+    trace that left the final list says so in its hover text (its last point is usually on the shared "> top" row).
+    `note` (plain text, escaped here) is a second title line, e.g. the query's adaptive weights.
     """
     moved = moved or {}
     shown = [s for s in stages if stage_ids.get(s)]
@@ -66,8 +105,7 @@ def rank_flow_figure(stage_ids: Mapping[str, Sequence[str]], fact_ids: Sequence[
         traces.append(dict(
             type="scatter", x=[p[0] for p in pts], y=[p[1] for p in pts], mode="lines+markers+text",
             name=ORIGIN_LABELS[o], legendgroup=o, showlegend=o not in seen, customdata=[tid] * len(pts),
-            text=[""] * (len(pts) - 1) + [flow_label(tid, pts[-1][1] <= top, moved.get(tid, ""))],
-            textposition="middle right", cliponaxis=False,
+            text=[""] * len(pts), textposition="middle right", cliponaxis=False,
             textfont={"size": FONT - 1 if not hot else FONT, "color": ORIGIN_COLORS[o]},
             line={"color": ORIGIN_COLORS[o], "width": 5 if hot else (2.5 if in_final else 1.2)},
             opacity=1.0 if (in_final or hot) else 0.5,
@@ -76,10 +114,17 @@ def rank_flow_figure(stage_ids: Mapping[str, Sequence[str]], fact_ids: Sequence[
             hovertemplate=[f"<b>{plotly_plain(tid)}</b><br>{x}: rank {r}{hover_move(moved.get(tid, ''))}<extra></extra>"
                            for x, _, r in pts]))
         seen.add(o)
+    # Each line labelled at its last point inside the band (the "> top" row would pile labels on one spot).
+    columns = [STAGE_LABELS[s] for s in shown]
+    labelled = [(n, columns.index(t["x"][-1]), t["y"][-1], tid) for n, (tid, t) in enumerate(zip(ids, traces))
+                if t["y"][-1] <= top]
+    for (n, *_), (text, position) in zip(labelled, place_labels(
+            [(c, r, tid, moved.get(tid, "")) for _, c, r, tid in labelled], len(shown) - 1)):
+        traces[n]["text"][-1], traces[n]["textposition"] = text, position
     ticks = list(range(1, top + 1)) + [deeper]
     yaxis = {"range": [deeper + 0.6, 0.4], "tickvals": ticks, "ticktext": [str(t) for t in ticks[:-1]] + [f"> {top}"],
              "title": {"text": "rank"}, "zeroline": False, "tickfont": {"size": FONT}, "fixedrange": True}
-    xaxis = {"type": "category", "categoryorder": "array", "categoryarray": [STAGE_LABELS[s] for s in shown],
+    xaxis = {"type": "category", "categoryorder": "array", "categoryarray": columns,
              "tickfont": {"size": FONT}, "range": [-0.3, len(shown) - 1 + 0.3], "fixedrange": True}
     # The labels at the last stage stand right of the plot: the right margin keeps room for them.
     layout = {"height": 160 + 30 * (top + 1), "margin": {"l": 50, "r": 190, "t": 40, "b": 30},

@@ -37,8 +37,29 @@ GLOSSARY: dict[str, str] = {
                "grade a TREC assessor would give.",
     "ANN": "ANN (approximate nearest neighbour): a vector index that compares the query with part of the vectors "
            "only — much faster, and nearly always the same answer as comparing with all of them.",
+    "drift": "drift: how far what the agent got then is from what the same query returns now — 1 − RBO of the two "
+             "lists: 0 the same order, 1 nothing in common.",
+    "BM25": "BM25: the keyword ranking function — a text scores for each query word it contains, more for a word "
+            "rare in the store and repeated in the text, less for a long text; a text with none of the words is not "
+            "returned.",
+    "RRF": "RRF (reciprocal rank fusion): the merged score of a trace is Σ w / (k + rank) over the lists it is in — "
+           "its rank in each list, the list's weight w and the constant k (60 by default); the scores themselves "
+           "are ignored.",
+    "DBSF": "DBSF (distribution-based score fusion, as Qdrant's hybrid queries do it): each side's scores are "
+            "scaled onto 0–1 by their mean ± 3 standard deviations, then added with the weights.",
+    "qrels": "qrels (query relevance labels): the graded labels of a labelled set — for each query, the traces that "
+             "answer it and how well (grade 0–3).",
+    "BEIR": "BEIR: a public benchmark of retrieval test sets in one folder layout — corpus.jsonl (the texts), "
+            "queries.jsonl and a folder of tab-separated relevance labels.",
+    "TREC": "TREC (the Text REtrieval Conference, NIST): its file layouts are the common ones for relevance labels "
+            "(query, 0, document id, grade on each line) and for assessors' grades.",
+    "IVF": "IVF (inverted file): the vectors are grouped in clusters and a search looks only in the clusters nearest "
+           "the query; the name's second part (PQ, SQ, HNSW) is how the vectors in a cluster are compressed or "
+           "searched.",
 }
-EXACT = frozenset({"PAD", "ANN"})  # matched with their case: "pad" and "Ann" are words too
+# Matched with their case: "pad" and "Ann" are words too; "rrf" and "dbsf" are the setting's values (a link's
+# `fusion=rrf`, the live panel's data), while a page writes the words RRF and DBSF.
+EXACT = frozenset({"PAD", "ANN", "RRF", "DBSF"})
 
 
 def _pattern(term: str) -> re.Pattern[str]:
@@ -63,6 +84,13 @@ def explain(term: str) -> str:
 def helps(*terms: str) -> str:
     """A tooltip explaining each term, one per line."""
     return "\n\n".join(explain(t) for t in terms)
+
+
+def explained(text: str) -> str:
+    """`text` followed by the explanation of each glossary term it shows (a tooltip built from words that name
+    terms: a preset's, a fusion's or a parameter's)."""
+    terms = [t for t in terms_in(text) if explain(t) not in text]
+    return "\n\n".join([text, *map(explain, terms)]) if terms else text
 
 
 def caption_text(*terms: str) -> str:

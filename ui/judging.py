@@ -19,7 +19,7 @@ from retrieval.judgments.model import CANT_RATE, Case, Judgment, content_hash
 from retrieval.judgments.queue import QueueItem, next_open, progress
 from retrieval.judgments.raters import POLICIES, CasePolicy, item_key, usable
 
-from .glossary import caption_text
+from .glossary import caption_text, helps
 from .grading import REFUSALS, grade_word
 from .text import code, plain
 
@@ -245,7 +245,8 @@ def exchange_view(js: JudgmentStore, case: Case, known, access: Access | None, d
     import that maps raters back."""
     raters = sorted({j.who for j in js.case_judgments(case)})
     c1, c2 = st.columns(2)
-    who = c1.selectbox("TREC qrels of", ["combined (the case's policy)"] + raters, key=f"{P}exp_who")
+    who = c1.selectbox("TREC qrels of", ["combined (the case's policy)"] + raters, key=f"{P}exp_who",
+                       help=helps("TREC", "qrels"))
     qrels_of = None if who.startswith("combined") else who  # not `rater`: that is who imports, below
     try:
         trec = export_ratings(js, case, "trec", qrels_of, hashes)

@@ -16,7 +16,7 @@ from retrieval.pipeline.factory import generator_spec, reranker_spec
 from retrieval.pipeline.presets import PRESETS, get_preset
 from retrieval.pipeline.settings import SETTINGS_KNOBS, SWITCHES, RetrievalSettings
 
-from .glossary import caption_text
+from .glossary import caption_text, explained
 from .links import FIELDS
 from .state import CLASSIFIER_CHOICES, FUSION_FIELDS, GENERATOR_CHOICES, RERANKER_CHOICES, PipelineConfig
 
@@ -45,13 +45,13 @@ def param_control(p: Param, key: str, value: Any, disabled: bool, kw: dict[str, 
     """The widget a declared fusion parameter gets: a choice a select box, a number a slider over its link field's
     range (`FIELDS`, from the declaration); the value as the config holds it."""
     if p.kind == "choice":
-        return st.selectbox(p.title, p.choices, index=p.choices.index(value), key=key, help=p.help or None,
+        return st.selectbox(p.title, p.choices, index=p.choices.index(value), key=key, help=explained(p.help) or None,
                             disabled=disabled, **kw)
     integer = FIELDS[p.name].kind == "int"
     lo, hi, step = _range(p.name, integer)
     cast = int if integer else float
     return _slid(p.name, st.slider(p.title, lo, hi, cast(value), step, key=key, disabled=disabled,
-                                   help=p.help or None, **kw))
+                                   help=explained(p.help) or None, **kw))
 
 
 def _slid(name: str, value: Any) -> Any:
@@ -127,7 +127,7 @@ def _fusion_section(prefix: str, d: PipelineConfig, kw: dict[str, Any]) -> dict[
 
     now = d.settings.controls()
     preset = st.radio("Preset", PRESETS, index=PRESETS.index(now["preset"]), key=k("preset"), horizontal=True,
-                      on_change=follow_preset, help=preset_help(), **kw)
+                      on_change=follow_preset, help=explained(preset_help()), **kw)
     pdef = RetrievalSettings(preset=preset).controls() if preset != now["preset"] else now
     st.markdown("**Fusion** — moving these re-fuses cached lists (no new search)")
     if st.button(f"Reset fusion to the {preset} defaults", key=k("reset_fusion")):
@@ -138,8 +138,9 @@ def _fusion_section(prefix: str, d: PipelineConfig, kw: dict[str, Any]) -> dict[
         st.session_state[k("fusion")] = fusions[0]
     fusion = st.radio("Fusion", FUSIONS, index=FUSIONS.index(pdef["fusion"]), key=k("fusion"), horizontal=True,
                       format_func=FUSION_LABELS.get, disabled=len(fusions) == 1,
-                      help="; ".join(f"{s.short}: {s.formula}" for s in REGISTRY.values()) + ". "
-                           + ("" if len(fusions) > 1 else f"The {preset} preset is always {fusions[0]}."), **kw)
+                      help=explained("; ".join(f"{s.short}: {s.formula}" for s in REGISTRY.values()) + ". "
+                                     + ("" if len(fusions) > 1 else f"The {preset} preset is always {fusions[0]}.")),
+                      **kw)
     fusion = fusion if fusion in fusions else fusions[0]
     own = {p.name for p in get_strategy(fusion).params}  # the selected strategy's own parameters
     values: dict[str, Any] = {"preset": preset, "fusion": fusion, "rerank_weight": pdef["rerank_weight"]}

@@ -17,7 +17,7 @@ from retrieval.replay import LoggedQuery, QueryLog, Replayed
 from retrieval.replay.select import FEEDBACK, ORDERS, matching, most_drifted, pick, replay_all  # noqa: F401
 from retrieval.replay.store import import_log
 from retrieval.replay.store import ImportReport
-from ui.glossary import explain
+from ui.glossary import helps
 from ui.grading import can_grade
 from ui.links import ALL_SCOPES_PARAM
 from ui.text import plain
@@ -60,8 +60,8 @@ def filters(log: QueryLog, sees: Any, prefix: str) -> tuple[list[LoggedQuery], s
     scope = c1.selectbox("Scope", ["(any)"] + scopes, key=f"{prefix}scope")  # options show as typed
     feedback = c2.selectbox("Feedback", FEEDBACK, key=f"{prefix}feedback")
     order = c3.selectbox("Sample", ORDERS, key=f"{prefix}order",
-                         help="drift: the queries whose answer changed most since (1 − RBO of then vs now)\n\n"
-                              + explain("RBO"))
+                         help="drift puts first the queries whose answer changed most since.\n\n"
+                              + helps("drift", "RBO"))
     n = int(c4.number_input("N", 1, 100, 10, key=f"{prefix}n"))
     low = float(c5.number_input("Top score ≤", value=0.5, step=0.05, key=f"{prefix}low")) \
         if order == "low top score" else None

@@ -9,6 +9,7 @@ from retrieval.judgments.store import JudgmentStoreError
 
 from .access import session_access
 from .cache import judgments
+from .glossary import helps
 from .grading import visible_case_names
 from .text import plain
 from .widgets import scope_picker
@@ -29,7 +30,8 @@ def pick_labelled_set(ws, prefix: str) -> list:
         names, broken = [], str(exc)
     src = st.radio("Labelled queries", [CASES, BEIR, JSONL], horizontal=True, key=f"{prefix}src",
                    help="Cases hold queries with the grades given in Inspect (or imported: "
-                        "`python -m retrieval case import`). The demo corpus ships the case `demo`.")
+                        "`python -m retrieval case import`). The demo corpus ships the case `demo`.\n\n"
+                        + helps("BEIR", "qrels"))
     queries: list = []
     try:
         if src == CASES:

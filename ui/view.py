@@ -275,6 +275,18 @@ def run_steps(cfg) -> list[str]:
     return steps
 
 
+NEUTRAL_PLACEHOLDER = "Type a question about the selected scope's traces"
+
+
+def query_placeholder(scope: Any, examples: Sequence[Mapping[str, Any]]) -> str:
+    """The Query box's hint: an example query of the selected scope (`data/demo/examples.json`, any when all scopes
+    are searched), so the hint finds something in what is searched; a scope with no example gets a neutral hint."""
+    for ex in examples:
+        if scope is None or ex.get("scope") == str(scope):
+            return f"e.g. {ex['query']}"
+    return NEUTRAL_PLACEHOLDER
+
+
 def picked_id(state: Any, ids: Sequence[str]) -> str | None:
     """The id a selection event points at: a table row (by position in `ids`) or a chart point
     (its `customdata`). None when nothing is selected."""

@@ -319,7 +319,7 @@ function drawExplain(P, out) {
   }
   P.explainKey = shape;
   const head = el("div", { class: "rf-x-head" });
-  head.append(el("b", {}, "Why is it here? "), el("code", { class: "rf-x-id" }, id));
+  head.append(el("b", {}, "Live, at the sliders' setting: "), el("code", { class: "rf-x-id" }, id));
   const list = el("dl", { class: "rf-x" });
   P.explainDd = [];
   for (const [k, v] of lines) {
