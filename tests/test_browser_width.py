@@ -76,21 +76,22 @@ def settle(page, text: str | None = None) -> None:
 
 # A grid in a tab that was hidden keeps the width it had there (50 px) until its resize observer has run and React
 # has drawn it again, a frame or more after the tab shows: the widths of the grids on screen, once they have stayed
-# the same for three frames in a row.
-STILL_JS = """async () => {
-  const widths = () => [...document.querySelectorAll('[data-testid=stMain] [data-testid=stDataFrame]')]
-    .filter(d => d.checkVisibility())
-    .map(d => [d.getBoundingClientRect().width, d.querySelector('.dvn-scroller')?.clientWidth]).join(';');
-  const frame = () => new Promise(r => requestAnimationFrame(r));
-  let last = widths(), same = 0;
-  while (same < 3) { await frame(); const now = widths(); same = now === last ? same + 1 : 0; last = now; }
-  return last;
+# the same for three frames in a row and none is as narrow as that.
+STILL_JS = """() => {
+  const grids = [...document.querySelectorAll('[data-testid=stMain] [data-testid=stDataFrame]')]
+    .filter(d => d.checkVisibility()).map(d => d.getBoundingClientRect().width);
+  const now = grids.join(';');
+  const s = window.__still || (window.__still = {last: null, same: 0});
+  s.same = now === s.last ? s.same + 1 : 0;
+  s.last = now;
+  return s.same >= 3 && !grids.some(w => w < 60);  // no grid has a column's room: still the hidden tab's 52 px
 }"""
 
 
 def laid_out(page) -> None:
     """Every data grid on screen has the width of its place on the page (no grid is measured mid-resize)."""
-    page.evaluate(STILL_JS)
+    page.evaluate("() => { window.__still = null; }")
+    page.wait_for_function(STILL_JS, polling="raf", timeout=LONG)
 
 
 def button(page, text: str):

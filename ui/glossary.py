@@ -10,6 +10,8 @@ from typing import Any
 
 import streamlit as st
 
+from retrieval.pipeline.presets import PRESETS, get_preset
+
 GLOSSARY: dict[str, str] = {
     "RBO": "RBO (rank-biased overlap): how alike two rankings are, weighted towards the top — 1 is the same order, "
            "0 nothing in common; p = 0.9 puts most of the weight on the first 10 places.",
@@ -40,22 +42,23 @@ GLOSSARY: dict[str, str] = {
     "drift": "drift: how far what the agent got then is from what the same query returns now — 1 − RBO of the two "
              "lists: 0 the same order, 1 nothing in common.",
     "BM25": "BM25: the keyword ranking function — a text scores for each query word it contains, more for a word "
-            "rare in the store and repeated in the text, less for a long text; a text with none of the words is not "
-            "returned.",
+            "rare among the traces searched and repeated in the text, less for a long text; a text with none of the "
+            "words is not returned.",
     "RRF": "RRF (reciprocal rank fusion): the merged score of a trace is Σ w / (k + rank) over the lists it is in — "
-           "its rank in each list, the list's weight w and the constant k (60 by default); the scores themselves "
-           "are ignored.",
+           "its rank in each list, the list's weight w and the constant k ("
+           + ", ".join(f"{get_preset(p).rrf_k:g} in the {p} preset" for p in PRESETS)
+           + "); the scores themselves are ignored.",
     "DBSF": "DBSF (distribution-based score fusion, as Qdrant's hybrid queries do it): each side's scores are "
             "scaled onto 0–1 by their mean ± 3 standard deviations, then added with the weights.",
-    "qrels": "qrels (query relevance labels): the graded labels of a labelled set — for each query, the traces that "
-             "answer it and how well (grade 0–3).",
+    "qrels": "qrels (query relevance labels): the labels of a labelled set — for each query, the traces judged and "
+             "how well each answers it (0 not relevant to 3 perfect; 0 or 1 in a binary case).",
     "BEIR": "BEIR: a public benchmark of retrieval test sets in one folder layout — corpus.jsonl (the texts), "
             "queries.jsonl and a folder of tab-separated relevance labels.",
     "TREC": "TREC (the Text REtrieval Conference, NIST): its file layouts are the common ones for relevance labels "
-            "(query, 0, document id, grade on each line) and for assessors' grades.",
+            "(query, 0, document id, grade on each line).",
     "IVF": "IVF (inverted file): the vectors are grouped in clusters and a search looks only in the clusters nearest "
-           "the query; the name's second part (PQ, SQ, HNSW) is how the vectors in a cluster are compressed or "
-           "searched.",
+           "the query; the rest of the name (FLAT, PQ, SQ, HNSW_SQ, …) is how the vectors in a cluster are "
+           "stored and searched.",
 }
 # Matched with their case: "pad" and "Ann" are words too; "rrf" and "dbsf" are the setting's values (a link's
 # `fusion=rrf`, the live panel's data), while a page writes the words RRF and DBSF.
