@@ -12,7 +12,7 @@ from retrieval.pipeline.config import PipelineConfig
 from retrieval.judgments import JudgmentStore
 from retrieval.judgments.diff import diff_snapshots
 from retrieval.judgments.io import import_files, spreadsheet_csv, suggest_case_name
-from retrieval.judgments.machine import WEAK_NOTE, agreement, machine_grade
+from retrieval.judgments.machine import WEAK_NOTE, agreement, machine_grade, may_machine_grade
 from retrieval.judgments.model import query_key, scope_text
 from retrieval.judgments.snapshots import rescore, run_snapshot
 from retrieval.metrics import metric_names
@@ -27,7 +27,7 @@ from ui.access import page_guard
 from ui.text import code, plain
 from ui.view import DASH
 from ui.glossary import caption_text, explain, helps
-from ui.panel import config_panel
+from ui.panel import config_panel, openai_server
 from ui.widgets import nav, scope_picker
 
 P = "s_"
@@ -282,13 +282,14 @@ def machine_section(case, sb) -> None:
         st.warning(WEAK_NOTE)
     spec = gen
     if gen == "openai":
-        url = st.text_input("Server URL", "http://127.0.0.1:11434", key=f"{P}gen_url")
+        url = openai_server(f"{P}gen_url", "http://127.0.0.1:11434")
         model = st.text_input("Model", "llama3.2", key=f"{P}gen_model")
         spec = f"openai:{url}#{model}"
-    if st.button("Machine-grade snapshot B", key=f"{P}grade", disabled=not acc.write):
+    if st.button("Machine-grade snapshot B", key=f"{P}grade", disabled=not may_machine_grade(acc),
+                 help=None if may_machine_grade(acc) else "Machine grading stores grades: it needs write access "
+                                                          "(a read-only demo or a reader may not run it)."):
         bar = st.progress(0.0, text="grading…")
         try:
-            check_grading(acc, [q.scope for q in sb.queries])  # machine grades are grades in these scopes
             rep = machine_grade(js, sb, get_generator(spec), lambda ids: {t.id: t.content for t in ws.store.get(ids)},
                                 progress=lambda d, t: bar.progress(d / t, text=f"{d}/{t}"), access=acc)
         except (ValueError, ImportError, PermissionError) as exc:

@@ -159,6 +159,24 @@ def test_grade_three_results_restart_and_they_are_still_there(demo_env):
     assert restarted.button_group[0].proto.label == "maya-inv-20931 · ○ not graded by you"
 
 
+def test_in_a_shared_deployment_the_machine_grader_calls_only_the_operators_server(demo_env, monkeypatch):
+    """A visitor picks "OpenAI-compatible server" but is never asked where: the operator's endpoint is shown."""
+    from ui.cache import get_workspace
+
+    monkeypatch.setenv("RETRIEVAL_MODE", "demo")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    try:
+        at = page("pages/6_Snapshots.py")
+        at.selectbox(key="s_gen").set_value("openai").run()
+        assert not at.exception, at.exception
+        assert not [t for t in at.text_input if t.key == "s_gen_url"], "a visitor types where the server calls"
+        shown = texts(at).replace("\u200b", "")  # `plain` breaks the address so Markdown does not link it
+        assert "Server: http://127.0.0.1:9/v1 (configured by the operator" in shown
+        assert at.button(key="s_grade").disabled  # and a demo visitor runs no machine grading at all
+    finally:
+        get_workspace.clear()
+
+
 def test_read_only_demo_mode_shows_snapshots_but_writes_nothing(demo_env, monkeypatch):
     from ui.cache import get_workspace
 

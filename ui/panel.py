@@ -12,11 +12,13 @@ from typing import Any
 import streamlit as st
 
 from retrieval.fusion import FUSIONS, REGISTRY, STRATEGIES, WEIGHTS, Param, get_strategy
+from retrieval.models.credentials import scrub_url
 from retrieval.pipeline.factory import generator_spec, reranker_spec
 from retrieval.pipeline.presets import PRESETS, get_preset
 from retrieval.pipeline.settings import SETTINGS_KNOBS, SWITCHES, RetrievalSettings
 
 from .glossary import caption_text, explained
+from .text import plain
 from .links import FIELDS
 from .state import CLASSIFIER_CHOICES, FUSION_FIELDS, GENERATOR_CHOICES, RERANKER_CHOICES, PipelineConfig
 
@@ -116,6 +118,21 @@ def operator_openai_url() -> str:
     return operator_base_url(OPENAI)
 
 
+def openai_server(key: str, default: str, **kw: Any) -> str:
+    """Where an OpenAI-compatible call from the app server goes — the one place a page asks (the sidebar's query
+    generator, Snapshots' machine grader). Shared (demo mode or sign-in on): only the endpoint the operator
+    configured, shown, never typed; a visitor never chooses where a request from the server goes. Local use: a
+    box, never bound to the page URL (a link must not choose the server a query, and a key, go to)."""
+    if shared_deployment():
+        url = operator_openai_url()
+        st.caption(f"Server: {plain(scrub_url(url))} (configured by the operator: OPENAI_BASE_URL)")
+        return url
+    return st.text_input("Server URL", default, key=key,
+                         help="Not read from the page URL. The operator's OPENAI_API_KEY is sent only to the "
+                              "OPENAI_BASE_URL the operator configured; any other server is called without a key "
+                              "(right for a local Ollama).", **kw)
+
+
 def _fusion_section(prefix: str, d: PipelineConfig, kw: dict[str, Any]) -> dict[str, Any]:
     def k(name: str) -> str:
         return f"{prefix}{name}"
@@ -193,18 +210,8 @@ def _expansion_section(prefix: str, d: PipelineConfig, kw: dict[str, Any]) -> di
                            key=f"{prefix}generator", help="gemma: local Gemma 3 270M, offline; cohere: Cohere chat "
                            "(needs COHERE_API_KEY); openai: any OpenAI-compatible server (Ollama, vLLM, llama.cpp)",
                            **kw)
-        if gen == "openai" and shared_deployment():
-            # Shared (demo mode or sign-in on): the app server calls only the endpoint the operator
-            # configured; a visitor never chooses where a request from the server goes.
-            base_url = operator_openai_url()
-            st.caption(f"Server: {base_url} (configured by the operator: OPENAI_BASE_URL)")
-            model = st.text_input("Model", d.openai_model, key=f"{prefix}openai_model", **kw)
-        elif gen == "openai":
-            # Never bound to the page URL: a link must not choose the server a query (and a key) goes to.
-            base_url = st.text_input("Server URL", d.openai_base_url, key=f"{prefix}openai_base_url",
-                                     help="Not read from the page URL. The operator's OPENAI_API_KEY is sent only "
-                                          "to the OPENAI_BASE_URL the operator configured; any other server is "
-                                          "called without a key (right for a local Ollama).")
+        if gen == "openai":
+            base_url = openai_server(f"{prefix}openai_base_url", d.openai_base_url, **kw)
             model = st.text_input("Model", d.openai_model, key=f"{prefix}openai_model", **kw)
     return {"hyde": bool(hyde), "multi_query_n": int(mq), "generator": gen, "openai_base_url": base_url,
             "openai_model": model}

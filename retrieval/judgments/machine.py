@@ -20,10 +20,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from retrieval.judgments import agreement as stats
 from retrieval.judgments.model import SCALES, Judgment, Snapshot, content_hash, query_key, scope_text
-from retrieval.judgments.store import JudgmentStore
+from retrieval.judgments.store import JudgmentStore, check_grading
 
 if TYPE_CHECKING:
     from retrieval.access import Access
+    from retrieval.types import Scope
 
 GRADE_SYSTEM = "You are a search quality rater evaluating the relevance of passages. Reply with one digit only."
 SCALE_TEXT = {
@@ -80,6 +81,26 @@ class MachineReport:
                 "failures": [list(f) for f in self.failures], "stopped": self.stopped}
 
 
+def may_machine_grade(access: Access | None) -> bool:
+    """The one rule for machine grading (the CLI's `snapshot grade`, the Snapshots page's button, `machine_grade`):
+    a run calls a text generator for every ungraded trace and stores its grades, so it is a write — not denied,
+    write access, not read-only (demo mode). `None` is local use: allowed."""
+    return access is None or (not access.denied and access.write and not access.read_only)
+
+
+def check_machine_grading(access: Access | None, scopes: Iterable[Scope | None]) -> None:
+    """`ReadOnlyError` unless `access` may machine-grade, `AccessDenied` when one of `scopes` is not theirs."""
+    if access is None:
+        return
+    from retrieval.access import ReadOnlyError
+
+    if not may_machine_grade(access):
+        why = access.denied or ("the app runs read-only (demo mode)" if access.read_only
+                                else f"{access.user} may not change the store")
+        raise ReadOnlyError(f"nothing was graded: machine grading stores grades and needs write access; {why}")
+    check_grading(access, scopes)
+
+
 def machine_grade(js: JudgmentStore, snap: Snapshot, generator, texts: Callable[[list[str]], Mapping[str, str]],
                   k: int = 10, scale: str | None = None, regrade: bool = False,
                   progress: Callable[[int, int], object] | None = None, *,
@@ -88,6 +109,7 @@ def machine_grade(js: JudgmentStore, snap: Snapshot, generator, texts: Callable[
 
     `texts(ids)` returns {id: content} (e.g. from the trace store). Each grade is saved at once.
     """
+    check_machine_grading(access, [q.scope for q in snap.queries])  # before any call to the generator
     scale = scale or js.case(snap.case).scale
     todo, skipped = [], 0
     for q in snap.queries:
