@@ -14,12 +14,14 @@ import subprocess
 import sys
 from datetime import datetime, timedelta, UTC
 from pathlib import Path
+from types import SimpleNamespace
 
 import lancedb
 import numpy as np
 import pytest
 
 from retrieval.cli.main import main
+from retrieval.distributed import ray_session
 from retrieval.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,6 +113,7 @@ def _same_rows(ray, normal, exact: bool) -> None:
 
 def test_ray_ingest_upsert_and_reembed_write_what_the_normal_path_writes(ray_run):
     root, steps, versions = ray_run
+    assert steps["niceness"]["worker"] == steps["niceness"]["driver"]  # not reniced below the command: see cluster.py
     assert steps["ingest"]["code"] == 0, steps["ingest"]["err"]
     assert "wrote 200 trace(s) (0 replaced)" in steps["ingest"]["out"]
     assert "2 new fragment(s)" in steps["ingest"]["out"]  # N / workers rows per fragment
@@ -187,3 +190,22 @@ def test_ray_without_the_extra_names_the_install_and_writes_nothing(tmp_path, ca
     err = capsys.readouterr().err
     assert err.startswith("error: --ray needs the optional extra: pip install '.[ray]'") and "make install-ray" in err
     assert not db.exists()
+
+
+def test_a_local_ray_runs_its_workers_at_the_commands_niceness(monkeypatch):
+    """What `ray_session` asks of ray.init, without the extra too (the module fixture checks a real worker's)."""
+    inits: list[dict] = []
+    context = SimpleNamespace(enable_progress_bars=True)
+    fake = SimpleNamespace(is_initialized=lambda: False, init=lambda **kw: inits.append(kw), shutdown=lambda: None,
+                           data=SimpleNamespace(DataContext=SimpleNamespace(get_current=lambda: context)))
+    monkeypatch.setattr("retrieval.distributed.cluster.require_ray", lambda workers=1: (fake, None))
+    with ray_session(None, 2):
+        pass
+    assert inits[0]["_system_config"]["worker_niceness"] == 0  # Ray's default 15 starves them beside a busy CPU
+    inits[0]["_system_config"]["object_spilling_config"] = "…"  # ray.init adds its keys to the dict it is given
+    with ray_session("ray://head:10001", 2):
+        pass
+    assert "_system_config" not in inits[1]  # a cluster someone else started keeps its own settings
+    with ray_session(None, 2):
+        pass
+    assert inits[2]["_system_config"] == {"worker_niceness": 0}
