@@ -3,6 +3,7 @@ when it can: one local Ray (2 CPUs) for every step, each step typed as a user wo
 import contextlib
 import io
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -26,7 +27,9 @@ def version(db: Path) -> int:
 def job(root: Path) -> dict:
     db = str(root / "ray-store")
     steps: dict = {}
-    with ray_session(None, 2):  # the CLI calls below join this session instead of starting their own
+    with ray_session(None, 2) as ray:  # the CLI calls below join this session instead of starting their own
+        # a worker's niceness against this driver's: Ray's default renices workers to 15 (starved beside a busy CPU)
+        steps["niceness"] = {"driver": os.nice(0), "worker": ray.get(ray.remote(lambda: os.nice(0)).remote())}
         steps["ingest"] = run(["ingest", str(root / "first.jsonl"), "--db", db, "--embedder", "hashing", "--ray"])
         steps["ingest"]["version"] = version(root / "ray-store")
         steps["upsert"] = run(["ingest", str(root / "second.jsonl"), "--db", db, "--ray"])

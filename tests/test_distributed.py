@@ -12,19 +12,23 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from datetime import datetime, timedelta, UTC
 from pathlib import Path
+from types import SimpleNamespace
 
 import lancedb
 import numpy as np
 import pytest
 
 from retrieval.cli.main import main
+from retrieval.distributed import ray_session
 from retrieval.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 CLOCK = datetime(2026, 6, 1, tzinfo=UTC)
 CITIES = ["Lisbon", "Porto", "Paris", "Berlin", "Madrid", "Rome", "Vienna"]
+JOB_TIMEOUT = 900  # seconds; the job takes under a minute on an idle machine
 QUERIES = ["where does the user live", "works at Acme", "coffee in the morning", "Berlin"]
 
 
@@ -65,6 +69,29 @@ def _in_private_network(cmd: list[str]) -> list[str]:
     return cmd
 
 
+def _last_lines(text: str | bytes | None, lines: int) -> str:
+    """The last `lines` distinct lines (a repeated warning once, with its count), skipping Ray's stats dumps."""
+    text = text.decode(errors="replace") if isinstance(text, bytes) else (text or "")  # TimeoutExpired: bytes
+    counts: dict[str, int] = {}
+    for line in text.splitlines():
+        if line.strip() and not line.startswith(("[state-dump]", "\t")):  # not the periodic stats dumps
+            counts[line] = counts.pop(line, 0) + 1  # re-inserted: ordered by last occurrence
+    return "\n".join((f"(x{n}) " if n > 1 else "") + line[:400] for line, n in list(counts.items())[-lines:])
+
+
+def _job_report(stderr: str | bytes | None, ray_tmp: Path) -> str:
+    """The job's stderr so far and the end of Ray's logs (raylet, GCS, Ray Data, each worker's errors), so a
+    failure or a timeout says which step it was in and what Ray was doing (worker starts, deaths, retries)."""
+    parts = [f"--- the job's stderr (last lines) ---\n{_last_lines(stderr, 30)}"]
+    logs = ray_tmp / "ray" / "session_latest" / "logs"
+    for log in [logs / "raylet.out", logs / "gcs_server.out", logs / "ray-data" / "ray-data.log",
+                *sorted(logs.glob("worker-*.err")), *sorted(logs.glob("python-core-worker-*.log"))]:
+        tail = _last_lines(log.read_text(errors="replace"), 6) if log.is_file() else ""
+        if tail:
+            parts.append(f"--- {log.relative_to(logs)} ---\n{tail}")
+    return "\n".join(parts)[-20000:] + f"\n(Ray's whole session: {logs})"
+
+
 @pytest.fixture(scope="module")
 def ray_run(tmp_path_factory):
     py = ray_python()
@@ -74,11 +101,20 @@ def ray_run(tmp_path_factory):
         pytest.skip("the ray extra is not installed: run `make install-ray` (makes .venv-ray) to run this test")
     root = tmp_path_factory.mktemp("ray")
     _write_files(root)
+    ray_tmp = Path(tempfile.mkdtemp(prefix="ray-"))  # Ray's session dir (logs) where a failure can read it;
+    # short: Ray's unix sockets live under it (a path over 107 bytes fails)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "RAY_USAGE_STATS_ENABLED": "0"}
-    out = subprocess.run(_in_private_network([py, str(ROOT / "tests" / "ray_job.py"), str(root)]),
-                         capture_output=True, text=True, timeout=900, env=env, cwd=root)
-    assert out.returncode == 0, out.stderr[-5000:]
+           "RAY_USAGE_STATS_ENABLED": "0", "RAY_TMPDIR": str(ray_tmp)}
+    try:
+        out = subprocess.run(_in_private_network([py, str(ROOT / "tests" / "ray_job.py"), str(root)]),
+                             capture_output=True, text=True, timeout=JOB_TIMEOUT, env=env, cwd=root)
+    except subprocess.TimeoutExpired as exc:
+        out = subprocess.CompletedProcess(exc.cmd, None, stderr=exc.stderr)  # the output so far
+    if out.returncode is None:
+        pytest.fail(f"the Ray job did not finish in {JOB_TIMEOUT} s; what it and Ray had logged by then:\n"
+                    + _job_report(out.stderr, ray_tmp), pytrace=False)
+    assert out.returncode == 0, _job_report(out.stderr, ray_tmp)
+    shutil.rmtree(ray_tmp, ignore_errors=True)
     steps = json.loads(out.stdout.strip().splitlines()[-1])
     normal = str(root / "normal-store")
     versions = {}
@@ -111,6 +147,7 @@ def _same_rows(ray, normal, exact: bool) -> None:
 
 def test_ray_ingest_upsert_and_reembed_write_what_the_normal_path_writes(ray_run):
     root, steps, versions = ray_run
+    assert steps["niceness"]["worker"] == steps["niceness"]["driver"]  # not reniced below the command: see cluster.py
     assert steps["ingest"]["code"] == 0, steps["ingest"]["err"]
     assert "wrote 200 trace(s) (0 replaced)" in steps["ingest"]["out"]
     assert "2 new fragment(s)" in steps["ingest"]["out"]  # N / workers rows per fragment
@@ -187,3 +224,22 @@ def test_ray_without_the_extra_names_the_install_and_writes_nothing(tmp_path, ca
     err = capsys.readouterr().err
     assert err.startswith("error: --ray needs the optional extra: pip install '.[ray]'") and "make install-ray" in err
     assert not db.exists()
+
+
+def test_a_local_ray_runs_its_workers_at_the_commands_niceness(monkeypatch):
+    """What `ray_session` asks of ray.init, without the extra too (the module fixture checks a real worker's)."""
+    inits: list[dict] = []
+    context = SimpleNamespace(enable_progress_bars=True)
+    fake = SimpleNamespace(is_initialized=lambda: False, init=lambda **kw: inits.append(kw), shutdown=lambda: None,
+                           data=SimpleNamespace(DataContext=SimpleNamespace(get_current=lambda: context)))
+    monkeypatch.setattr("retrieval.distributed.cluster.require_ray", lambda workers=1: (fake, None))
+    with ray_session(None, 2):
+        pass
+    assert inits[0]["_system_config"]["worker_niceness"] == 0  # Ray's default 15 starves them beside a busy CPU
+    inits[0]["_system_config"]["object_spilling_config"] = "…"  # ray.init adds its keys to the dict it is given
+    with ray_session("ray://head:10001", 2):
+        pass
+    assert "_system_config" not in inits[1]  # a cluster someone else started keeps its own settings
+    with ray_session(None, 2):
+        pass
+    assert inits[2]["_system_config"] == {"worker_niceness": 0}
