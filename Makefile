@@ -87,7 +87,10 @@ lint: $(VENV)/.installed-test
 # 8 min 43 s on the slower one before it; `-n 3` there: 10 min 16 s). Beside 4 CPU burners and helpers' tests (1-minute
 # load sampled every 30 s after the first minute): 9575fe3 1,813 passed, 0 failed, pytest 25 min 3 s, load 6.6-21.6;
 # dd654f6 1,816 passed, 0 failed, 25 min 54 s, load 6.0-24.8. Beside 6 burners (load 7.4-14.2, median 10.8, 3d68c04's
-# tests): 1,839 passed, 3 errors, 31 min 23 s — the Ray job behind test_distributed.py ran past its 900 s timeout.
+# tests): 1,839 passed, 3 errors, 31 min 23 s — the Ray job behind test_distributed.py ran past its 900 s timeout:
+# Ray renices its workers to 15, so they starved (now run at the command's niceness: that job 459 s -> 109 s beside
+# 6 burners). 02c19b4's tests beside 2 burners and helpers' work, 6 more burners part of the time (load 8.6-27.0,
+# median 15.7): 1,850 passed, 0 failed, pytest 21 min 23 s.
 # The tests' temporary stores on a tmpfs when the machine has one with room (LanceDB syncs every commit to disk: the
 # store-heavy files ran 25-30 % faster on /dev/shm than on this machine's disk, side by side); elsewhere the default.
 TEST_TMPDIR ?= $(shell [ -w /dev/shm ] && [ "$$(df -Pk /dev/shm | awk 'NR==2 {print $$4}')" -gt 4000000 ] && echo /dev/shm)
