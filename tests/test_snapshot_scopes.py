@@ -66,3 +66,35 @@ def test_a_store_written_before_the_scopes_column_opens_and_shows_the_same(tmp_p
     assert [r["id"] for r in vis.snapshot_rows()] == ["s-mine0", "s-mine1"]
     assert sorted(decoded) == ["s-all0", "s-mine0", "s-mixed0"]  # only the runs stored before the column
     assert [s.id for s in vis.snapshots("mine")] == ["s-mine0", "s-mine1"]
+
+
+def _refusal(vis: VisibleJudgments, sid: str) -> str:
+    with pytest.raises(ValueError) as err:
+        vis.snapshot(sid)
+    return str(err.value).replace(repr(sid), "ID")
+
+
+@pytest.mark.parametrize("old", [False, True], ids=["scopes-column", "before-the-column"])
+def test_one_snapshot_of_another_scope_is_refused_as_unknown_and_decided_before_decoding(tmp_path, decoded, old):
+    db = str(tmp_path / "db")
+    fill(JudgmentStore(db))
+    if old:
+        JudgmentStore(db)._table("snapshots").drop_columns(["scopes"])
+    vis = VisibleJudgments(db, U1_ONLY)
+    unknown = _refusal(vis, "s-nowhere")
+    assert "s-theirs0" not in unknown and "s-mixed0" not in unknown  # "latest" names only what the visitor sees
+    for hidden in ("s-theirs0", "s-mixed0", "s-all0"):
+        assert _refusal(vis, hidden) == unknown  # no existence oracle
+    # decided on the light row: another scope's run is never decoded, unless it predates the column (its payload)
+    assert sorted(set(decoded)) == (["s-all0", "s-mine0", "s-mixed0"] if old else [])
+    decoded.clear()
+    assert vis.snapshot("s-mine0").id == "s-mine0" and decoded == ["s-mine0"]
+
+
+def test_the_light_snapshot_readers_are_private_so_no_lens_inherits_them_unfiltered():
+    from retrieval.judgments.store import JudgmentStore as Plain
+
+    public = {n for n in dir(Plain) if not n.startswith("_") and "snapshot" in n}
+    overridden = {n for n in public if getattr(VisibleJudgments, n) is not getattr(Plain, n)}
+    # every public snapshot reader of the store is redefined by the lens, or writes/errs (checked by the lens there)
+    assert public - overridden <= {"save_snapshot", "no_snapshot"}, public - overridden

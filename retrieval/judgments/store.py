@@ -115,7 +115,7 @@ class JudgmentStore(Tables):
         now = time.time()
         if created_at is None:
             key = judgment_key(scope, query, trace_id, grader, check_rater(rater or grader))
-            col = "created_at" if self._has_column("created_at") else "updated_at"
+            col = "created_at" if self.has_column("judgments", "created_at") else "updated_at"
             old = self.table_rows_columns("judgments", [col], f"key = {sql_quote(key)}")
             created_at = float(old[0][col]) if old else 0.0
         created = created_at or now
@@ -123,10 +123,6 @@ class JudgmentStore(Tables):
                      prompt_version, created)
         self.add_judgments([j], scale, access=access)
         return j
-
-    def _has_column(self, column: str) -> bool:
-        tbl = self._table("judgments")
-        return tbl is not None and column in tbl.schema.names
 
     def clear_grade(self, scope: Scope | None, query: str, trace_id: str, grader: str = "human", *,
                     access: Access | None = None, rater: str = "") -> None:
@@ -338,18 +334,23 @@ class JudgmentStore(Tables):
         snaps = (Snapshot.from_row(r) for r in self.table_rows("snapshots", where))
         return sorted(snaps, key=lambda s: (s.created_at, s.id))
 
-    def snapshot_scopes(self, case: str | None = None) -> list[dict]:
+    def _snapshot_scopes(self, case: str | None = None, ids: Iterable[str] | None = None) -> list[dict]:
         """Each snapshot's id, case_name and the scope texts its queries ran in (`scopes`, a list), read from the
-        light `scopes` column without decoding any payload. `scopes` is None for a run stored before that column
-        (or every run, in a table without it): its payload is the only record of what it ran."""
+        light `scopes` column without decoding any payload; of case `case`, or among `ids`, when given. `scopes` is
+        None for a run stored before that column (or every run, in a table without it): its payload is the only
+        record of what it ran. Private: a reader's lens (`VisibleJudgments`) filters what it returns."""
         where = f"case_name = {sql_quote(check_case_name(case))}" if case else None
+        if ids is not None:
+            if not (ids := list(ids)):
+                return []
+            where = " AND ".join(filter(None, [where, "id IN (" + ", ".join(map(sql_quote, ids)) + ")"]))
         if not self.has_column("snapshots", "scopes"):
             return [{**r, "scopes": None} for r in self.table_rows_columns("snapshots", ["id", "case_name"], where)]
         rows = self.table_rows_columns("snapshots", ["id", "case_name", "scopes"], where)
         return [{**r, "scopes": None if r["scopes"] is None else json.loads(r["scopes"])} for r in rows]
 
-    def snapshots_by_id(self, ids: Iterable[str]) -> list[Snapshot]:
-        """The stored snapshots among `ids` (decoded), in no particular order."""
+    def _snapshots_by_id(self, ids: Iterable[str]) -> list[Snapshot]:
+        """The stored snapshots among `ids` (decoded), in no particular order. Private, as `_snapshot_scopes`."""
         ids = list(ids)
         return [Snapshot.from_row(r) for n in range(0, len(ids), 500)
                 for r in self.table_rows("snapshots", "id IN (" + ", ".join(map(sql_quote, ids[n:n + 500])) + ")")]

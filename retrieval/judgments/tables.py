@@ -1,10 +1,12 @@
 """The LanceDB plumbing under `JudgmentStore`: one connection, tables opened lazily, reads that see the latest
 commit, upserts by a key column, and the columns later versions added (old tables gain them on their first write).
 
-A damaged table is one clear `JudgmentStoreError` naming the table and the repair, never LanceDB's raw error.
+A damaged table is one clear `JudgmentStoreError` naming the table and the repair, never LanceDB's raw error; a
+commit lost to another process writing at once is said as that (try again), never as a damaged table.
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -32,6 +34,24 @@ ADDED_COLUMNS: dict[str, dict[str, str]] = {
 
 class JudgmentStoreError(RuntimeError):
     """A judgments, cases or snapshots table exists but cannot be read or written."""
+
+
+MIGRATE_TRIES = 5
+# What LanceDB says when another process committed first (a concurrent add of the same column, a preempted commit):
+# a race to read the table again after, never a damaged table.
+RACED = ("commit conflict", "already exists", "preempted by concurrent transaction")
+
+
+def raced(exc: BaseException) -> bool:
+    """Whether `exc` is LanceDB losing a commit race to another writer (not a damaged table)."""
+    text = str(exc).lower()
+    return any(r in text for r in RACED)
+
+
+def _checkout_latest(tbl) -> None:
+    """Read the table's latest version (a connection that re-reads on every read does so anyway)."""
+    with contextlib.suppress(Exception):  # already at the latest: nothing to move to
+        tbl.checkout_latest()
 
 
 def schemas():
@@ -91,6 +111,10 @@ class Tables:
 
     def _broken(self, name: str, exc: BaseException) -> JudgmentStoreError:
         why = (str(exc).strip().splitlines() or [""])[0][:240]
+        if raced(exc):  # another process committed first: nothing is damaged, and nothing is to be moved aside
+            return JudgmentStoreError(
+                f"another process wrote the {name} table of {self.display_uri} at the same moment and this write "
+                f"was not saved ({type(exc).__name__}: {why}); try it again")
         return JudgmentStoreError(
             f"the {name} table of {self.display_uri} is unreadable ({type(exc).__name__}: {why}); grades, cases "
             f"and snapshots are off until it is repaired: move {name}.lance aside (the traces are not affected)")
@@ -128,18 +152,35 @@ class Tables:
 
     def _migrate(self, name: str) -> None:
         """Give a table written by an older version the columns added since (on the first write only: a
-        read-only visitor never changes the store)."""
+        read-only visitor never changes the store). Idempotent and safe when several processes make their first
+        write at once: one adds the columns, the others' adds conflict (or find them already there), so each reads
+        the latest version again and goes on once the columns are there (`MIGRATE_TRIES` times at most)."""
         if name in self._migrated or name not in ADDED_COLUMNS:
             return
-
-        def add(tbl):
-            missing = {c: sql for c, sql in ADDED_COLUMNS[name].items() if c not in tbl.schema.names}
-            if missing:
-                tbl.add_columns(missing)
-
         with LOCK:
-            self._run(name, add)
+            tbl = self._table(name)
+            for _ in range(MIGRATE_TRIES):
+                try:
+                    missing = self._missing(name, tbl)
+                    if not missing:
+                        break
+                    tbl.add_columns(missing)
+                    break
+                except Exception as exc:  # a race is read again; anything else is a damaged table
+                    if not raced(exc):
+                        raise self._broken(name, exc) from exc
+                    _checkout_latest(tbl)
+            else:
+                if self._run(name, lambda t: self._missing(name, t)):
+                    raise JudgmentStoreError(
+                        f"the {name} table of {self.display_uri} could not gain its new columns: other processes "
+                        f"kept writing it ({MIGRATE_TRIES} tries); nothing was saved, try again")
             self._migrated.add(name)
+
+    @staticmethod
+    def _missing(name: str, tbl) -> dict[str, str]:
+        names = set(tbl.schema.names)
+        return {c: sql for c, sql in ADDED_COLUMNS[name].items() if c not in names}
 
     def has_column(self, name: str, column: str) -> bool:
         """Whether table `name` exists with `column` (a table written by an older version may lack it)."""

@@ -73,22 +73,31 @@ class VisibleJudgments(JudgmentStore):
 
     def snapshots(self, case: str | None = None) -> list[Snapshot]:
         ids, old = self._shown(case)
-        return sorted([*self.snapshots_by_id(ids), *old], key=lambda s: (s.created_at, s.id))
+        return sorted([*self._snapshots_by_id(ids), *old], key=lambda s: (s.created_at, s.id))
+
+    def _ran_in_mine(self, row: dict) -> bool:
+        """A light row (`_snapshot_scopes`) whose scopes are all this visitor's (False for an old row: no scopes)."""
+        return row["scopes"] is not None and all(self.access.sees(parse_scope(t)) for t in row["scopes"])
 
     def _shown(self, case: str | None) -> tuple[set[str], list[Snapshot]]:
         """The snapshots this visitor sees — of a visible case, every scope it ran theirs — as the ids decided on the
         light `scopes` column, and the runs stored before that column, decoded (only their payload says what they
         ran). A snapshot of another scope is never decoded for a limited visitor, unless it predates the column."""
         names = set(self.case_names())
-        rows = [r for r in self.snapshot_scopes(case) if r["case_name"] in names]
-        ids = {r["id"] for r in rows
-               if r["scopes"] is not None and all(self.access.sees(parse_scope(t)) for t in r["scopes"])}
-        old = self.snapshots_by_id(r["id"] for r in rows if r["scopes"] is None)
+        rows = [r for r in self._snapshot_scopes(case) if r["case_name"] in names]
+        ids = {r["id"] for r in rows if self._ran_in_mine(r)}
+        old = self._snapshots_by_id(r["id"] for r in rows if r["scopes"] is None)
         return ids, [s for s in old if case_visible(s, self.access)]
 
     def snapshot(self, snapshot_id: str) -> Snapshot:
-        snap = super().snapshot(snapshot_id)  # unknown: its error, "latest" read from the rows above
-        if snap.case not in self.case_names() or not case_visible(snap, self.access):
+        """One visible snapshot, decided on its light row before its payload is decoded (an old row without
+        scopes: on its payload); a hidden one fails exactly as an unknown id ("latest" lists only visible runs)."""
+        light = self._snapshot_scopes(ids=[snapshot_id])
+        if not light or light[0]["case_name"] not in self.case_names() or \
+                (light[0]["scopes"] is not None and not self._ran_in_mine(light[0])):
+            raise self.no_snapshot(snapshot_id)
+        snap = super().snapshot(snapshot_id)
+        if light[0]["scopes"] is None and not case_visible(snap, self.access):
             raise self.no_snapshot(snapshot_id)
         return snap
 
