@@ -114,13 +114,8 @@ def rank_flow_figure(stage_ids: Mapping[str, Sequence[str]], fact_ids: Sequence[
             hovertemplate=[f"<b>{plotly_plain(tid)}</b><br>{x}: rank {r}{hover_move(moved.get(tid, ''))}<extra></extra>"
                            for x, _, r in pts]))
         seen.add(o)
-    # Each line labelled at its last point inside the band (the "> top" row would pile labels on one spot).
     columns = [STAGE_LABELS[s] for s in shown]
-    labelled = [(n, columns.index(t["x"][-1]), t["y"][-1], tid) for n, (tid, t) in enumerate(zip(ids, traces))
-                if t["y"][-1] <= top]
-    for (n, *_), (text, position) in zip(labelled, place_labels(
-            [(c, r, tid, moved.get(tid, "")) for _, c, r, tid in labelled], len(shown) - 1)):
-        traces[n]["text"][-1], traces[n]["textposition"] = text, position
+    _label_lines(traces, ids, columns, top, moved)
     ticks = list(range(1, top + 1)) + [deeper]
     yaxis = {"range": [deeper + 0.6, 0.4], "tickvals": ticks, "ticktext": [str(t) for t in ticks[:-1]] + [f"> {top}"],
              "title": {"text": "rank"}, "zeroline": False, "tickfont": {"size": FONT}, "fixedrange": True}
@@ -136,6 +131,16 @@ def rank_flow_figure(stage_ids: Mapping[str, Sequence[str]], fact_ids: Sequence[
     # reads the figure back): a row click or a slider move redraws it, and validating ~20 traces one by one took
     # ~250 ms on a loaded 2-core machine.
     return go.Figure(data=traces, layout=layout, _validate=False)
+
+
+def _label_lines(traces: list[dict], ids: Sequence[str], columns: Sequence[str], top: int,
+                 moved: Mapping[str, str]) -> None:
+    """Each line labelled at its last point inside the band (the "> top" row would pile labels on one spot)."""
+    labelled = [(n, columns.index(t["x"][-1]), t["y"][-1], tid) for n, (tid, t) in enumerate(zip(ids, traces))
+                if t["y"][-1] <= top]
+    for (n, *_), (text, position) in zip(labelled, place_labels(
+            [(c, r, tid, moved.get(tid, "")) for _, c, r, tid in labelled], len(columns) - 1)):
+        traces[n]["text"][-1], traces[n]["textposition"] = text, position
 
 
 def _subtitle(note: str | None, limit: int = 120) -> str:
