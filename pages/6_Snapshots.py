@@ -296,9 +296,13 @@ def machine_section(case, sb) -> None:
             st.error(plain(exc))
         else:
             bar.empty()
-            (st.warning if rep.stopped or rep.failures else st.success)(
-                f"{plain(rep.grader)}: {rep.graded} graded, {rep.skipped} already graded, {len(rep.failures)} failed"
-                + (f"; stopped: {plain(rep.stopped)}" if rep.stopped else ""))
+            if rep.stopped:  # the run ended early: lead with why, never with a count of 0 failures
+                st.error(f"Machine grading stopped: {plain(rep.stopped)}. {rep.graded} graded before it stopped "
+                         f"(kept), {rep.skipped} were already graded.")
+            else:
+                (st.warning if rep.failures else st.success)(
+                    f"{plain(rep.grader)}: {rep.graded} graded, {rep.skipped} already graded, "
+                    f"{len(rep.failures)} failed")
     keys = {(scope_text(q.scope), query_key(q.query)) for q in case.queries}
     agree = agreement(j for j in js.judgments() if (scope_text(j.scope), query_key(j.query)) in keys)
     if agree["n"]:

@@ -189,3 +189,37 @@ def test_read_only_demo_mode_shows_snapshots_but_writes_nothing(demo_env, monkey
         assert not [u for u in at.file_uploader]
     finally:
         get_workspace.clear()  # the guard marked the cached workspace read-only
+
+
+class Unreachable:
+    """A generator whose server answers once, then is gone (as a server that stops mid-run)."""
+    name = "unreachable"
+
+    def __init__(self):
+        self.calls = 0
+
+    def generate(self, system: str, prompt: str) -> str:
+        self.calls += 1
+        if self.calls > 1:
+            raise ConnectionError("cannot connect to http://127.0.0.1:9")
+        return "2"
+
+
+def test_machine_grading_that_stops_leads_with_the_stop_as_an_error(tmp_path_factory, monkeypatch):
+    """A run ended by an unreachable server is an error naming why, then what was kept — never a warning that
+    reads "0 failed" like a success."""
+    import ui.cache
+
+    gen = Unreachable()
+    monkeypatch.setattr(ui.cache, "get_generator", lambda spec: gen)
+    for db in demo_app_env(tmp_path_factory, "snapstop"):  # its own store: the run writes one machine grade
+        at = page("pages/6_Snapshots.py")
+        at.button(key="s_grade").click().run()
+        assert not at.exception, at.exception
+        assert gen.calls == 2
+        errors = [e.value.replace("\u200b", "") for e in at.error]  # `plain` breaks an address so it is no link
+        assert len(errors) == 1 and errors[0].startswith(
+            "Machine grading stopped: cannot connect to http://127.0.0.1:9. 1 graded before it stopped (kept), "), errors
+        assert errors[0].endswith(" were already graded.")
+        assert not [w for w in at.warning if "failed" in w.value] and not [s for s in at.success if "graded" in s.value]
+        assert sum(j.who == "machine" for j in JudgmentStore(db).judgments()) == 1  # what was graded stays
