@@ -218,8 +218,9 @@ def test_machine_grading_that_stops_leads_with_the_stop_as_an_error(tmp_path_fac
         assert not at.exception, at.exception
         assert gen.calls == 2
         errors = [e.value.replace("\u200b", "") for e in at.error]  # `plain` breaks an address so it is no link
-        assert len(errors) == 1 and errors[0].startswith(
-            "Machine grading stopped: cannot connect to http://127.0.0.1:9. 1 graded before it stopped (kept), "), errors
+        assert len(errors) == 1, errors
+        assert errors[0].startswith("Machine grading stopped: cannot connect to http://127.0.0.1:9. 1 graded before "
+                                    "it stopped (kept), "), errors
         assert errors[0].endswith(" were already graded.")
         assert not [w for w in at.warning if "failed" in w.value] and not [s for s in at.success if "graded" in s.value]
         assert sum(j.who == "machine" for j in JudgmentStore(db).judgments()) == 1  # what was graded stays
