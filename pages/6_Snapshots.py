@@ -112,8 +112,10 @@ def case_section():
     case = js.case(case_name)
     qrels, pol = case_qrels(js, ws.store.get, case)
     st.caption(f"Metrics use {plain(pol.describe())}, k = {pol.k} (set on the Judge page).")
-    st.caption(f"{len(case.queries)} queries, {len(qrels)} with human grades · scale {case.scale}. Grade results on "
-               "the Inspect page; every snapshot is scored with today's human grades in the diff.")
+    grading = ("Grade results on the Inspect page" if can_grade(acc)  # the one grading rule: no invitation without it
+               else "Grades are off in this read-only demo" if acc.read_only else "Grading is off for you")
+    st.caption(f"{len(case.queries)} queries, {len(qrels)} with human grades · scale {case.scale}. {grading}; every "
+               "snapshot is scored with today's human grades in the diff.")
     run_panel(case)
     return case, qrels
 

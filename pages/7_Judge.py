@@ -52,7 +52,9 @@ def setup(case) -> None:
     overlap = st.number_input("Shared items first", 0, 1000, OVERLAP, key=f"{P}pool_overlap",
                               help="The same items for every rater, at the start of each queue, so the team's "
                                    f"agreement rests on items graded in common (shown from {MIN_SHARED} on).")
-    if st.button("Start judging", key=f"{P}start", type="primary", disabled=not chosen):
+    # Without the grading rule the queue can be read, not graded: the button says so rather than invite judging.
+    if st.button("Start judging" if can_grade else "Browse the queue (grading is off)", key=f"{P}start",
+                 type="primary", disabled=not chosen):
         st.session_state[f"{P}pool"] = (tuple(chosen), int(k), int(overlap))
         st.session_state[f"{P}active"] = True
         st.session_state.pop(f"{P}spec", None)
@@ -120,7 +122,8 @@ def page() -> None:
     if not can_grade:
         st.caption("You may read this case but not grade it here.")
     if st.session_state.get(f"{P}active") and st.session_state.get(f"{P}pool"):
-        if st.button("Stop judging (change the pool)", key=f"{P}stop"):
+        if st.button("Stop judging (change the pool)" if can_grade else "Stop browsing (change the pool)",
+                     key=f"{P}stop"):
             st.session_state[f"{P}active"] = False
             st.rerun()
         if build_queue(case):

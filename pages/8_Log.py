@@ -27,13 +27,17 @@ with st.sidebar:
     cfg = config_panel(P, store_defaults(ws))  # "now" is this configuration on the current store
 
 st.title("Query log")
-st.caption("Import what your agent retrieved (JSONL lines or Phoenix RETRIEVER spans), then see whether it would "
-           "get the same today — and whether a difference comes from the store or from the configuration.")
+importing = rp.may_import(ws, access)
+st.caption(("Import what your agent retrieved (JSONL lines or Phoenix RETRIEVER spans), then see" if importing else
+            "What your agent retrieved, replayed: see") + " whether it would get the same today — and whether a "
+           "difference comes from the store or from the configuration.")
 js = judgments(ws.uri)
 rp.import_widget(ws, js, access, P)
 log = QueryLog(ws.uri)
 if log.count() == 0:
-    st.info("No logged queries yet: import a log above (or `python -m retrieval import-log FILE`).")
+    st.info("No logged queries yet: import a log above (or `python -m retrieval import-log FILE`)." if importing else
+            "No logged queries yet: the log is empty. The operator fills it with `python -m retrieval import-log "
+            "FILE`; this visitor may not import here (a read-only demo, or no write access).")
     st.stop()
 
 queries, order, n = rp.filters(log, access.sees, P)

@@ -23,12 +23,18 @@ from ui.links import ALL_SCOPES_PARAM
 from ui.text import plain
 
 
+def may_import(ws: Any, access: Any) -> bool:
+    """Whether this visitor may import a log here: an import writes the log (and implicit grades), so never in a
+    read-only demo nor without write access. What the page offers and what it says both follow this."""
+    return not ws.demo_mode and bool(access.write)
+
+
 def import_widget(ws: Any, judgments: Any, access: Any, prefix: str) -> None:
-    """Upload a JSONL log or a Phoenix span export; bad lines are listed by number, the rest kept."""
+    """Upload a JSONL log or a Phoenix span export; bad lines are listed by number, the rest kept. Not drawn for a
+    visitor who may not import (`may_import`): the page says so once, without offering it."""
+    if not may_import(ws, access):
+        return
     with st.expander("Import a log", expanded=QueryLog(ws.uri).count() == 0):
-        if ws.demo_mode or not access.write:
-            st.caption("Importing is off: this visitor may not write to the store.")
-            return
         up = st.file_uploader("JSONL log or OpenInference (Phoenix) spans, one JSON object per line",
                               type=["jsonl", "json", "txt"], key=f"{prefix}file")
         grades = st.checkbox("Turn feedback into implicit grades (rater `implicit`, apart from human grades)",
