@@ -12,15 +12,15 @@ import streamlit as st
 from retrieval.access import known_ids
 from retrieval.judgments.fresh import current_hashes
 from retrieval.judgments.model import content_hash
-from retrieval.judgments.agreement import MIN_SHARED
+from retrieval.judgments.agreement import MIN_SHARED, case_agreement
 from retrieval.judgments.queue import OVERLAP, judging_queue, next_open
 from retrieval.judgments.raters import item_key
 from retrieval.judgments.store import JudgmentStoreError, may_grade
 from ui.access import page_guard
 from ui.cache import judgments, workspace
 from ui.grading import rater_picker, visible_case_names
-from ui.judging import (P, agreement_view, clear_view, exchange_view, holes_view, judge_step, policy_form,
-                        progress_table, stale_view)
+from ui.judging import (P, agreement_ready, agreement_view, clear_view, exchange_view, holes_view, judge_step,
+                        policy_form, progress_table, stale_view)
 from ui.text import plain
 from ui.widgets import nav
 
@@ -94,10 +94,11 @@ def team_sections(case) -> None:
     pol = js.policy(case.name)
     st.caption(f"Metrics of this case use {plain(pol.describe())}, k = {pol.k}; \"can't rate\" and stale grades "
                "never count.")
-    with st.expander("Agreement between raters", expanded=True, key=f"{P}x_agree"):
+    agg = case_agreement(found, case.scale, hashes)
+    with st.expander("Agreement between raters", expanded=agreement_ready(agg), key=f"{P}x_agree"):
         if queue:
             progress_table(queue, found, hashes)
-        agreement_view(found, case.scale, hashes)
+        agreement_view(agg, case.scale)
     with st.expander("Combination policy, k and the machine rater", key=f"{P}x_policy"):
         policy_form(js, case, found, hashes, acc, not can_grade)
     with st.expander("Stale grades (the text changed after grading)", key=f"{P}x_stale"):

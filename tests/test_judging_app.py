@@ -4,6 +4,7 @@ agreement, the combination policy, an export holding both raters."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -148,7 +149,8 @@ def test_two_raters_grade_then_agreement_policy_and_export(team_env):
         assert f"{n} graded by {rater}" in all_text(at)
     at = judge("carol")
     texts = page_texts(at)
-    assert "alice × bob" in texts and "Cohen's kappa" in texts and "Krippendorff's alpha" in texts
+    assert "alice × bob" in texts and "Agreement is not computed yet: it would rest on " in texts  # under 10 shared
+    assert not agreement_panel(at).proto.expanded and "Cohen's kappa" not in texts
     from retrieval.judgments.exchange import export_ratings
 
     exported = {json.loads(x)["rater"] for x in export_ratings(js, "team", "jsonl").splitlines()}
@@ -164,6 +166,52 @@ def test_two_raters_grade_then_agreement_policy_and_export(team_env):
     assert not at.exception, at.exception
     assert js.policy("team").rater == "bob" and "grades of rater bob only" in page_texts(at)
     assert {t: g for q in js.qrels("team").values() for t, g in q.items()} == dict.fromkeys(graded["bob"], 1)
+
+
+def agreement_panel(at: AppTest):
+    return next(e for e in at.expander if e.label == "Agreement between raters")
+
+
+def not_available(at: AppTest) -> list[str]:
+    """The panel's sentences that say agreement is not there (the old panel said it three ways at once: a bold "—"
+    for each number, a warning, a reason per pair)."""
+    said = [node.value for node in agreement_panel(at) if hasattr(node, "value") and isinstance(node.value, str)]
+    return [t for t in said if re.search(r"\*\*—\*\*|withheld|not computed|No two raters|No human grade", t)]
+
+
+def test_agreement_stays_closed_and_says_once_why_until_it_can_be_computed(team_env):
+    """No grade, then one rater, then two raters on too few shared items: the panel is collapsed and one sentence
+    says why; with enough shared items it opens with alpha and kappa."""
+    db, _ = team_env
+    from retrieval.workspace.core import Workspace
+
+    js, query = JudgmentStore(db), "flight to madrid"  # a query no other test grades (grades follow the query)
+    js.save_case(Case("quiet", (CaseQuery("q0", query, MAYA),)))
+    run_snapshot(Workspace(db, embedder=HashingEmbedder(384)), "quiet", PipelineConfig.for_preset("hybrid"), js,
+                 label="quiet", k=3)
+
+    def view() -> AppTest:
+        at = open_page("pages/7_Judge.py", TIMEOUT, rater="quinn")
+        at.selectbox(key="j_case").set_value("quiet").run()
+        assert not at.exception, at.exception
+        return at
+
+    at = view()
+    assert not agreement_panel(at).proto.expanded
+    assert not_available(at) == ["Agreement is not computed yet: no human grade on this case yet."]
+    ids = [f"quiet-{n}" for n in range(12)]  # grades of ids outside the store still count for agreement
+    for rater, g in (("ann", 2), ("ben", 2)):
+        for n, tid in enumerate(ids[:3] if rater == "ben" else ids):
+            js.set_grade(MAYA, query, tid, g if n % 2 else 3, rater=rater)
+    at = view()
+    assert not agreement_panel(at).proto.expanded
+    assert not_available(at) == ["Agreement is not computed yet: it would rest on 3 item(s) graded by more than one "
+                                 "rater; at least 10 are needed (judge the shared items the queue puts first)."]
+    for n, tid in enumerate(ids):
+        js.set_grade(MAYA, query, tid, 2 if n % 2 else 3, rater="ben")
+    at = view()
+    assert agreement_panel(at).proto.expanded and "Krippendorff's alpha (ordinal) **1.00**" in page_texts(at)
+    assert not_available(at) == []
 
 
 def test_compare_marks_unrated_results_and_counts_every_rater(team_env):

@@ -12,7 +12,7 @@ import streamlit as st
 
 from retrieval.access import Access
 from retrieval.judgments import SCALES, JudgmentStore
-from retrieval.judgments.agreement import calibration, case_agreement
+from retrieval.judgments.agreement import calibration
 from retrieval.judgments.exchange import export_ratings, import_ratings
 from retrieval.judgments.identity import signed_in, writer
 from retrieval.judgments.model import CANT_RATE, Case, Judgment, content_hash
@@ -113,29 +113,37 @@ def progress_table(queue: list[QueueItem], judgments: list[Judgment], hashes: di
     st.markdown("**Progress** · " + " · ".join(f"{plain(r)} {n}/{len(queue)}" for r, n in counts.items()))
 
 
-def agreement_view(judgments: list[Judgment], scale: str, hashes: dict[str, str]) -> None:
-    """Raters per item, pairwise kappa and the case's alpha — as DOM text (tests and people read it)."""
-    agg = case_agreement(judgments, scale, hashes)
+def agreement_ready(agg: dict) -> bool:
+    """Whether a case's agreement (`case_agreement`) has numbers to show: some grade, and enough items graded by more
+    than one rater that alpha and kappa are not withheld. The Judge page opens the panel only then."""
+    return bool(agg["items"]) and not agg["withheld"]
+
+
+def agreement_view(agg: dict, scale: str) -> None:
+    """Raters per item, pairwise kappa and the case's alpha (`case_agreement`) — as DOM text (tests and people read
+    it). Until they can be computed, one sentence says why, instead of empty numbers and a reason per pair."""
     if not agg["items"]:
-        st.caption("No human grade on this case yet.")
+        st.caption("Agreement is not computed yet: no human grade on this case yet.")
         return
     spread = ", ".join(f"{r} rater{'s' if r != 1 else ''}: {n}" for r, n in agg["items_by_raters"].items())
     n = len(agg["raters"])
     st.markdown(f"**{n} rater{'s' if n != 1 else ''}** ({plain(', '.join(agg['raters']))}) · items graded by "
                 f"{plain(spread)}")
+    if agg["withheld"]:  # then every pair's kappa is withheld too: a pair shares no more items than all raters do
+        st.caption(f"Agreement is not computed yet: {agg['withheld'].removeprefix('withheld: ')}.")
+        for r in agg["pairs"]:  # how far each pair has come, with no empty number beside it
+            st.markdown(f"- {plain(r['rater_a'])} × {plain(r['rater_b'])}: {r['n']} items in common "
+                        f"({r['agree']} identical)")
+        return
     fmt = (lambda v: "—" if v is None else f"{round(v, 2) + 0.0:.2f}")  # + 0.0: never "-0.00"
     st.markdown(f"Krippendorff's alpha (ordinal) **{fmt(agg['alpha_ordinal'])}** · (interval) "
                 f"**{fmt(agg['alpha_interval'])}** · over {agg['shared_items']} item(s) graded by more than one rater")
     st.caption(caption_text("Krippendorff's alpha", "kappa"))
-    if agg["withheld"]:
-        st.warning(f"Agreement {agg['withheld']}.")
     weight = "quadratic-weighted " if scale == "graded" else ""
     for r in agg["pairs"]:
         why = f" — {r['withheld']}" if r["withheld"] else ""
         st.markdown(f"- {plain(r['rater_a'])} × {plain(r['rater_b'])}: {weight}Cohen's kappa **{fmt(r['kappa'])}** "
                     f"over {r['n']} items ({r['agree']} identical){why}")
-    if not agg["pairs"]:
-        st.caption("No two raters have graded the same item yet: agreement needs overlap.")
     st.caption("1 = full agreement, 0 = what chance gives, below 0 = systematic disagreement. Weighted statistics "
                "count a 2-vs-3 split as a smaller disagreement than 0-vs-3; 'can't rate' and stale grades are left out")
 
