@@ -85,3 +85,22 @@ def test_the_walk_finds_a_server_box(tmp_path):
     sample.write_text("import streamlit as st\nurl = st.text_input('Server URL', 'http://x')\n"
                       "def openai_server():\n    return st.text_input('Server URL', 'http://y')\n")
     assert url_boxes(sample) == ["sample.py:2"]
+
+
+@pytest.mark.parametrize("access", [Access("demo", None, grade=True, read_only=True), Access("reader", None),
+                                    Access("gone", None, write=True, denied="not on the list")],
+                         ids=["demo", "reader", "denied"])
+def test_a_log_import_is_refused_by_the_import_itself_and_writes_nothing(tmp_path, access):
+    """The Log page and `import-log` share `import_log`, which asks the one rule (`may_import_log`) before reading."""
+    import json
+
+    from retrieval.judgments import JudgmentStore
+    from retrieval.replay.store import QueryLog, import_log, may_import_log
+
+    log = QueryLog(str(tmp_path / "db"))
+    line = json.dumps({"timestamp": "2026-03-03T12:00:00+00:00", "query": "q", "scope": "user:a",
+                       "results": [{"id": "t1", "score": 0.9}], "feedback": "up"})
+    assert not may_import_log(access) and may_import_log(None)
+    with pytest.raises(ReadOnlyError, match="nothing was imported"):
+        import_log(log, JudgmentStore(str(tmp_path / "db")), [line], access=access)
+    assert log.count() == 0

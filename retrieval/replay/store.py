@@ -214,12 +214,25 @@ def record_implicit_grades(judgments: Any, queries: Iterable[LoggedQuery], sourc
     return len(rows)
 
 
+def may_import_log(access: Any) -> bool:
+    """The one rule for a log import (CLI `import-log`, the Log page): it writes the query log (and implicit grades),
+    so not denied, write access and not read-only (demo mode). `None` is local use: allowed."""
+    return access is None or (not access.denied and bool(access.write) and not access.read_only)
+
+
 def import_log(log: QueryLog, judgments: Any, lines: Iterable[str | bytes] | str | Path, *, source: str = "log",
                grades: bool = True, access: Any = None, progress: Progress | None = None, total: int = 0,
                allowed: Callable[[Scope | None], bool] | None = None) -> tuple[ImportReport, int]:
     """The one log import (CLI `import-log`, the Log page): lines (or a file) into the query log and, unless
     `grades` is off, their feedback into implicit grades, batch by batch, grades before rows. Killed at any point,
-    a rerun reaches the state an uninterrupted import reaches. Returns (the report, implicit grades written)."""
+    a rerun reaches the state an uninterrupted import reaches. Returns (the report, implicit grades written).
+    `ReadOnlyError` before anything is read or written unless `may_import_log(access)`."""
+    if not may_import_log(access):
+        from retrieval.access import ReadOnlyError
+
+        why = access.denied or ("the app runs read-only (demo mode)" if access.read_only
+                                else f"{access.user} may not change the store")
+        raise ReadOnlyError(f"nothing was imported: {why}")
     written = [0]
 
     def grade(batch: list[LoggedQuery]) -> None:
