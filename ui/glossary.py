@@ -12,6 +12,22 @@ import streamlit as st
 
 from retrieval.pipeline.presets import PRESETS, get_preset
 
+from .links import FIELDS
+
+MOOD = ("valence", "arousal", "dominance")  # the settings panel's Mood sliders, in order, over their `FIELDS` ranges
+
+
+def _num(x: float) -> str:
+    """A number as a page writes it: the minus sign, not a hyphen."""
+    return f"{x:g}".replace("-", "−")
+
+
+def _rrf_k(preset: str) -> str:
+    """The preset's k, and whether it fuses by RRF at all (hybrid's default is convex: k waits for a switch to RRF)."""
+    p = get_preset(preset)
+    return f"{p.rrf_k:g} in {preset}" if p.fusion == "rrf" else f"{p.rrf_k:g} when the {preset} preset fuses by RRF"
+
+
 GLOSSARY: dict[str, str] = {
     "RBO": "RBO (rank-biased overlap): how alike two rankings are, weighted towards the top — 1 is the same order, "
            "0 nothing in common; p = 0.9 puts most of the weight on the first 10 places.",
@@ -25,8 +41,9 @@ GLOSSARY: dict[str, str] = {
     "judged@10": "judged@10: the share of the top 10 that has a grade (0 included) — when low, the other numbers "
                  "rest on few grades.",
     "p@10": "p@10 (precision): the share of the top 10 that is relevant (grade 1 or more).",
-    "PAD": "PAD (pleasure or valence, arousal, dominance): three numbers from −1 to 1 describing the emotional tone "
-           "of a query or a trace.",
+    "PAD": "PAD (pleasure or valence, arousal, dominance): three numbers describing the emotional tone of a query or "
+           "a trace — " + ", ".join(f"{n} from {_num(FIELDS[n].lo)} to {_num(FIELDS[n].hi)}"
+                                    for n in MOOD) + ".",
     "kappa": "kappa (Cohen's): how far two raters agree beyond what chance would give — 1 identical grades, 0 no "
              "better than chance, below 0 worse; on the 0–3 scale it is weighted, so 2 vs 3 counts as a near "
              "agreement and 0 vs 3 as a wide miss.",
@@ -46,8 +63,7 @@ GLOSSARY: dict[str, str] = {
             "words is not returned.",
     "RRF": "RRF (reciprocal rank fusion): the merged score of a trace is Σ w / (k + rank) over the lists it is in — "
            "its rank in each list, the list's weight w and the constant k ("
-           + ", ".join(f"{get_preset(p).rrf_k:g} in the {p} preset" for p in PRESETS)
-           + "); the scores themselves are ignored.",
+           + "; ".join(_rrf_k(p) for p in PRESETS) + "); the scores themselves are ignored.",
     "DBSF": "DBSF (distribution-based score fusion, as Qdrant's hybrid queries do it): each side's scores are "
             "scaled onto 0–1 by their mean ± 3 standard deviations, then added with the weights.",
     "qrels": "qrels (query relevance labels): the labels of a labelled set — for each query, the traces judged and "

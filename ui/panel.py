@@ -17,7 +17,7 @@ from retrieval.pipeline.factory import generator_spec, reranker_spec
 from retrieval.pipeline.presets import PRESETS, get_preset
 from retrieval.pipeline.settings import SETTINGS_KNOBS, SWITCHES, RetrievalSettings
 
-from .glossary import caption_text, explained
+from .glossary import MOOD, caption_text, explained
 from .text import plain
 from .links import FIELDS
 from .state import CLASSIFIER_CHOICES, FUSION_FIELDS, GENERATOR_CHOICES, RERANKER_CHOICES, PipelineConfig
@@ -222,7 +222,7 @@ def _facts_and_mood(prefix: str, d: PipelineConfig, compact: bool, kw: dict[str,
     facts = st.toggle("Inject facts", d.facts, key=f"{prefix}facts", **kw)
     clf = st.selectbox("Query classifier", CLASSIFIER_CHOICES, index=CLASSIFIER_CHOICES.index(d.classifier),
                        key=f"{prefix}classifier", disabled=not facts, **kw)
-    mood = {"valence": d.valence, "arousal": d.arousal, "dominance": d.dominance}
+    mood = {name: getattr(d, name) for name in MOOD}  # the glossary's PAD entry says their ranges
     if not compact:
         st.markdown("**Mood** (PAD) — emotional traces score higher when valences agree")
         st.caption(caption_text("PAD"))
