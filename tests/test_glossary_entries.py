@@ -3,11 +3,15 @@ said every mood number runs from −1 to 1 while the Arousal slider runs 0–1; 
 hybrid fused by RRF, while it fuses by a convex combination unless RRF is chosen)."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
+from retrieval.fusion import FUSIONS, WEIGHTS, get_strategy
 from retrieval.pipeline.presets import PRESETS, get_preset
-from ui.glossary import GLOSSARY, MOOD
+from ui.glossary import GLOSSARY, MOOD, explained
 from ui.links import FIELDS
+from ui.panel import fusion_help
 
 
 def _num(x: float) -> str:
@@ -29,3 +33,29 @@ def test_the_rrf_entry_says_k_only_where_rrf_is_fused(preset):
     else:  # hybrid: convex by default, so its k is what a switch to RRF finds
         assert f"{p.rrf_k:g} when the {preset} preset fuses by RRF" in said, said
         assert f"{p.rrf_k:g} in the {preset} preset" not in said, said
+
+
+# A division whose divisor is a bare product ("/6σ_d": 6 × σ_d, or 6σ then × d?) is ambiguous: parenthesise it.
+BARE_DIVISOR = re.compile(r"/\s*\d+\s*[^\d\s(.,]")
+
+
+@pytest.mark.parametrize("name", FUSIONS)
+def test_the_fusion_help_says_each_strategy_in_words_then_an_unambiguous_formula(name):
+    """Newcomer: the Fusion radio's help was bare formulas (φ, μ, σ undefined) and "/6σ_d" read two ways."""
+    s = get_strategy(name)
+    said = fusion_help()
+    assert f"{s.title}: {s.in_words}. Score = {s.formula}." in said, said
+    assert not BARE_DIVISOR.search(s.formula), s.formula
+    for sym in sorted({c for c in s.formula if c in "φμσ"}):  # each symbol used is said in words
+        assert re.search(rf"{sym}(?: and \w)? the ", s.formula), (sym, s.formula)
+    for p in WEIGHTS:
+        assert f"{p.attr} the {p.title.lower()}" in said, said
+
+
+def test_the_fusion_and_normalisation_helps_explain_convex_and_theoretical():
+    from retrieval.fusion import Convex
+
+    (norm,) = Convex.params
+    assert GLOSSARY["theoretical"] in explained(norm.help)  # the Normalisation box names `theoretical`
+    assert GLOSSARY["convex"] in explained(fusion_help())  # the Fusion radio names convex fusion
+

@@ -133,6 +133,12 @@ def openai_server(key: str, default: str, **kw: Any) -> str:
                               "(right for a local Ollama).", **kw)
 
 
+def fusion_help() -> str:
+    """The Fusion radio's tooltip: each registered strategy in words first, then its formula."""
+    return "\n\n".join([*(f"{s.title}: {s.in_words}. Score = {s.formula}." for s in REGISTRY.values()),
+                        ", ".join(f"{p.attr} the {p.title.lower()}" for p in WEIGHTS) + " (the sliders below)."])
+
+
 def _fusion_section(prefix: str, d: PipelineConfig, kw: dict[str, Any]) -> dict[str, Any]:
     def k(name: str) -> str:
         return f"{prefix}{name}"
@@ -155,8 +161,8 @@ def _fusion_section(prefix: str, d: PipelineConfig, kw: dict[str, Any]) -> dict[
         st.session_state[k("fusion")] = fusions[0]
     fusion = st.radio("Fusion", FUSIONS, index=FUSIONS.index(pdef["fusion"]), key=k("fusion"), horizontal=True,
                       format_func=FUSION_LABELS.get, disabled=len(fusions) == 1,
-                      help=explained("; ".join(f"{s.short}: {s.formula}" for s in REGISTRY.values()) + ". "
-                                     + ("" if len(fusions) > 1 else f"The {preset} preset is always {fusions[0]}.")),
+                      help=explained(fusion_help() + ("" if len(fusions) > 1 else
+                                                      f"\n\nThe {preset} preset is always {fusions[0]}.")),
                       **kw)
     fusion = fusion if fusion in fusions else fusions[0]
     own = {p.name for p in get_strategy(fusion).params}  # the selected strategy's own parameters
