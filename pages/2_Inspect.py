@@ -231,6 +231,7 @@ asof_ui.changes(ws, as_of, P, query, scope,  # Changes: this query at two versio
 with st.expander("Timings and settings"):
     if d.timings_ms:
         st.plotly_chart(timings_figure(d.timings_ms), key=f"{P}timings", config={"displayModeBar": False})
-        st.caption("Dense search runs beside BM25 and hydration, so the bars add up to more than the total. "
+        st.caption("Dense search runs beside BM25 and hydration (fetching BM25-only hits from the store), so the "
+                   "bars add up to more than the total. "
                    "After a slider move the search times are the cached search's, plus the re-fusion.")
     st.json(view.clean(d.settings.as_dict()))

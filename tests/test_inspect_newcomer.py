@@ -35,7 +35,9 @@ def test_a_scope_with_no_example_gets_a_neutral_hint():
     from ui.view import query_placeholder
 
     assert query_placeholder("user:nobody", EXAMPLES) == NEUTRAL_PLACEHOLDER
-    assert query_placeholder(None, EXAMPLES) == f"e.g. {EXAMPLES[0]['query']}"  # all scopes: any example finds it
+    # All scopes: the example names its scope, where its Home card's claim holds (newcomer: the hint claimed nothing
+    # about scope, and the card's "BM25's #1" was not so across all scopes).
+    assert query_placeholder(None, EXAMPLES) == f"e.g. {EXAMPLES[0]['query']} — in {EXAMPLES[0]['scope']}"
 
 
 def everything_written(at) -> str:

@@ -132,6 +132,17 @@ def test_the_explanation_counts_the_final_list_on_screen_not_top_k(retriever):
     assert res.diagnostics.explain(final[0]).reason.startswith(f"Rank 1 of {len(final)} with score")
 
 
+def test_the_explanation_says_the_merged_rank_in_words(retriever):
+    """Newcomer: "found by dense #1 and BM25 #1, convex #1" read "convex #1" as a label; it is the merged rank."""
+    res = retriever.retrieve("invoice INV-8842 refund", scope=U1)
+    d = res.diagnostics
+    top = d.stage_ids["final"][0]
+    merged = d.stage_ids["merged"].index(top) + 1
+    reason = d.explain(top).reason
+    assert f", #{merged} in the merged list ({d.settings.strategy.short})" in reason, reason
+    assert f"{d.settings.strategy.short} #" not in reason, reason
+
+
 def _reachable_kinds(obj) -> set[str]:
     """The types of every object `obj` holds, however deep (classes, modules and functions not followed)."""
     import gc

@@ -66,7 +66,7 @@ def picker(ws: Any, prefix: str) -> AsOfChoice:
             st.caption(f"{len(versions)} version{'' if len(versions) == 1 else 's'} stored, the oldest "
                        f"(version {versions[0][0]}) from "
                        f"{versions[0][1]:%Y-%m-%d %H:%M} UTC. Optimizing prunes untagged versions older than 7 days; "
-                       "tagged ones are kept (`python -m retrieval tag NAME`).")
+                       "tagged ones are kept (an operator can tag a version: `python -m retrieval tag NAME`).")
     bad = st.session_state.pop(f"{prefix}asof_bad", None)
     if choice.value is not None:
         try:
@@ -102,7 +102,7 @@ def _value(ws: Any, prefix: str, mode: str, versions: list[tuple[int, datetime]]
     if mode == "tag":
         tags = list(ws.store.tags())
         if not tags:
-            st.caption("No tags yet: `python -m retrieval tag NAME` tags the current version.")
+            st.caption("No tags yet (an operator can tag the current version: `python -m retrieval tag NAME`).")
             return AsOfChoice(None, "")
         if st.session_state.get(f"{prefix}asof_tag") not in tags:
             st.session_state.pop(f"{prefix}asof_tag", None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from retrieval.eval.calibrate import DEFAULT_SAMPLE, calibrate
+from retrieval.eval.clock import END_OFFSET
 from retrieval.fusion import FusionStrategy
 from retrieval.pipeline.settings import FUSION_PARAMS, RetrievalSettings
 from retrieval.store.calibration import read_calibration, read_previous, undo_calibration, write_calibration
@@ -130,7 +131,9 @@ def calibrate_section(ws, access) -> None:
     """Tune's "Calibrate this store": no labels needed."""
     st.subheader("Calibrate this store (no labels needed)")
     st.caption("Pseudo-queries cropped from this store's own traces (each trace is the answer to its phrase) "
-               "run through every fusion candidate at the end clock. The best on one half replaces the fixed "
+               "run through every fusion candidate, with recency scored as if asked "
+               f"{END_OFFSET.days} day{'s' * (END_OFFSET.days != 1)} after the newest trace of their scope (as an "
+               "agent asks its memory). The best on one half replaces the fixed "
                "default only if, on the other half, its paired bootstrap 95 % interval lies above zero. Phrase "
                "lookups favour BM25: on SciFact a calibration chose dense 0.2 and lost 0.03 nDCG@10 on real queries "
                "(docs/BENCHMARKS.md) — when you have labelled queries, trust the search below.")

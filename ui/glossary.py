@@ -10,7 +10,25 @@ from typing import Any
 
 import streamlit as st
 
+from retrieval.fusion import NORMALIZATIONS
 from retrieval.pipeline.presets import PRESETS, get_preset
+
+from .links import FIELDS
+
+MOOD = ("valence", "arousal", "dominance")  # the settings panel's Mood sliders, in order, over their `FIELDS` ranges
+
+
+def _num(x: float) -> str:
+    """A number as a page writes it: the minus sign, not a hyphen."""
+    return f"{x:g}".replace("-", "−")
+
+
+def _rrf_k(preset: str) -> str:
+    """The preset's k, and whether it fuses by RRF at all (hybrid's default is convex: k waits for a switch to RRF)."""
+    p = get_preset(preset)
+    own_k = any(q.name == "rrf_k" for q in p.strategies[0].params)  # its own fusion takes k: RRF
+    return f"{p.rrf_k:g} in {preset}" if own_k else f"{p.rrf_k:g} when the {preset} preset fuses by RRF"
+
 
 GLOSSARY: dict[str, str] = {
     "RBO": "RBO (rank-biased overlap): how alike two rankings are, weighted towards the top — 1 is the same order, "
@@ -25,8 +43,9 @@ GLOSSARY: dict[str, str] = {
     "judged@10": "judged@10: the share of the top 10 that has a grade (0 included) — when low, the other numbers "
                  "rest on few grades.",
     "p@10": "p@10 (precision): the share of the top 10 that is relevant (grade 1 or more).",
-    "PAD": "PAD (pleasure or valence, arousal, dominance): three numbers from −1 to 1 describing the emotional tone "
-           "of a query or a trace.",
+    "PAD": "PAD (pleasure or valence, arousal, dominance): three numbers describing the emotional tone of a query or "
+           "a trace — " + ", ".join(f"{n} from {_num(FIELDS[n].lo)} to {_num(FIELDS[n].hi)}"
+                                    for n in MOOD) + ".",
     "kappa": "kappa (Cohen's): how far two raters agree beyond what chance would give — 1 identical grades, 0 no "
              "better than chance, below 0 worse; on the 0–3 scale it is weighted, so 2 vs 3 counts as a near "
              "agreement and 0 vs 3 as a wide miss.",
@@ -46,8 +65,15 @@ GLOSSARY: dict[str, str] = {
             "words is not returned.",
     "RRF": "RRF (reciprocal rank fusion): the merged score of a trace is Σ w / (k + rank) over the lists it is in — "
            "its rank in each list, the list's weight w and the constant k ("
-           + ", ".join(f"{get_preset(p).rrf_k:g} in the {p} preset" for p in PRESETS)
-           + "); the scores themselves are ignored.",
+           + "; ".join(_rrf_k(p) for p in PRESETS) + "); the scores themselves are ignored.",
+    "convex": "convex (fusion): the merged score of a trace is the dense weight × its dense score + the sparse weight "
+              "× its BM25 score, each list's scores first scaled onto 0–1 by the normalisation ("
+              + ", ".join(NORMALIZATIONS) + "); a list the trace is not in adds 0. Convex: a weighted average when "
+              "the weights add up to 1.",
+    "theoretical": "theoretical (normalisation; Bruch, Gai & Ingber 2023): a list's scores are scaled onto 0–1 from "
+                   "the lowest score the scoring function can give (0 for both the dense side's score and BM25) to the "
+                   "list's best — so a list whose scores are all weak stays low, where minmax would stretch it to "
+                   "fill 0–1.",
     "DBSF": "DBSF (distribution-based score fusion, as Qdrant's hybrid queries do it): each side's scores are "
             "scaled onto 0–1 by their mean ± 3 standard deviations, then added with the weights.",
     "qrels": "qrels (query relevance labels): the labels of a labelled set — for each query, the traces judged and "
@@ -63,12 +89,16 @@ GLOSSARY: dict[str, str] = {
 # Matched with their case: "pad" and "Ann" are words too; "rrf" and "dbsf" are the setting's values (a link's
 # `fusion=rrf`, the live panel's data), while a page writes the words RRF and DBSF.
 EXACT = frozenset({"PAD", "ANN", "RRF", "DBSF"})
+# "convex" and "theoretical" are setting values too, which the live panel's data carries quoted (`"fusion": "convex"`,
+# read by its script, never shown as such); a page writes them as words.
+VALUES = frozenset({"convex", "theoretical"})
 
 
 def _pattern(term: str) -> re.Pattern[str]:
     """`nDCG@10` matches `ndcg@10` and `nDCG@5` (a case's own k); `PAD` only `PAD`."""
     body = re.escape(term).replace("@10", r"@\d+")
-    return re.compile(rf"(?<![\w@]){body}(?![\w@])", 0 if term in EXACT else re.IGNORECASE)
+    quoted = ('(?<!")', '(?!")') if term in VALUES else ("", "")
+    return re.compile(rf"(?<![\w@]){quoted[0]}{body}(?![\w@]){quoted[1]}", 0 if term in EXACT else re.IGNORECASE)
 
 
 PATTERNS = {term: _pattern(term) for term in GLOSSARY}

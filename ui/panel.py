@@ -17,7 +17,7 @@ from retrieval.pipeline.factory import generator_spec, reranker_spec
 from retrieval.pipeline.presets import PRESETS, get_preset
 from retrieval.pipeline.settings import SETTINGS_KNOBS, SWITCHES, RetrievalSettings
 
-from .glossary import caption_text, explained
+from .glossary import MOOD, caption_text, explained
 from .text import plain
 from .links import FIELDS
 from .state import CLASSIFIER_CHOICES, FUSION_FIELDS, GENERATOR_CHOICES, RERANKER_CHOICES, PipelineConfig
@@ -133,6 +133,12 @@ def openai_server(key: str, default: str, **kw: Any) -> str:
                               "(right for a local Ollama).", **kw)
 
 
+def fusion_help() -> str:
+    """The Fusion radio's tooltip: each registered strategy in words first, then its formula."""
+    return "\n\n".join([*(f"{s.title}: {s.in_words}. Score = {s.formula}." for s in REGISTRY.values()),
+                        ", ".join(f"{p.attr} the {p.title.lower()}" for p in WEIGHTS) + " (the sliders below)."])
+
+
 def _fusion_section(prefix: str, d: PipelineConfig, kw: dict[str, Any]) -> dict[str, Any]:
     def k(name: str) -> str:
         return f"{prefix}{name}"
@@ -155,8 +161,8 @@ def _fusion_section(prefix: str, d: PipelineConfig, kw: dict[str, Any]) -> dict[
         st.session_state[k("fusion")] = fusions[0]
     fusion = st.radio("Fusion", FUSIONS, index=FUSIONS.index(pdef["fusion"]), key=k("fusion"), horizontal=True,
                       format_func=FUSION_LABELS.get, disabled=len(fusions) == 1,
-                      help=explained("; ".join(f"{s.short}: {s.formula}" for s in REGISTRY.values()) + ". "
-                                     + ("" if len(fusions) > 1 else f"The {preset} preset is always {fusions[0]}.")),
+                      help=explained(fusion_help() + ("" if len(fusions) > 1 else
+                                                      f"\n\nThe {preset} preset is always {fusions[0]}.")),
                       **kw)
     fusion = fusion if fusion in fusions else fusions[0]
     own = {p.name for p in get_strategy(fusion).params}  # the selected strategy's own parameters
@@ -222,7 +228,7 @@ def _facts_and_mood(prefix: str, d: PipelineConfig, compact: bool, kw: dict[str,
     facts = st.toggle("Inject facts", d.facts, key=f"{prefix}facts", **kw)
     clf = st.selectbox("Query classifier", CLASSIFIER_CHOICES, index=CLASSIFIER_CHOICES.index(d.classifier),
                        key=f"{prefix}classifier", disabled=not facts, **kw)
-    mood = {"valence": d.valence, "arousal": d.arousal, "dominance": d.dominance}
+    mood = {name: getattr(d, name) for name in MOOD}  # the glossary's PAD entry says their ranges
     if not compact:
         st.markdown("**Mood** (PAD) — emotional traces score higher when valences agree")
         st.caption(caption_text("PAD"))

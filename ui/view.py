@@ -279,11 +279,12 @@ NEUTRAL_PLACEHOLDER = "Type a question about the selected scope's traces"
 
 
 def query_placeholder(scope: Any, examples: Sequence[Mapping[str, Any]]) -> str:
-    """The Query box's hint: an example query of the selected scope (`data/demo/examples.json`, any when all scopes
-    are searched), so the hint finds something in what is searched; a scope with no example gets a neutral hint."""
+    """The Query box's hint: an example query of the selected scope (`data/demo/examples.json`), so the hint finds
+    something in what is searched; a scope with no example gets a neutral hint. Across all scopes the first example
+    names its scope: what its Home card promises holds within that scope (other scopes' notes compete otherwise)."""
     for ex in examples:
         if scope is None or ex.get("scope") == str(scope):
-            return f"e.g. {ex['query']}"
+            return f"e.g. {ex['query']}" + (f" — in {ex['scope']}" if scope is None and ex.get("scope") else "")
     return NEUTRAL_PLACEHOLDER
 
 

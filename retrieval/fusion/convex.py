@@ -50,11 +50,12 @@ class Convex(FusionStrategy):
     name = "convex"
     short = "convex"
     title = "convex (scores)"
-    in_words = "a convex sum of normalised scores"
-    formula = "w_d·φ(s_d) + w_s·φ(s_s), φ the normalisation"
+    in_words = "a weighted sum of the two lists' scores, each list first scaled onto 0–1"
+    formula = ("w_d·φ(s_d) + w_s·φ(s_s), s_d and s_s the trace's dense and BM25 scores, φ the normalisation onto "
+               "[0, 1]")
     params = (Param("normalization", "normalization", "choice", "minmax", choices=NORMALIZATIONS, grid=NORMALIZATIONS,
-                    help="minmax: each list to [0, 1]; theoretical: divide by the score's known maximum; zscore: "
-                         "distribution-based (DBSF).", label="Normalisation"),)
+                    help="minmax: each list to [0, 1]; theoretical: from the score's known minimum (0) to the list's "
+                         "best; zscore: distribution-based (DBSF).", label="Normalisation"),)
     weights: tuple[float, float] = (0.5, 0.5)
     normalization: str = "minmax"
 

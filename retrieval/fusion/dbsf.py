@@ -53,7 +53,8 @@ class DBSF(FusionStrategy):
     short = "DBSF"
     title = "DBSF (mean ± 3σ)"
     in_words = "distribution-based score fusion (each list scaled by its mean ± 3 standard deviations)"
-    formula = "w_d·(s_d − (μ_d − 3σ_d))/6σ_d + w_s·(s_s − (μ_s − 3σ_s))/6σ_s, each clipped to [0, 1]"
+    formula = ("w_d·clip((s_d − (μ_d − 3σ_d)) / (6σ_d)) + w_s·clip((s_s − (μ_s − 3σ_s)) / (6σ_s)), μ and σ the mean "
+               "and standard deviation of that list's scores, clip to [0, 1]")
     weights: tuple[float, float] = (0.5, 0.5)
 
     def fuse(self, score_lists: Sequence[Sequence[tuple[str, float]]], weights: Sequence[float]) -> list[Fused]:

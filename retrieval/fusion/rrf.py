@@ -52,7 +52,8 @@ class RRF(FusionStrategy):
     name = "rrf"
     short = "RRF"
     title = "RRF (ranks)"
-    in_words = "weighted reciprocal rank fusion (by ranks)"
+    in_words = ("weighted reciprocal rank fusion (by ranks only: each list adds its weight divided by k plus the "
+                "trace's rank there)")
     formula = "w_d/(k+rank_d) + w_s/(k+rank_s)"
     params = (Param("rrf_k", "k", "float", 60.0, 0.0, 1000.0, 1.0, lo_open=True, ui=(1, 200), grid=(5, 10, 20, 60),
                     help="Higher k flattens rank differences (RRF only).", label="RRF k"),)

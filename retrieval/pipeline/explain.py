@@ -201,7 +201,7 @@ def _verdict(diag: Any, trace_id: str, ex: dict[str, Any]) -> tuple[str | None, 
         found += [f"BM25 #{st['sparse'][0]}"] if st["sparse"] else []
         how = " and ".join(found) or "the pool"
         fusion = diag.settings.strategy.short
-        merged = f", {fusion} #{st['merged'][0]}" if st["merged"] else ""
+        merged = f", #{st['merged'][0]} in the merged list ({fusion})" if st["merged"] else ""
         if ex.get("fact") is not None:
             f = ex["fact"]
             how = (f"the fact graph ({f['predicate']} from {', '.join(f['source_trace_ids']) or 'no source'}), "

@@ -20,6 +20,10 @@ from typing import Protocol, TypeVar
 
 from retrieval.types import CONTEXT_SIDES
 
+# Where a trace's context goes, in words (`ContextSetting.describe`): one phrase per side in CONTEXT_SIDES.
+FED = {"bm25": "added to each trace's text for BM25 only", "dense": "added to each trace's text for the embedding only",
+       "both": "added to each trace's text for both BM25 and the embedding"}
+
 KEY_CONTEXT = "retrieval.context"
 KEY_CONTEXT_PREVIOUS = "retrieval.context.previous"
 MAX_WINDOW = 20
@@ -72,7 +76,7 @@ class ContextSetting:
             return "off (each trace indexed as its own text)"
         turns = f"the previous {self.window} turn{'s' * (self.window != 1)}" if self.window else "no previous turn"
         nxt = " and the next one" if self.next else ""
-        return f"{turns}{nxt} of the same thread, at most {self.max_chars} characters, feeding {self.sides}"
+        return f"{turns}{nxt} of the same thread, at most {self.max_chars} characters, {FED[self.sides]}"
 
 
 OFF = ContextSetting()
