@@ -104,3 +104,24 @@ def test_a_log_import_is_refused_by_the_import_itself_and_writes_nothing(tmp_pat
     with pytest.raises(ReadOnlyError, match="nothing was imported"):
         import_log(log, JudgmentStore(str(tmp_path / "db")), [line], access=access)
     assert log.count() == 0
+
+
+class StopsAfterOne(Counting):
+    """Answers once, then its server is gone."""
+
+    def generate(self, system: str, prompt: str) -> str:
+        self.calls += 1
+        if self.calls > 1:
+            raise ConnectionError("cannot connect to 127.0.0.1:9")
+        return "2"
+
+
+def test_a_run_that_stops_keeps_its_grades_and_the_audit_names_them(tmp_path):
+    """What a stopped run graded is kept, so it is audited as a finished run's grades are: who, how many, where."""
+    js, snap, texts = graded_setup(tmp_path)
+    writer = Access("writer", None, write=True)
+    rep = machine_grade(js, snap, StopsAfterOne(), texts, access=writer)
+    assert rep.graded == 1 and rep.stopped and "cannot connect" in rep.stopped
+    runs = [e for e in js.audit.entries() if e.action == "grade" and e.detail.startswith("machine")]
+    assert [(e.actor, e.traces) for e in runs] == [("writer", 1)], runs
+    assert "stopped" in runs[0].detail

@@ -124,14 +124,16 @@ def machine_grade(js: JudgmentStore, snap: Snapshot, generator, texts: Callable[
     label = getattr(generator, "name", type(generator).__name__)
     graded, failures, version = 0, [], prompt_version(scale)
     per_scope: list[str] = []  # the scope of each grade saved (the audit entry's part in each scope)
+    stopped: str | None = None
     for n, (q, tid) in enumerate(todo, 1):
         if tid not in content:
             failures.append((q.qid, tid, "trace not in the store"))
             continue
         try:
             reply = generator.generate(GRADE_SYSTEM, grade_prompt(q.query, content[tid], scale))
-        except Exception as exc:  # any backend failure ends the run; what was graded stays
-            return MachineReport(grader_label(generator), graded, skipped, tuple(failures), f"{exc}")
+        except Exception as exc:  # any backend failure ends the run; what was graded stays (and is audited)
+            stopped = f"{exc}"
+            break
         try:
             grade = parse_grade(reply, scale)
         except ValueError as exc:
@@ -144,13 +146,14 @@ def machine_grade(js: JudgmentStore, snap: Snapshot, generator, texts: Callable[
             per_scope.append(scope_text(q.scope))
         if progress:
             progress(n, len(todo))
-    if graded:  # one audit row for the run, not one per grade
+    if graded:  # one audit row for the run, not one per grade — a run that stopped included: its grades are kept
         from retrieval.workspace.audit import parts_counted
 
         actor = access.user if access is not None else "local"
         js.audit.record(actor, "grade", graded, sorted({scope_text(q.scope) for q, _ in todo}), [],
-                        detail=f"machine: {label}", parts=parts_counted(per_scope))
-    return MachineReport(grader_label(generator), graded, skipped, tuple(failures))
+                        detail=f"machine: {label}" + (" (stopped)" if stopped is not None else ""),
+                        parts=parts_counted(per_scope))
+    return MachineReport(grader_label(generator), graded, skipped, tuple(failures), stopped)
 
 
 def cohen_kappa(a: Sequence[int], b: Sequence[int]) -> float | None:
