@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from retrieval.access import check_write
+from retrieval.access import check_write, may_write
 from retrieval.workspace.audit import scopes_of
 from retrieval.ingest.loaders import FieldMap, csv_headers, jsonl_fields, load_file
 from retrieval.ingest.parse import ID_FIELDS, TEXT_FIELDS
@@ -164,7 +164,7 @@ def browse_tab() -> None:
     visible = [s for s in ws.store.scope_counts() if access.sees(s)]
     if not visible:
         st.info("Nothing to browse yet: load the demo corpus or a file on the **Load** tab."
-                if access.write else "There are no traces you may see yet.")
+                if may_write(access) else "There are no traces you may see yet.")
         return
     c1, c2 = st.columns([1, 2])
     with c1:
@@ -175,7 +175,7 @@ def browse_tab() -> None:
     if not rows:
         st.info(f"No trace in {plain(where)} contains “{plain(needle)}”: clear the search or pick another scope."
                 if needle else f"{plain(where)} has no traces: pick another scope"
-                + (", or load a file on the **Load** tab." if access.write else "."))
+                + (", or load a file on the **Load** tab." if may_write(access) else "."))
         return
     st.caption(f"{len(rows)}{'+' if len(rows) == PAGE_ROWS else ''} trace(s) in {plain(where)}")
     table = [{"id": t.id, "scope": f"{t.scope}:{t.scope_id}",
@@ -188,7 +188,7 @@ def browse_tab() -> None:
     # A click on any cell opens that trace; the row boxes at the left select rows (to read several, or delete).
     sel = st.dataframe([{k: r[k] for k in BROWSE_PX} for r in table], hide_index=True, width="stretch",
                        key=f"{P}table", on_select="rerun",
-                       selection_mode=["multi-row" if access.write else "single-row", "single-cell"],
+                       selection_mode=["multi-row" if may_write(access) else "single-row", "single-cell"],
                        column_config=widths(BROWSE_PX, select=True))
     ticked = list(sel.selection.rows) if sel else []
     clicked = [row for row, _ in (sel.selection.cells if sel else []) if row not in ticked]
@@ -197,10 +197,10 @@ def browse_tab() -> None:
         detail(table[i], f"Trace {table[i]['id']}")
     if not picked:
         st.caption("Click a trace's text (or any cell of its row) to read the whole trace"
-                   + (" · tick the boxes at the left of rows to delete them." if access.write else "."))
+                   + (" · tick the boxes at the left of rows to delete them." if may_write(access) else "."))
     if len(rows) == PAGE_ROWS:
         st.caption(f"Showing the first {PAGE_ROWS}; narrow the search to see others.")
-    if not access.write:
+    if not may_write(access):
         return
     chosen = [table[i]["id"] for i in ticked]  # ticked rows only: a clicked cell only reads
     if chosen:
@@ -230,7 +230,7 @@ def audit_tab() -> None:
     detail(None if n is None else rows[n], "The write clicked", "Click a row to see all the ids it wrote.")
 
 
-if access.write:
+if may_write(access):
     tab_load, tab_browse, tab_audit = st.tabs(["Load", "Browse", "Audit log"])
     with tab_load:
         load_tab()

@@ -7,7 +7,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from retrieval.access import AccessDenied, known_ids
+from retrieval.access import AccessDenied, known_ids, may_write
 from retrieval.pipeline.config import PipelineConfig
 from retrieval.judgments import JudgmentStore
 from retrieval.judgments.diff import diff_snapshots
@@ -123,9 +123,9 @@ def case_section():
 def run_panel(case) -> None:
     label = st.text_input("Label for the next snapshot", key=f"{P}label", placeholder="e.g. dense 0.7")
     if not st.button(f"Run a snapshot of {len(case.queries)} queries with the sidebar configuration", key=f"{P}run",
-                     type="primary", disabled=not acc.write,
-                     help=None if acc.write else "Running a snapshot stores it: it needs write access (a read-only "
-                     "demo ships its snapshots; grading stays open where it is allowed)"):
+                     type="primary", disabled=not may_write(acc),
+                     help=None if may_write(acc) else "Running a snapshot stores it: it needs write access (a "
+                     "read-only demo ships its snapshots; grading stays open where it is allowed)"):
         return
     ensure_model()
     bar = st.progress(0.0, text="searching…")

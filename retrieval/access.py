@@ -224,10 +224,16 @@ def visible(access: Access, scopes: Iterable[Scope | str]) -> list:
     return [s for s in scopes if access.sees(s)]
 
 
+def may_write(access: Access | None) -> bool:
+    """The one rule for a write (a store change, a snapshot run, machine grading, a log import): not denied, write
+    access, not read-only (demo mode). `None` is local use: allowed."""
+    return access is None or (not access.denied and access.write and not access.read_only)
+
+
 def check_write(access: Access, scopes: Iterable[Scope | str]) -> None:
     """Raise `ReadOnlyError` unless this visitor may write, and `AccessDenied` if the write would
     touch a scope they may not see (an upload whose lines name another user's scope)."""
-    if access.denied or access.read_only or not access.write:
+    if not may_write(access):
         why = access.denied or ("the app runs read-only (demo mode)" if access.read_only
                                 else f"{access.user} may not change the store")
         raise ReadOnlyError(f"nothing was written: {why}")

@@ -60,19 +60,27 @@ def grade_reads(path: Path) -> list[str]:
     return [f"{where}:{node.lineno}: {ast.unparse(node)}" for node in ast.walk(tree) if _reads_grade(node, names)]
 
 
+# An Access's permission fields, each asked only through its one rule: `grade` through `may_grade`/`can_grade`,
+# `write` through `retrieval.access.may_write` (which also says no to a denied visitor and in demo mode).
+PERMISSIONS = {"grade", "write"}
+
+
 def _reads_grade(node: ast.AST, names: set[str]) -> bool:
     if isinstance(node, ast.Attribute):
-        return node.attr == "grade" and _holds_access(node.value, names)
+        return node.attr in PERMISSIONS and _holds_access(node.value, names)
     return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
-            and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and node.args[1].value == "grade")
+            and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
+            and (node.args[1].value == "grade" or (node.args[1].value in PERMISSIONS
+                                                   and _holds_access(node.args[0], names))))
 
 
 def test_no_page_or_ui_module_reads_the_grade_permission_itself():
     files = ui_files()
     assert ROOT / "pages" / "6_Snapshots.py" in files and ROOT / "ui" / "replay.py" in files
     found = [hit for f in files for hit in grade_reads(f)]
-    assert not found, ("these read an Access's `grade` field instead of the one grading rule; call "
-                       "ui.grading.can_grade(access) (judgments.store.may_grade):\n" + "\n".join(found))
+    assert not found, ("these read an Access's `grade` or `write` field instead of its one rule; call "
+                       "ui.grading.can_grade(access) (judgments.store.may_grade) or retrieval.access.may_write:\n"
+                       + "\n".join(found))
 
 
 def test_the_walk_finds_each_spelling_it_forbids(tmp_path):
@@ -81,6 +89,9 @@ def test_the_walk_finds_each_spelling_it_forbids(tmp_path):
     sample.write_text("acc = page_guard()\nx = acc.grade\ndef f(who: Access):\n    return who.grade\n"
                       "y = getattr(access, 'grade', False)\nz = session_access().grade\nok = [j.grade for j in js]\n")
     assert sorted(int(h.split(":")[1]) for h in grade_reads(sample)) == [2, 4, 5, 6]
+    sample.write_text("acc = page_guard()\nx = acc.write\ny = getattr(access, 'write', False)\nst.write('x')\n"
+                      "f.write('x')\n")
+    assert sorted(int(h.split(":")[1]) for h in grade_reads(sample)) == [2, 3]
 
 
 WRITER = Access("writer@example.com", None, write=True, grade=False)  # may write, no grade flag, not read-only

@@ -18,7 +18,7 @@ from pathlib import Path
 import streamlit as st
 
 from retrieval.access import (NOT_SIGNED_IN, Access, AccessConfig, AccessDenied, PolicyError, load_config, load_policy,
-                              oidc_user, resolve)
+                              may_write, oidc_user, resolve)
 from retrieval.judgments.store import may_grade
 from retrieval.workspace.audit import AuditEntry
 
@@ -138,7 +138,7 @@ def page_guard(home: bool = False) -> Access:
         if cfg.auth != "none":
             seen = "every scope" if acc.scopes is None else ", ".join(sorted(acc.scopes)) or "no scope"
             st.caption(f"Signed in as **{plain(acc.user)}** · sees {plain(seen)}"
-                       + ("" if acc.write else " · read-only"))
+                       + ("" if may_write(acc) else " · read-only"))
             if cfg.auth == "oidc":
                 st.button("Sign out", key="access_logout", on_click=st.logout)
         if acc.read_only:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from retrieval.access import may_write
 from retrieval.eval.calibrate import DEFAULT_SAMPLE, calibrate
 from retrieval.eval.clock import END_OFFSET
 from retrieval.fusion import FusionStrategy
@@ -78,7 +79,7 @@ def _may_record(ws, access) -> str | None:
         return "The app is read-only (demo mode): calibrating can be tried, not recorded."
     if ws.store.read_only:
         return "This table is inspected in place (read-only): the result cannot be recorded."
-    if not access.write or access.limited:
+    if not may_write(access) or access.limited:
         return "Recording changes the defaults of every scope: only a writer who sees every scope may."
     return None
 

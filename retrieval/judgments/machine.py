@@ -85,7 +85,9 @@ def may_machine_grade(access: Access | None) -> bool:
     """The one rule for machine grading (the CLI's `snapshot grade`, the Snapshots page's button, `machine_grade`):
     a run calls a text generator for every ungraded trace and stores its grades, so it is a write — not denied,
     write access, not read-only (demo mode). `None` is local use: allowed."""
-    return access is None or (not access.denied and access.write and not access.read_only)
+    from retrieval.access import may_write
+
+    return may_write(access)
 
 
 def check_machine_grading(access: Access | None, scopes: Iterable[Scope | None]) -> None:

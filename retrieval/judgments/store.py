@@ -301,9 +301,9 @@ class JudgmentStore(Tables):
     def save_snapshot(self, snap: Snapshot, *, access: Access | None = None) -> Snapshot:
         """Store a snapshot run. Unlike a grade it needs write access: a read-only demo that lets visitors
         grade still stores no run (`ReadOnlyError`); a limited writer only over queries in their scopes."""
-        if access is not None and (access.denied or access.read_only or not access.write):
-            from retrieval.access import ReadOnlyError
+        from retrieval.access import ReadOnlyError, may_write
 
+        if access is not None and not may_write(access):
             raise ReadOnlyError(f"nothing was saved: {access.denied or 'storing a snapshot run needs write access'}")
         check_grading(access, [q.scope for q in snap.queries])
         self.upsert_rows("snapshots", "id", [snap.to_row()])

@@ -13,11 +13,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from retrieval.replay.logs import BadLine, LoggedQuery, implicit_grades, parse_lines, polarity
 from retrieval.store.remote import open_db, storage_options_from_env
 from retrieval.types import Scope
+
+if TYPE_CHECKING:
+    from retrieval.access import Access
 
 TABLE = "query_log"
 BATCH = 20_000
@@ -214,10 +217,12 @@ def record_implicit_grades(judgments: Any, queries: Iterable[LoggedQuery], sourc
     return len(rows)
 
 
-def may_import_log(access: Any) -> bool:
+def may_import_log(access: Access | None) -> bool:
     """The one rule for a log import (CLI `import-log`, the Log page): it writes the query log (and implicit grades),
     so not denied, write access and not read-only (demo mode). `None` is local use: allowed."""
-    return access is None or (not access.denied and bool(access.write) and not access.read_only)
+    from retrieval.access import may_write
+
+    return may_write(access)
 
 
 def import_log(log: QueryLog, judgments: Any, lines: Iterable[str | bytes] | str | Path, *, source: str = "log",
