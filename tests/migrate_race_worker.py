@@ -6,10 +6,7 @@ and prints one JSON line: {"ok": true} or {"ok": false, "error": "..."}."""
 from __future__ import annotations
 
 import json
-import os
 import sys
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from retrieval.judgments import JudgmentStore, Snapshot, SnapshotQuery
 from retrieval.pipeline.config import PipelineConfig

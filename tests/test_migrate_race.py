@@ -6,6 +6,7 @@ judgments table, a few rounds each."""
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
 import subprocess
 import sys
 from pathlib import Path
@@ -33,14 +34,28 @@ def old_store(uri: str, table: str) -> None:
     assert not any(JudgmentStore(uri).has_column(table, c) for c in ADDED_COLUMNS[table])
 
 
+def ready(p: subprocess.Popen, timeout: float = 300) -> None:
+    """Wait for the racer's "ready" line (a racer that dies or hangs fails the test with its stderr, never hangs it)."""
+    def read() -> str:
+        while (line := p.stdout.readline()) and line.strip() != "ready":
+            pass
+        return line
+
+    with ThreadPoolExecutor(1) as pool:
+        try:
+            line = pool.submit(read).result(timeout)
+        except FutureTimeout:
+            p.kill()
+            line = ""
+    assert line, p.communicate(timeout=60)[1][-2000:]
+
+
 def race(uri: str, table: str, ids: list[str], tmp: Path) -> list[dict]:
     env = {"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
     procs = [subprocess.Popen([sys.executable, str(WORKER), uri, table, i], cwd=tmp, env=env, text=True,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i in ids]
     for p in procs:  # every racer has its table open at the old version before any is let go
-        while (line := p.stdout.readline()) and line.strip() != "ready":
-            pass
-        assert line, p.communicate(timeout=60)[1][-2000:]
+        ready(p)
     for p in procs:
         p.stdin.write("go\n")
         p.stdin.flush()

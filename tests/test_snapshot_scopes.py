@@ -98,3 +98,16 @@ def test_the_light_snapshot_readers_are_private_so_no_lens_inherits_them_unfilte
     overridden = {n for n in public if getattr(VisibleJudgments, n) is not getattr(Plain, n)}
     # every public snapshot reader of the store is redefined by the lens, or writes/errs (checked by the lens there)
     assert public - overridden <= {"save_snapshot", "no_snapshot"}, public - overridden
+
+
+@pytest.mark.parametrize(("text", "race"), [
+    ("Retryable commit conflict for version 7: This Merge transaction was preempted by concurrent transaction", True),
+    ("Column scopes already exists in the dataset", True),
+    ("Table 'snapshots' already exists", False),  # not a column another writer added: the table's own trouble
+    ("LanceError(IO): Not found: /db/snapshots.lance/_versions/3.manifest", False),
+    ("Invalid user input: manifest is corrupt", False)])
+def test_only_a_lost_commit_race_is_read_as_one(text, race):
+    """A race is read again (`_migrate`) and said as "try again"; anything else stays a damaged table."""
+    from retrieval.judgments.tables import raced
+
+    assert raced(RuntimeError(text)) is race

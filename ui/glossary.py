@@ -61,21 +61,25 @@ GLOSSARY: dict[str, str] = {
     "drift": "drift: how far what the agent got then is from what the same query returns now — 1 − RBO of the two "
              "lists: 0 the same order, 1 nothing in common.",
     "BM25": "BM25: the keyword ranking function — a text scores for each query word it contains, more for a word "
-            "rare among the traces searched and repeated in the text, less for a long text; a text with none of the "
-            "words is not returned.",
+            "rare among the traces (of the store, or of the searched scope when the store keeps per-scope "
+            "statistics) and repeated in the text, less for a long text; a text with none of the words is not "
+            "returned.",
     "RRF": "RRF (reciprocal rank fusion): the merged score of a trace is Σ w / (k + rank) over the lists it is in — "
            "its rank in each list, the list's weight w and the constant k ("
            + "; ".join(_rrf_k(p) for p in PRESETS) + "); the scores themselves are ignored.",
-    "convex": "convex (fusion): the merged score of a trace is the dense weight × its dense score + the sparse weight "
-              "× its BM25 score, each list's scores first scaled onto 0–1 by the normalisation ("
-              + ", ".join(NORMALIZATIONS) + "); a list the trace is not in adds 0. Convex: a weighted average when "
+    "convex": "convex (fusion): the merged score of a trace is the dense weight × its dense score (similarity with "
+              "the trace's strength, recency, mood and importance) + the sparse weight × its BM25 score — one such "
+              "term per list (HyDE and multi-query add a dense and a BM25 list per query variant) — each list's "
+              "scores first scaled onto 0–1 by the normalisation (" + ", ".join(NORMALIZATIONS) + "); a list the "
+              "trace is not in adds 0. Convex: a weighted average when "
               "the weights add up to 1.",
     "theoretical": "theoretical (normalisation; Bruch, Gai & Ingber 2023): a list's scores are scaled onto 0–1 from "
                    "the lowest score the scoring function can give (0 for both the dense side's score and BM25) to the "
                    "list's best — so a list whose scores are all weak stays low, where minmax would stretch it to "
                    "fill 0–1.",
-    "DBSF": "DBSF (distribution-based score fusion, as Qdrant's hybrid queries do it): each side's scores are "
-            "scaled onto 0–1 by their mean ± 3 standard deviations, then added with the weights.",
+    "DBSF": "DBSF (distribution-based score fusion, as Qdrant's hybrid queries do it): each list's scores "
+            "are scaled onto 0–1 by their mean ± 3 standard deviations (clipped to 0–1), then added with the "
+            "weights; a list the trace is not in adds 0.",
     "qrels": "qrels (query relevance labels): the labels of a labelled set — for each query, the traces judged and "
              "how well each answers it (0 not relevant to 3 perfect; 0 or 1 in a binary case).",
     "BEIR": "BEIR: a public benchmark of retrieval test sets in one folder layout — corpus.jsonl (the texts), "

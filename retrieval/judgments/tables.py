@@ -39,13 +39,14 @@ class JudgmentStoreError(RuntimeError):
 MIGRATE_TRIES = 5
 # What LanceDB says when another process committed first (a concurrent add of the same column, a preempted commit):
 # a race to read the table again after, never a damaged table.
-RACED = ("commit conflict", "already exists", "preempted by concurrent transaction")
+RACED = ("retryable commit conflict", "preempted by concurrent transaction")
 
 
 def raced(exc: BaseException) -> bool:
-    """Whether `exc` is LanceDB losing a commit race to another writer (not a damaged table)."""
+    """Whether `exc` is LanceDB losing a commit race to another writer (not a damaged table): a commit conflict, or
+    a column another process added first ("Column scopes already exists")."""
     text = str(exc).lower()
-    return any(r in text for r in RACED)
+    return any(r in text for r in RACED) or ("column" in text and "already exists" in text)
 
 
 def _checkout_latest(tbl) -> None:
