@@ -10,6 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from apphelpers import demo_app_env, open_page, page_texts
+from test_machine_rule import StopsAfterOne
 
 from retrieval.ingest.demo import JUDGMENTS
 from retrieval.judgments import JudgmentStore
@@ -191,26 +192,12 @@ def test_read_only_demo_mode_shows_snapshots_but_writes_nothing(demo_env, monkey
         get_workspace.clear()  # the guard marked the cached workspace read-only
 
 
-class Unreachable:
-    """A generator whose server answers once, then is gone (as a server that stops mid-run)."""
-    name = "unreachable"
-
-    def __init__(self):
-        self.calls = 0
-
-    def generate(self, system: str, prompt: str) -> str:
-        self.calls += 1
-        if self.calls > 1:
-            raise ConnectionError("cannot connect to http://127.0.0.1:9")
-        return "2"
-
-
 def test_machine_grading_that_stops_leads_with_the_stop_as_an_error(tmp_path_factory, monkeypatch):
     """A run ended by an unreachable server is an error naming why, then what was kept — never a warning that
     reads "0 failed" like a success."""
     import ui.cache
 
-    gen = Unreachable()
+    gen = StopsAfterOne()  # a server that answers once, then is gone
     monkeypatch.setattr(ui.cache, "get_generator", lambda spec: gen)
     for db in demo_app_env(tmp_path_factory, "snapstop"):  # its own store: the run writes one machine grade
         at = page("pages/6_Snapshots.py")

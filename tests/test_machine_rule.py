@@ -112,7 +112,7 @@ class StopsAfterOne(Counting):
     def generate(self, system: str, prompt: str) -> str:
         self.calls += 1
         if self.calls > 1:
-            raise ConnectionError("cannot connect to 127.0.0.1:9")
+            raise ConnectionError("cannot connect to http://127.0.0.1:9")
         return "2"
 
 
