@@ -123,14 +123,18 @@ def test_a_writer_without_the_grade_flag_grades_on_snapshots(db, as_writer):
     assert controls and not [c.proto.label for c in controls if c.proto.disabled]
 
 
+def makes_a_case(at, db: str, box: str, button: str, name: str) -> None:
+    """The page offers its case control (`box`, `button`), and a click stores the case `name` with the ticket query."""
+    assert not at.exception, at.exception
+    assert [b.key for b in at.button if b.key == button], f"the page hides its case button {button!r}"
+    at.text_input(key=box).input(name).run()
+    at.button(key=button).click().run()
+    assert not at.exception, at.exception
+    assert [q.query for q in JudgmentStore(db).case(name).queries] == ["status of ticket FX-209847"]
+
+
 def test_a_writer_without_the_grade_flag_makes_a_case_on_the_log_page(db, as_writer):
-    at = open_page("pages/8_Log.py", TIMEOUT)
-    assert not at.exception, at.exception
-    assert [b.key for b in at.button if b.key == "l_make_case"], "the Log page hides 'Make a case from these N'"
-    at.text_input(key="l_case").input("writer-case").run()
-    at.button(key="l_make_case").click().run()
-    assert not at.exception, at.exception
-    assert [q.query for q in JudgmentStore(db).case("writer-case").queries] == ["status of ticket FX-209847"]
+    makes_a_case(open_page("pages/8_Log.py", TIMEOUT), db, "l_case", "l_make_case", "writer-case")
 
 
 DEMO_GRADER = Access("demo-visitor", None, grade=True, read_only=True)  # demo mode, the operator allows grading
@@ -147,12 +151,7 @@ def as_demo_grader(monkeypatch):
 def test_a_demo_visitor_allowed_to_grade_adds_to_a_case_on_inspect(db, as_demo_grader):
     """Home tells this visitor "grading, query notes and cases stay on": Inspect offers "Add to case" and it saves."""
     at = open_page("pages/2_Inspect.py", TIMEOUT, i_q="status of ticket FX-209847", i_scope="user:priya")
-    assert not at.exception, at.exception
-    assert [b.key for b in at.button if b.key == "i_g_add_case"], "Inspect hides 'Add to case' from a demo grader"
-    at.text_input(key="i_g_case_name").input("demo-grader-case").run()
-    at.button(key="i_g_add_case").click().run()
-    assert not at.exception, at.exception
-    assert [q.query for q in JudgmentStore(db).case("demo-grader-case").queries] == ["status of ticket FX-209847"]
+    makes_a_case(at, db, "i_g_case_name", "i_g_add_case", "demo-grader-case")
 
 
 def test_a_demo_visitor_allowed_to_grade_may_import_a_case_on_snapshots(db, as_demo_grader):
