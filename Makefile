@@ -83,7 +83,8 @@ lint: $(VENV)/.installed-test
 # One worker per core (`-n auto`), each test file whole on one worker (`--dist loadfile`: a file's module fixtures,
 # e.g. its served app, are built once), the longest files first (tests/durations.json, by scripts/test_durations.py;
 # `--no-loadscope-reorder` keeps that order rather than xdist's by test count, so short files fill the end).
-# `CI=true make test` on 2 cores with nothing else running: 6 min 1 s - 6 min 54 s on 2026-12-05's machine (8 min 4 s -
+# `CI=true make test` on 2 cores with nothing else running: 6 min 1 s - 6 min 54 s on 2026-12-05's machine (7 min 8 s
+# for f348ee9's 1,954 tests, a reviewer reading beside it; 8 min 4 s -
 # 8 min 43 s on the slower one before it; `-n 3` there: 10 min 16 s). Beside 4 CPU burners and helpers' tests (1-minute
 # load sampled every 30 s after the first minute): 9575fe3 1,813 passed, 0 failed, pytest 25 min 3 s, load 6.6-21.6;
 # dd654f6 1,816 passed, 0 failed, 25 min 54 s, load 6.0-24.8. Beside 6 burners (load 7.4-14.2, median 10.8, 3d68c04's
