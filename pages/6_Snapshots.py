@@ -114,7 +114,8 @@ def case_section():
     st.caption(f"Metrics use {plain(pol.describe())}, k = {pol.k} (set on the Judge page).")
     grading = ("Grade results on the Inspect page" if can_grade(acc)  # the one grading rule: no invitation without it
                else "Grades are off in this read-only demo" if acc.read_only else "Grading is off for you")
-    st.caption(f"{len(case.queries)} queries, {len(qrels)} with human grades · scale {case.scale}. {grading}; every "
+    st.caption(f"{len(case.queries)} queries, {len(qrels)} with at least one human grade · scale {case.scale}. "
+               f"{grading}; every "
                "snapshot is scored with today's human grades in the diff.")
     run_panel(case)
     return case, qrels
@@ -142,8 +143,10 @@ def run_panel(case) -> None:
     if prev:
         st.session_state[f"{P}a"] = prev[-1]
     head, value = next(iter(snap.metrics.items()), ("ndcg@10", 0.0))  # nDCG at the case's k
-    st.success(f"Snapshot {snap.id}: {head.replace('ndcg', 'nDCG')} {value:.3f} over {snap.judged_queries} judged "
-               f"queries in {snap.elapsed_ms / 1000:.1f} s")
+    share = head.replace("ndcg", "judged")  # judged@k beside it: how much of each top k the score rests on
+    st.success(f"Snapshot {snap.id}: {head.replace('ndcg', 'nDCG')} {value:.3f} with {share} "
+               f"{snap.metrics.get(share, 0.0):.0%} over {snap.judged_queries} judged queries in "
+               f"{snap.elapsed_ms / 1000:.1f} s")
 
 
 def scored(rows, qrels, k: int) -> dict:
@@ -151,6 +154,19 @@ def scored(rows, qrels, k: int) -> dict:
     number on this page (the trend, its table and the diff), so a drop in one is a drop in the other. The score
     stored at run time (the grades then) is not shown here; `python -m retrieval snapshot list` prints it."""
     return {r["id"]: rescore(js.snapshot(r["id"]), qrels, k, stages=("final",)) for r in rows}
+
+
+def headline(a: dict[str, float], b: dict[str, float], k: int) -> None:
+    """A's and B's nDCG@k, each beside its judged@k (the library's, `retrieval.metrics`): a score resting on few
+    grades reads as such."""
+    cols = st.columns(4)
+    for (side, m), c1, c2 in zip((("A", a), ("B", b)), cols[::2], cols[1::2]):
+        c1.metric(f"nDCG@{k} ({side})", f"{m[f'ndcg@{k}']:.3f}", help=explain("nDCG@10"))
+        c2.metric(f"judged@{k} ({side})", f"{m[f'judged@{k}']:.0%}", help=explain("judged@10"))
+    st.caption(f"judged@{k}: of each query's top {k}, the share that has a grade, averaged over the queries scored "
+               f"(B: {b[f'judged@{k}']:.0%}). nDCG counts an ungraded result as not relevant, so the lower this share, "
+               "the more a score — and a difference — depends on which results happen to be graded; "
+               "grading more of them firms it up.")
 
 
 def snapshots_section(case_name: str, qrels, k: int) -> tuple[str, str, dict]:
@@ -181,6 +197,7 @@ def snapshots_section(case_name: str, qrels, k: int) -> tuple[str, str, dict]:
     c1, c2 = st.columns(2)
     a_id = c1.selectbox("A (baseline)", ids, index=max(0, len(ids) - 2), key=f"{P}a", format_func=shown)
     b_id = c2.selectbox("B", ids, index=len(ids) - 1, key=f"{P}b", format_func=shown)
+    headline(snaps[a_id].metrics, snaps[b_id].metrics, k)
     names = metric_names(js.policy(case_name).k)
     st.plotly_chart(snapshot_trend_figure(table, names, highlight=(a_id, b_id)), key=f"{P}trend",
                     config={"displayModeBar": False})

@@ -62,7 +62,7 @@ def test_import_a_case_run_two_snapshots_diff_and_open_inspect(demo_env):
     at.text_input(key="s_label").input("dense-heavy").run()
     at.button(key="s_run").click().run()
     assert not at.exception, at.exception
-    assert "Snapshot s" in texts(at)
+    assert re.search(r"Snapshot s\S+: nDCG@10 \d\.\d{3} with judged@10 \d+% over \d+ judged queries", texts(at))
 
     snaps = JudgmentStore(demo_env).snapshots("mini")
     assert [(s.label, s.config.settings["dense_weight"]) for s in snaps] == [("even", 0.5), ("dense-heavy", 0.9)]
@@ -176,6 +176,28 @@ def test_in_a_shared_deployment_the_machine_grader_calls_only_the_operators_serv
         assert at.button(key="s_grade").disabled  # and a demo visitor runs no machine grading at all
     finally:
         get_workspace.clear()
+
+
+def test_each_nDCG_is_shown_beside_the_share_of_its_top_10_that_is_graded(demo_env):
+    """judged@10 (the library's, from the same scoring as the table) stands next to nDCG@10 for A and B, with a
+    caption in plain words, so a score resting on few grades reads as such."""
+    from ui.glossary import explain
+
+    at = page("pages/6_Snapshots.py")
+    assert not at.exception, at.exception
+    assert at.selectbox(key="s_case").value == "demo"
+    listing = frame(at, "label").set_index("snapshot")
+    shown = {m.label: m for m in at.metric}
+    for side in ("A", "B"):
+        row = listing.loc[at.selectbox(key=f"s_{side.lower()}").value]
+        assert float(shown[f"nDCG@10 ({side})"].value) == pytest.approx(row["ndcg@10"], abs=6e-4)  # table: 4 places
+        assert shown[f"judged@10 ({side})"].value.endswith("%")
+        assert float(shown[f"judged@10 ({side})"].value[:-1]) == pytest.approx(100 * row["judged@10"], abs=0.51)
+        assert shown[f"judged@10 ({side})"].proto.help == explain("judged@10")
+    labels = [m.label for m in at.metric]
+    assert labels[labels.index("nDCG@10 (B)") + 1] == "judged@10 (B)"  # beside it, not elsewhere on the page
+    assert "judged@10: of each query's top 10, the share that has a grade" in texts(at)
+    assert "with at least one human grade" in texts(at)
 
 
 def test_read_only_demo_mode_shows_snapshots_but_writes_nothing(demo_env, monkeypatch):

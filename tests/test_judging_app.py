@@ -8,6 +8,7 @@ import re
 
 import pytest
 from streamlit.testing.v1 import AppTest
+from streamlit.testing.v1.element_tree import Column
 
 from apphelpers import demo_app_env, open_page, page_texts
 
@@ -125,6 +126,33 @@ def test_the_step_shows_the_query_as_text_with_its_scope_and_says_graded(team_en
     assert "**Query** · in `user:maya`" in page_texts(at)
     assert "not graded by you yet" in page_texts(at) and "0 graded by dora" in all_text(at)
     assert " rated by " not in page_texts(at) + all_text(at) and "not rated" not in page_texts(at)
+
+
+MAIN_PX, GAP_PX = 904, 16  # the main column at 1366 px beside the sidebar (ui/tables.py); a small column gap
+CHAR_PX, PAD_PX = 8.5, 32  # a wide estimate of a 16 px Source Sans character; a button's padding and border
+
+
+def rows_of(node):
+    """Every block of columns in the page, each as its list of columns."""
+    kids = list(getattr(node, "children", {}).values())
+    if kids and all(isinstance(k, Column) for k in kids):
+        yield kids
+    for k in kids:
+        yield from rows_of(k)
+
+
+def test_every_grade_button_shows_its_whole_label_at_1366(team_env):
+    """The grade buttons have a row of their own, each label whole ("0 · not relevant", never "0 · not rele…"):
+    seven controls in one row left 115 px a button at 1366 px wide, and Chromium cut the first label by 12 px; four in
+    a row get 214 px. Checked here by the label texts and the row's share of the main column, not by pixels."""
+    from ui.grading import grade_word
+
+    at = start(judge("dora"))
+    row = next(r for r in rows_of(at.main) if any(b.key == "j_g0" for c in r for b in c.button))
+    labels = [b.label for c in row for b in c.button]
+    assert labels == [grade_word(g) for g in range(4)]  # the full words, and nothing else in their row
+    room = (MAIN_PX - GAP_PX * (len(row) - 1)) / len(row)
+    assert all(len(label) * CHAR_PX + PAD_PX <= room for label in labels), (labels, room)
 
 
 def test_two_raters_grade_then_agreement_policy_and_export(team_env):

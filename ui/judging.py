@@ -86,11 +86,13 @@ def judge_step(js: JudgmentStore, case: Case, rater: str, access: Access | None,
     status = _mine_text(mine_now, text, case.scale)
     (st.warning if "STALE" in status else st.caption)(status)
     grades = list(SCALES[case.scale])
-    cols = st.columns(len(grades) + 3)
-    for col, g in zip(cols, grades):
+    # The grades have a row of their own: seven buttons in one row of 904 px (1366 px beside the sidebar) cut
+    # "0 · not relevant" to "0 · not rele…"; four in a row fit every label whole.
+    for col, g in zip(st.columns(len(grades)), grades):
         col.button(_grade_label(g, case.scale), key=f"{P}g{g}", shortcut=str(g), disabled=disabled or not text,
                    on_click=_save, args=(js, item, g, rater, text, case.scale, access), width="stretch",
                    type="primary" if mine_now and mine_now[0] == g else "secondary")
+    cols = st.columns(3)
     cols[-3].button("Can't rate", key=f"{P}cant", shortcut="s", disabled=disabled, width="stretch",
                     on_click=_save, args=(js, item, CANT_RATE, rater, text, case.scale, access),
                     help="Store 'can't rate' (with the reason typed below); it never counts in metrics")
