@@ -50,7 +50,7 @@ class Convex(FusionStrategy):
     name = "convex"
     short = "convex"
     title = "convex (scores)"
-    in_words = "a weighted sum of the two lists' scores, each list first scaled onto 0–1"
+    in_words = "a weighted sum of the dense and BM25 scores, each list first scaled onto 0–1"
     formula = ("w_d·φ(s_d) + w_s·φ(s_s), s_d and s_s the trace's dense and BM25 scores, φ the normalisation onto "
                "[0, 1]")
     params = (Param("normalization", "normalization", "choice", "minmax", choices=NORMALIZATIONS, grid=NORMALIZATIONS,
