@@ -12,7 +12,7 @@ from retrieval.pipeline.config import PipelineConfig
 from retrieval.judgments import JudgmentStore
 from retrieval.judgments.diff import diff_snapshots
 from retrieval.judgments.io import import_files, spreadsheet_csv, suggest_case_name
-from retrieval.judgments.machine import WEAK_NOTE, agreement, machine_grade, may_machine_grade
+from retrieval.judgments.machine import WEAK_NOTE, agreement, machine_grade
 from retrieval.judgments.model import query_key, scope_text
 from retrieval.judgments.snapshots import rescore, run_snapshot
 from retrieval.metrics import metric_names
@@ -304,8 +304,8 @@ def machine_section(case, sb) -> None:
         url = openai_server(f"{P}gen_url", "http://127.0.0.1:11434")
         model = st.text_input("Model", "llama3.2", key=f"{P}gen_model")
         spec = f"openai:{url}#{model}"
-    if st.button("Machine-grade snapshot B", key=f"{P}grade", disabled=not may_machine_grade(acc),
-                 help=None if may_machine_grade(acc) else "Machine grading stores grades: it needs write access "
+    if st.button("Machine-grade snapshot B", key=f"{P}grade", disabled=not may_write(acc),
+                 help=None if may_write(acc) else "Machine grading stores grades: it needs write access "
                                                           "(a read-only demo or a reader may not run it)."):
         bar = st.progress(0.0, text="grading…")
         try:

@@ -230,13 +230,18 @@ def may_write(access: Access | None) -> bool:
     return access is None or (not access.denied and access.write and not access.read_only)
 
 
+def require_write(access: Access | None, done: str = "written") -> None:
+    """`ReadOnlyError` ("nothing was `done`: why") unless `may_write(access)`."""
+    if access is not None and not may_write(access):
+        why = access.denied or ("the app runs read-only (demo mode)" if access.read_only
+                                else f"{access.user} may not change the store")
+        raise ReadOnlyError(f"nothing was {done}: {why}")
+
+
 def check_write(access: Access, scopes: Iterable[Scope | str]) -> None:
     """Raise `ReadOnlyError` unless this visitor may write, and `AccessDenied` if the write would
     touch a scope they may not see (an upload whose lines name another user's scope)."""
-    if not may_write(access):
-        why = access.denied or ("the app runs read-only (demo mode)" if access.read_only
-                                else f"{access.user} may not change the store")
-        raise ReadOnlyError(f"nothing was written: {why}")
+    require_write(access)
     hidden = sorted({str(s) for s in scopes if not access.sees(s)})
     if hidden:
         raise AccessDenied(f"nothing was written: scope(s) {', '.join(hidden)} are not yours to write to")

@@ -1,4 +1,4 @@
-"""Machine grading has one rule (`retrieval.judgments.machine.may_machine_grade` / `check_machine_grading`): a run
+"""Machine grading has one rule (`retrieval.access.may_write`, asked by `check_machine_grading`): a run
 calls a text generator for each ungraded trace and stores grades, so it needs write access outside demo mode and
 the snapshot's scopes — asked by `machine_grade` itself (before any generator call), so the CLI, the Snapshots page
 and any other caller refuse alike. And where an OpenAI-compatible call goes is asked in one place too
@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from retrieval.access import Access, AccessDenied, ReadOnlyError
-from retrieval.judgments.machine import machine_grade, may_machine_grade
+from retrieval.access import may_write
+from retrieval.judgments.machine import machine_grade
 from test_judgments import graded_setup
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,7 +41,7 @@ def test_machine_grade_refuses_before_calling_the_generator(tmp_path, access, er
     js, snap, texts = graded_setup(tmp_path)
     before = js.grades(snap.queries[0].scope, snap.queries[0].query)
     gen = Counting()
-    assert not may_machine_grade(access) or error is AccessDenied
+    assert not may_write(access) or error is AccessDenied
     with pytest.raises(error, match="nothing was"):
         machine_grade(js, snap, gen, texts, access=access)
     assert gen.calls == 0
@@ -50,7 +51,7 @@ def test_machine_grade_refuses_before_calling_the_generator(tmp_path, access, er
 def test_a_writer_in_the_snapshots_scopes_machine_grades(tmp_path):
     js, snap, texts = graded_setup(tmp_path)
     writer = Access("writer", frozenset({str(snap.queries[0].scope)}), write=True)
-    assert may_machine_grade(writer) and may_machine_grade(None)
+    assert may_write(writer) and may_write(None)
     rep = machine_grade(js, snap, Counting(), texts, access=writer)
     assert (rep.graded, rep.stopped) == (3, None)  # q1's b and c, q2's b (d is not in the store)
 
@@ -91,16 +92,16 @@ def test_the_walk_finds_a_server_box(tmp_path):
                                     Access("gone", None, write=True, denied="not on the list")],
                          ids=["demo", "reader", "denied"])
 def test_a_log_import_is_refused_by_the_import_itself_and_writes_nothing(tmp_path, access):
-    """The Log page and `import-log` share `import_log`, which asks the one rule (`may_import_log`) before reading."""
+    """The Log page and `import-log` share `import_log`, which asks the write rule (`may_write`) before reading."""
     import json
 
     from retrieval.judgments import JudgmentStore
-    from retrieval.replay.store import QueryLog, import_log, may_import_log
+    from retrieval.replay.store import QueryLog, import_log
 
     log = QueryLog(str(tmp_path / "db"))
     line = json.dumps({"timestamp": "2026-03-03T12:00:00+00:00", "query": "q", "scope": "user:a",
                        "results": [{"id": "t1", "score": 0.9}], "feedback": "up"})
-    assert not may_import_log(access) and may_import_log(None)
+    assert not may_write(access) and may_write(None)
     with pytest.raises(ReadOnlyError, match="nothing was imported"):
         import_log(log, JudgmentStore(str(tmp_path / "db")), [line], access=access)
     assert log.count() == 0

@@ -15,7 +15,8 @@ import streamlit as st
 from retrieval.history import moment
 from retrieval.replay import LoggedQuery, QueryLog, Replayed
 from retrieval.replay.select import FEEDBACK, ORDERS, matching, most_drifted, pick, replay_all  # noqa: F401
-from retrieval.replay.store import import_log, may_import_log
+from retrieval.access import may_write
+from retrieval.replay.store import import_log
 from retrieval.replay.store import ImportReport
 from ui.glossary import helps
 from ui.grading import can_grade
@@ -26,7 +27,7 @@ from ui.text import plain
 def may_import(ws: Any, access: Any) -> bool:
     """Whether this visitor may import a log here: an import writes the log (and implicit grades), so never in a
     read-only demo nor without write access. What the page offers and what it says both follow this."""
-    return not ws.demo_mode and may_import_log(access)
+    return not ws.demo_mode and may_write(access)
 
 
 def import_widget(ws: Any, judgments: Any, access: Any, prefix: str) -> None:

@@ -81,25 +81,13 @@ class MachineReport:
                 "failures": [list(f) for f in self.failures], "stopped": self.stopped}
 
 
-def may_machine_grade(access: Access | None) -> bool:
-    """The one rule for machine grading (the CLI's `snapshot grade`, the Snapshots page's button, `machine_grade`):
-    a run calls a text generator for every ungraded trace and stores its grades, so it is a write — not denied,
-    write access, not read-only (demo mode). `None` is local use: allowed."""
-    from retrieval.access import may_write
-
-    return may_write(access)
-
-
 def check_machine_grading(access: Access | None, scopes: Iterable[Scope | None]) -> None:
-    """`ReadOnlyError` unless `access` may machine-grade, `AccessDenied` when one of `scopes` is not theirs."""
-    if access is None:
-        return
-    from retrieval.access import ReadOnlyError
+    """A machine-grading run calls a text generator for every ungraded trace and stores its grades, so it is a write
+    (`access.may_write`, the CLI's `snapshot grade` and the Snapshots page's button ask the same) in the snapshot's
+    scopes: `ReadOnlyError` / `AccessDenied` otherwise."""
+    from retrieval.access import require_write
 
-    if not may_machine_grade(access):
-        why = access.denied or ("the app runs read-only (demo mode)" if access.read_only
-                                else f"{access.user} may not change the store")
-        raise ReadOnlyError(f"nothing was graded: machine grading stores grades and needs write access; {why}")
+    require_write(access, "graded")
     check_grading(access, scopes)
 
 

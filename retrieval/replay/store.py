@@ -13,14 +13,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from retrieval.replay.logs import BadLine, LoggedQuery, implicit_grades, parse_lines, polarity
 from retrieval.store.remote import open_db, storage_options_from_env
 from retrieval.types import Scope
-
-if TYPE_CHECKING:
-    from retrieval.access import Access
 
 TABLE = "query_log"
 BATCH = 20_000
@@ -217,27 +214,16 @@ def record_implicit_grades(judgments: Any, queries: Iterable[LoggedQuery], sourc
     return len(rows)
 
 
-def may_import_log(access: Access | None) -> bool:
-    """The one rule for a log import (CLI `import-log`, the Log page): it writes the query log (and implicit grades),
-    so not denied, write access and not read-only (demo mode). `None` is local use: allowed."""
-    from retrieval.access import may_write
-
-    return may_write(access)
-
-
 def import_log(log: QueryLog, judgments: Any, lines: Iterable[str | bytes] | str | Path, *, source: str = "log",
                grades: bool = True, access: Any = None, progress: Progress | None = None, total: int = 0,
                allowed: Callable[[Scope | None], bool] | None = None) -> tuple[ImportReport, int]:
     """The one log import (CLI `import-log`, the Log page): lines (or a file) into the query log and, unless
     `grades` is off, their feedback into implicit grades, batch by batch, grades before rows. Killed at any point,
     a rerun reaches the state an uninterrupted import reaches. Returns (the report, implicit grades written).
-    `ReadOnlyError` before anything is read or written unless `may_import_log(access)`."""
-    if not may_import_log(access):
-        from retrieval.access import ReadOnlyError
+    It writes, so `ReadOnlyError` before anything is read unless `access.may_write` (the Log page asks it too)."""
+    from retrieval.access import require_write
 
-        why = access.denied or ("the app runs read-only (demo mode)" if access.read_only
-                                else f"{access.user} may not change the store")
-        raise ReadOnlyError(f"nothing was imported: {why}")
+    require_write(access, "imported")
     written = [0]
 
     def grade(batch: list[LoggedQuery]) -> None:
