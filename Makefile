@@ -91,7 +91,8 @@ lint: $(VENV)/.installed-test
 # tests): 1,839 passed, 3 errors, 31 min 23 s — the Ray job behind test_distributed.py ran past its 900 s timeout:
 # Ray renices its workers to 15, so they starved (now run at the command's niceness: that job 459 s -> 109 s beside
 # 6 burners). 02c19b4's tests beside 2 burners and helpers' work, 6 more burners part of the time (load 8.6-27.0,
-# median 15.7): 1,850 passed, 0 failed, pytest 21 min 23 s.
+# median 15.7): 1,850 passed, 0 failed, pytest 21 min 23 s (the test target's pytest line plus -k 'not make_run', in a
+# detached worktree, beside `python3 -c 'while True: pass'` x2; load sampled every 30 s with /proc/loadavg).
 # The tests' temporary stores on a tmpfs when the machine has one with room (LanceDB syncs every commit to disk: the
 # store-heavy files ran 25-30 % faster on /dev/shm than on this machine's disk, side by side); elsewhere the default.
 TEST_TMPDIR ?= $(shell [ -w /dev/shm ] && [ "$$(df -Pk /dev/shm | awk 'NR==2 {print $$4}')" -gt 4000000 ] && echo /dev/shm)
